@@ -1,0 +1,65 @@
+"""Input checks shared by the Python API and the command line.
+
+Every check raises ``ValueError`` with a one-line message that names the problem;
+the command line turns it into ``dpbook: error: <message>`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def check_eps(eps) -> float:
+    """Return eps as a float; reject eps <= 0 or not finite."""
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"eps must be a positive finite number, got {eps!r}") from None
+    if not math.isfinite(e) or e <= 0:
+        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
+    return e
+
+
+def check_positive(name: str, value) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return v
+
+
+def check_count(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or int(value) != value or int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_finite(name: str, values) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got a non-finite value")
+    return a
+
+
+def check_interval(l, r, name: str = "interval"):
+    """Return (l, r) as float arrays (broadcast); reject non-finite ends or l >= r."""
+    l = check_finite(f"{name} lower end l", l)
+    r = check_finite(f"{name} upper end r", r)
+    if np.any(np.broadcast_to(l, np.broadcast(l, r).shape) >= r):
+        raise ValueError(f"{name} must have l < r")
+    return l, r
+
+
+def check_observations(y, l, r):
+    """Validate a released data set (y, l, r): equal lengths, finite, l < r."""
+    y = check_finite("y", y)
+    l, r = check_interval(l, r)
+    y, l, r = np.broadcast_arrays(np.atleast_1d(y), np.atleast_1d(l), np.atleast_1d(r))
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError("observations must be a non-empty 1-d sequence")
+    return (np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(l, dtype=float),
+            np.ascontiguousarray(r, dtype=float))
