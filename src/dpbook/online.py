@@ -1,0 +1,44 @@
+"""Algorithm 1: differentially private online learning with adaptive queries.
+
+For t = 1, ..., n: the policy chooses s_t = [l_t, r_t] from the current estimation
+system (eq. 4); the population releases Y_t = T(X_t) + (r_t - l_t) V_t (eq. 10,
+the only place the sensitive X_t is touched); the SMC absorbs (Y_t, l_t, r_t)
+(eq. 3, Algorithm 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .population import Population
+from .smc import SMC
+
+
+@dataclass
+class OnlineRun:
+    """The released data and the SMC that learnt from them."""
+
+    y: np.ndarray
+    l: np.ndarray
+    r: np.ndarray
+    smc: SMC
+
+
+def run_online(population: Population, policy, n, n_particles=1000, seed=0, every=20):
+    """Run Algorithm 1 for n individuals; return the released (y, l, r) and the SMC.
+
+    ``seed`` (int or SeedSequence) drives the SMC and the Thompson draws; the privacy
+    noise belongs to the population.
+    """
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    smc_ss, policy_ss = ss.spawn(2)
+    smc = SMC(population.eps, n_particles=n_particles, n_max=n, seed=smc_ss, every=every)
+    policy_rng = np.random.default_rng(policy_ss)
+    y, l, r = np.empty(n), np.empty(n), np.empty(n)
+    for t in range(n):
+        l[t], r[t] = policy.next_interval(smc, policy_rng)
+        y[t] = population.release(l[t], r[t])
+        smc.update(y[t], l[t], r[t])
+    return OnlineRun(y=y, l=l, r=r, smc=smc)

@@ -1,0 +1,49 @@
+"""Interval policies: how the next truncation interval [l_{t+1}, r_{t+1}] is chosen.
+
+* :class:`AdaptivePolicy` -- Section 5.1 with the location-scale shortcut of
+  Section 5.2: Thompson sampling draws theta_t = (m, c) from the particle
+  approximation (6) (Step 1) and sets l = m + a* c, r = m + b* c (eq. 11), where
+  (a*, b*) maximise the Fisher score for the base distribution (eq. 13, Theorem 3).
+* :class:`FixedPolicy` -- the paper's non-adaptive comparison: the same [l_c, r_c]
+  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]).
+
+A policy sees only the estimator's posterior approximation, never the population.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .validation import check_interval
+
+
+class FixedPolicy:
+    """s_t = T_{l_c}^{r_c} for all t."""
+
+    name = "fixed"
+
+    def __init__(self, l, r):
+        l, r = check_interval(l, r)
+        self.l, self.r = float(l), float(r)
+
+    def next_interval(self, posterior, rng: np.random.Generator):
+        return self.l, self.r
+
+
+class AdaptivePolicy:
+    """Thompson sampling + eq. (11): l = m + a c, r = m + b c with (m, c) ~ posterior.
+
+    ``posterior`` must provide ``thompson_draw(rng) -> (m, c)`` (Step 1 of Section
+    5.1: theta^(i) with probability w^(i)).  Before any data the draw comes from the
+    prior, which is how Algorithm 1 initialises s_1.
+    """
+
+    name = "adaptive"
+
+    def __init__(self, a, b):
+        a, b = check_interval(a, b, name="(a, b)")
+        self.a, self.b = float(a), float(b)
+
+    def next_interval(self, posterior, rng: np.random.Generator):
+        m, c = posterior.thompson_draw(rng)
+        return m + self.a * c, m + self.b * c

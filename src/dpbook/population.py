@@ -1,0 +1,66 @@
+"""The privacy boundary (Algorithm 1, Proposition 1).
+
+Only a :class:`Population` ever holds the sensitive values x_1, x_2, ...  It answers
+one question: "release the next individual's value for the interval [l, r]", which it
+does with the mechanism of eq. (10).  Estimators, interval policies and the Fisher
+code never receive a population; they receive released values (y, l, r, eps).
+By the post-processing theorem (Theorem 1) everything computed from the releases is
+then eps-DP as a whole (Proposition 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .mechanisms import check_mechanism, release
+from .validation import check_count, check_eps, check_finite, check_positive
+
+
+class Population:
+    """A stream of individuals whose sensitive values are released one at a time.
+
+    The values are kept in a closure, not in an attribute, so that code holding the
+    population can call :meth:`release` and nothing else that reveals them.
+    """
+
+    __slots__ = ("_release", "_remaining", "eps", "mechanism")
+
+    def __init__(self, values, eps, rng: np.random.Generator, mechanism: str = "laplace"):
+        self.eps = check_eps(eps)
+        self.mechanism = check_mechanism(mechanism)
+        xs = iter(check_finite("population values", values).ravel().tolist())
+        n = int(np.size(values))
+        counter = [n]
+
+        def _release(l, r):
+            try:
+                x = next(xs)
+            except StopIteration:
+                raise ValueError("the population has no more individuals") from None
+            counter[0] -= 1
+            return float(release(x, l, r, self.eps, rng, self.mechanism))
+
+        self._release = _release
+        self._remaining = counter
+
+    def release(self, l: float, r: float) -> float:
+        """Y_t = T_l^r(X_t) + (r - l) V_t for the next individual t (eq. 10)."""
+        return self._release(l, r)
+
+    def __len__(self) -> int:
+        return self._remaining[0]
+
+
+def normal_population(n, mu, sigma, eps, seed=None, mechanism="laplace") -> Population:
+    """n individuals X_t ~ N(mu, sigma^2) i.i.d. (Section 6), released with eps-DP.
+
+    ``seed`` may be an int, a SeedSequence or a Generator; the sensitive values and
+    the privacy noise are drawn from two independent child streams.
+    """
+    n = check_count("n", n)
+    sigma = check_positive("sigma", sigma)
+    mu = float(check_finite("mu", mu))
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    data_ss, noise_ss = ss.spawn(2)
+    x = np.random.default_rng(data_ss).normal(mu, sigma, size=n)
+    return Population(x, eps, np.random.default_rng(noise_ss), mechanism)

@@ -1,0 +1,163 @@
+"""Counter-keyed random numbers for the numba kernels.
+
+The SMC and MHAAR kernels run their inner loops in parallel (numba ``prange``).
+To make results bit-identical whatever the number of threads or the executor,
+every (time step, particle) pair gets its own SplitMix64 stream whose key is a
+hash of (seed, time, particle, purpose); the thread that happens to run it does
+not matter.  Normal variates use the 256-layer ziggurat (Marsaglia & Tsang, 2000),
+as numpy's ``Generator`` does; the tables are built below at import time.
+
+The functions thread the 64-bit state explicitly: ``state, value = f(state)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import int64, njit, uint64
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_TWO53_INV = 1.0 / 9007199254740992.0
+
+
+@njit(inline="always", cache=True)
+def mix64(z):
+    """SplitMix64 finaliser (Steele, Lea & Flood, 2014)."""
+    z = (z ^ (z >> uint64(30))) * _M1
+    z = (z ^ (z >> uint64(27))) * _M2
+    return z ^ (z >> uint64(31))
+
+
+@njit(inline="always", cache=True)
+def stream_key(seed, a, b):
+    """Key of the stream for (seed, a, b): independent of evaluation order."""
+    return mix64(mix64(uint64(seed) + uint64(a) * _GAMMA) ^ (uint64(b) * _M2 + _GAMMA))
+
+
+@njit(inline="always", cache=True)
+def next_u64(state):
+    state = state + _GAMMA
+    return state, mix64(state)
+
+
+@njit(inline="always", cache=True)
+def uniform(state):
+    """Uniform on the open interval (0, 1), 53-bit resolution."""
+    state, z = next_u64(state)
+    return state, (float(int64(z >> uint64(11))) + 0.5) * _TWO53_INV
+
+
+def _ziggurat_tables(n=256, r=3.6541528853610088, v=4.92867323399e-3):
+    """Layer edges x_0 > x_1 = r > ... > x_n = 0 of equal-area strips under exp(-x^2/2)."""
+    f = lambda x: math.exp(-0.5 * x * x)  # noqa: E731
+    x = np.empty(n + 1)
+    x[0] = v / f(r)
+    x[1] = r
+    for i in range(1, n - 1):
+        x[i + 1] = math.sqrt(-2.0 * math.log(v / x[i] + f(x[i])))
+    x[n] = 0.0
+    two52 = float(2**52)
+    ki = np.array([int(x[i + 1] / x[i] * two52) for i in range(n)], dtype=np.uint64)
+    wi = x[:n] / two52
+    fi = np.array([f(xi) for xi in x])
+    return ki, wi, fi
+
+
+_KI, _WI, _FI = _ziggurat_tables()
+_ZR = 3.6541528853610088
+_ZR_INV = 1.0 / _ZR
+
+
+@njit(cache=True)
+def _normal_slow(state, idx, x, neg):
+    """Ziggurat rejection steps, reached with probability about 1%."""
+    while True:
+        if idx == 0:
+            # tail beyond r (Marsaglia 1964)
+            while True:
+                state, u1 = uniform(state)
+                state, u2 = uniform(state)
+                xx = -_ZR_INV * math.log(u1)
+                yy = -math.log(u2)
+                if yy + yy > xx * xx:
+                    return state, (-(_ZR + xx) if neg else _ZR + xx)
+        state, u = uniform(state)
+        if _FI[idx + 1] + u * (_FI[idx] - _FI[idx + 1]) < math.exp(-0.5 * x * x):
+            return state, x
+        state, z = next_u64(state)
+        idx = z & uint64(0xFF)
+        z = z >> uint64(8)
+        neg = z & uint64(1)
+        rabs = (z >> uint64(1)) & uint64(0x000FFFFFFFFFFFFF)
+        x = float(int64(rabs)) * _WI[idx] * (1.0 - 2.0 * float(int64(neg)))
+        if rabs < _KI[idx]:
+            return state, x
+
+
+@njit(inline="always", cache=True)
+def normal(state):
+    """Standard normal variate (256-layer ziggurat, fast path inlined)."""
+    state, z = next_u64(state)
+    idx = z & uint64(0xFF)
+    z = z >> uint64(8)
+    neg = z & uint64(1)
+    rabs = (z >> uint64(1)) & uint64(0x000FFFFFFFFFFFFF)
+    # branch-free sign: a mispredicted branch here costs more than the rest
+    x = float(int64(rabs)) * _WI[idx] * (1.0 - 2.0 * float(int64(neg)))
+    if rabs < _KI[idx]:
+        return state, x
+    return _normal_slow(state, idx, x, neg)
+
+
+@njit(cache=True)
+def gamma(state, shape):
+    """Gamma(shape, scale 1) variate, shape >= 1 (Marsaglia & Tsang, 2000)."""
+    d = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        state, z = normal(state)
+        v = 1.0 + c * z
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        state, u = uniform(state)
+        if math.log(u) < 0.5 * z * z + d - d * v + d * math.log(v):
+            return state, d * v
+
+
+@njit(cache=True)
+def normals(seed, a, size):
+    """``size`` standard normals from stream (seed, a, 0); for tests and helpers."""
+    out = np.empty(size)
+    state = stream_key(seed, a, 0)
+    for i in range(size):
+        state, out[i] = normal(state)
+    return out
+
+
+@njit(cache=True)
+def uniforms(seed, a, size):
+    out = np.empty(size)
+    state = stream_key(seed, a, 0)
+    for i in range(size):
+        state, out[i] = uniform(state)
+    return out
+
+
+@njit(cache=True)
+def gammas(seed, a, shape, size):
+    out = np.empty(size)
+    state = stream_key(seed, a, 0)
+    for i in range(size):
+        state, out[i] = gamma(state, shape)
+    return out
+
+
+def seed_to_key(seed) -> int:
+    """A 64-bit kernel key from an int seed or a numpy SeedSequence."""
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, dtype=np.uint64)[0])
+    return int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0])
