@@ -62,7 +62,7 @@ def laplace_logpdf(v, scale):
 
 
 def noise_logpdf(y, c, l, r, eps, mechanism: str = "laplace"):
-    """log density of Y = y given T_l^r(X) = c: the factor Laplace(y - s(x), Delta s/eps) in eq. (5)."""
+    """log Laplace(y - s(x); Delta s/eps), the noise factor of eq. (5), given T_l^r(X) = c."""
     b = noise_scale(l, r, eps)
     if mechanism == "laplace":
         return laplace_logpdf(np.asarray(y) - c, b)
