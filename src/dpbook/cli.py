@@ -50,7 +50,12 @@ def _print(result: dict, as_json: bool, lines):
 
 def cmd_fisher(args):
     from .fisher import fisher_information
+    from .validation import check_count, check_eps, check_interval
 
+    check_eps(args.eps)
+    check_interval(args.a, args.b, name="interval [a, b]")
+    check_count("M", args.M)
+    check_count("K", args.K)
     rng = np.random.default_rng(args.seed)
     est = fisher_information(args.a, args.b, args.eps, 0.0, 1.0, method=args.method,
                              M=args.M, K=args.K, rng=rng)
@@ -69,7 +74,11 @@ def cmd_fisher(args):
 
 def cmd_best_interval(args):
     from .fisher import best_interval
+    from .validation import check_count, check_eps, check_interval
 
+    check_eps(args.eps)
+    check_interval(*args.lims, name="--lims")
+    check_count("grid", args.grid, 2)
     lo, hi = args.lims
     res = best_interval(args.eps, method=args.method, grid=args.grid, lims=(lo, hi),
                         score=args.score, M=args.M, K=args.K, seed=args.seed)

@@ -1,0 +1,105 @@
+"""The dpbook command line: public names, JSON output, and one-line errors (exit 2)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpbook.cli import main
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, "-m", "dpbook.cli", *args], capture_output=True,
+                       text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture
+def csv(tmp_path):
+    def write(text, name="data.csv"):
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+    return write
+
+
+GOOD = "y,l,r\n0.3,-1,1\n-0.2,-1,1\n1.4,-1,1\n0.1,-0.5,1.5\n"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["fisher", "--eps", "0", "--a", "-1", "--b", "1"], "eps"),
+    (["fisher", "--eps", "-2", "--a", "-1", "--b", "1"], "eps"),
+    (["fisher", "--eps", "inf", "--a", "-1", "--b", "1"], "eps"),
+    (["fisher", "--eps", "nan", "--a", "-1", "--b", "1"], "eps"),
+    (["fisher", "--eps", "1", "--a", "1", "--b", "1"], "l < r"),
+    (["fisher", "--eps", "1", "--a", "2", "--b", "1"], "l < r"),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "magic"], "method"),
+    (["best-interval", "--eps", "0"], "eps"),
+    (["best-interval", "--eps", "1", "--method", "magic"], "method"),
+    (["best-interval", "--eps", "1", "--score", "det"], "score"),
+    (["posterior", "--method", "smc", "--eps", "0", "DATA"], "eps"),
+    (["posterior", "--method", "magic", "--eps", "1", "DATA"], "method"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_arguments(args, needle, csv, capsys):
+    args = [csv(GOOD) if a == "DATA" else a for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dpbook: error:") and needle in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "empty"),
+    ("y,l,r\n", "no data rows"),
+    ("y,l\n1,0\n", "lacks column(s) r"),
+    ("y,l,r\n1,0,x\n", "non-number"),
+    ("y,l,r\n1,0,\n", "non-number"),
+    ("y,l,r\nnan,0,1\n", "non-number"),
+    ("y,l,r\ninf,0,1\n", "finite"),
+    ("y,l,r\n1,2,1\n", "l < r"),
+])
+def test_bad_csv(text, needle, csv, capsys):
+    for method in ("smc", "exact"):
+        assert main(["posterior", "--method", method, "--eps", "1", csv(text)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, err
+
+
+def test_missing_file(capsys):
+    assert main(["posterior", "--method", "smc", "--eps", "1", "/no/such.csv"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_posterior_json_and_reproducible(csv):
+    path = csv(GOOD)
+    code, out, err = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
+                         "--seed", "4", "--json", path)
+    assert code == 0, err
+    res = json.loads(out)
+    assert set(res) >= {"mu", "sigma", "seconds"}
+    assert set(res["mu"]) == {"mean", "sd"} and set(res["sigma"]) == {"mean", "sd"}
+    code2, out2, _ = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
+                         "--seed", "4", "--json", path)
+    strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "seconds"}  # noqa: E731
+    assert strip(out) == strip(out2)
+
+
+def test_fisher_json():
+    code, out, err = run("fisher", "--eps", "2", "--a", "-1", "--b", "1", "--json")
+    assert code == 0, err
+    F = json.loads(out)["F"]
+    assert len(F) == 2 and len(F[0]) == 2 and F[0][0] > 0 and abs(F[0][1] - F[1][0]) < 1e-12
+
+
+def test_best_interval_json():
+    code, out, err = run("best-interval", "--eps", "5", "--grid", "20", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["a"] < res["b"] and res["score"] > 0
+
+
+def test_human_readable_output(csv):
+    code, out, _ = run("posterior", "--method", "exact", "--eps", "1", csv(GOOD))
+    assert code == 0 and "mu" in out and "{" not in out
