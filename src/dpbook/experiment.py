@@ -1,0 +1,856 @@
+"""The paper-scale experiment of Section 6, resumable and executor-independent.
+
+For every eps in {1, 2, 5, 10} and every run r = 0, ..., 29 the sensitive sample
+X_1..X_n ~ N(mu, sigma^2) (n = 1000, mu = 50, sigma^2 = 10) is drawn once and shown to
+three methods:
+
+* ``smc-adaptive`` -- Algorithm 1 with SMC (Algorithm 2, N = 1000 particles) and the
+  Thompson-sampling interval policy of Section 5 with (a*, b*) = best_interval(eps)
+  (eq. 13; computed once per eps and recorded in the manifest);
+* ``smc-fixed`` -- the same SMC with the constant interval [l_c, r_c] =
+  [mu - 10 sigma, mu + 10 sigma] ("SMC-non-adaptive");
+* ``mhaar`` -- the batch MHAAR sampler (10^5 iterations, 20 auxiliary draws) on the
+  data released with the same [l_c, r_c].
+
+Seeds are derived from identities, never from positions or completion order:
+
+* data (sensitive values and privacy noise): ``SeedSequence(seed, spawn_key=(0, E, run))``
+* algorithm: ``SeedSequence(seed, spawn_key=(code(method), E, run))``, code = 1, 2, 3
+  for smc-adaptive, smc-fixed, mhaar,
+
+where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.  As the SMC
+and MHAAR kernels are bit-identical for any number of numba threads, the results do not
+depend on the executor (serial, local process pool, Dask cluster), on the number of
+workers or on the order in which tasks finish.  The three methods of one (eps, run)
+see the same sensitive sample and, because the privacy noise of the population is a
+stream of its own, smc-fixed and mhaar even see the same released values y (the
+authors' MATLAB code drew fresh noise for MHAAR; the sample x is shared there too).
+
+Store layout (``out`` directory)::
+
+    manifest.json          configuration, code and package versions, best intervals
+    estimates.parquet      one row per task (rebuilt from the task files)
+    tasks/<method>_eps<eps>_run<run>.npz   one file per finished task
+
+Every task file holds the estimates row (as JSON) and the trajectories: for the SMC
+methods the posterior means and sds, ESS, acceptance rate and intervals l_t, r_t of
+every step and the released y; for the first ``keep_particles`` runs also the
+particles and their normalised weights every ``every``-th step.  MHAAR files hold y,
+l, r and (when the sampler exposes it) a thinned chain.  Task files are written to a
+temporary file and renamed (``os.replace``) as each task finishes, so an interrupted
+experiment loses nothing that had finished and a rerun skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .validation import check_eps
+
+METHODS = ("smc-adaptive", "smc-fixed", "mhaar")
+_METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
+_DATA_CODE = 0
+_INTERVAL_CODE = 4
+_RESAMPLE_CODE = 5
+FORMAT = 1
+FIXED_HALF_WIDTH = 10.0  # [l_c, r_c] = [mu - 10 sigma, mu + 10 sigma]
+MHAAR_AUX = 20
+EVERY = 20
+CHAIN_POINTS = 1000  # at most this many thinned MHAAR chain points per task file
+
+PAPER = dict(eps=(1.0, 2.0, 5.0, 10.0), runs=30, n=1000, particles=1000,
+             mhaar_iters=100_000, mu=50.0, sigma=10 ** 0.5)
+
+
+# ----------------------------------------------------------------------------- seeds
+def eps_code(eps: float) -> int:
+    """The IEEE-754 bit pattern of eps, an exact integer identity for a float."""
+    return struct.unpack("<Q", struct.pack("<d", float(eps)))[0]
+
+
+def data_seed(root: int, eps: float, run: int) -> np.random.SeedSequence:
+    """Seed of the sensitive sample and the privacy noise of run ``run`` at ``eps``."""
+    return np.random.SeedSequence(root, spawn_key=(_DATA_CODE, eps_code(eps), int(run)))
+
+
+def task_seed(root: int, method: str, eps: float, run: int) -> np.random.SeedSequence:
+    """Seed of the algorithm (SMC + Thompson draws, or MHAAR) of one task."""
+    return np.random.SeedSequence(root, spawn_key=(_METHOD_CODE[method], eps_code(eps),
+                                                   int(run)))
+
+
+def _seed_str(ss: np.random.SeedSequence) -> str:
+    return f"{ss.entropy}:{','.join(str(k) for k in ss.spawn_key)}"
+
+
+@dataclass(frozen=True, order=True)
+class Task:
+    method: str
+    eps: float
+    run: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}_eps{self.eps!r}_run{self.run}"
+
+    @property
+    def filename(self) -> str:
+        return self.name + ".npz"
+
+
+# ----------------------------------------------------------------------- validation
+def _count(name, value, minimum=1) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    try:
+        v = int(value)
+        ok = v == value
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return v
+
+
+def _eps_list(eps) -> list[float]:
+    if isinstance(eps, str):
+        eps = [e for e in eps.replace(",", " ").split()]
+    try:
+        items = list(eps)
+    except TypeError:
+        items = [eps]
+    if not items:
+        raise ValueError("eps must list at least one value")
+    out = []
+    for e in items:
+        v = check_eps(e)
+        if v not in out:
+            out.append(v)
+    return sorted(out)
+
+
+def _method_list(methods) -> list[str]:
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    try:
+        items = list(methods)
+    except TypeError:
+        raise ValueError(f"methods must be a list of names, got {methods!r}") from None
+    if not items:
+        raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
+    for m in items:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
+    return [m for m in METHODS if m in items]
+
+
+def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
+                methods=METHODS, seed=0, interval_method="exact", mu=50.0,
+                sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
+                interval_K=10000) -> dict:
+    """Validate the arguments and return the configuration dict kept in the manifest.
+
+    Everything that changes a result or the set of tasks is in the configuration;
+    how the tasks are executed (workers, scheduler, progress) is not.
+    """
+    try:
+        mu_f = float(mu) if not isinstance(mu, bool) else float("nan")
+    except (TypeError, ValueError):
+        mu_f = float("nan")
+    if not math.isfinite(mu_f):
+        raise ValueError(f"mu must be a finite number, got {mu!r}")
+    try:
+        sig_f = float(sigma)
+    except (TypeError, ValueError):
+        sig_f = float("nan")
+    if not (math.isfinite(sig_f) and sig_f > 0):
+        raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
+    if interval_method not in ("exact", "mc"):
+        raise ValueError(f"interval_method must be 'exact' or 'mc', got {interval_method!r}")
+    return {
+        "format": FORMAT,
+        "eps": _eps_list(eps),
+        "runs": _count("runs", runs),
+        "n": _count("n", n),
+        "particles": _count("particles", particles, 2),
+        "mhaar_iters": _count("mhaar_iters", mhaar_iters),
+        "mhaar_aux": MHAAR_AUX,
+        "methods": _method_list(methods),
+        "seed": _count("seed", seed, 0),
+        "interval_method": interval_method,
+        "interval_grid": _count("interval_grid", interval_grid, 2),
+        "interval_lims": [-3.0, 3.0],
+        "interval_score": "mu",
+        "interval_M": _count("interval_M", interval_M),
+        "interval_K": _count("interval_K", interval_K),
+        "fixed_half_width": FIXED_HALF_WIDTH,
+        "mu": mu_f,
+        "sigma": sig_f,
+        "keep_particles": _count("keep_particles", keep_particles, 0),
+        "every": EVERY,
+    }
+
+
+def _tasks(config) -> list[Task]:
+    return [Task(m, e, r) for m in config["methods"] for e in config["eps"]
+            for r in range(config["runs"])]
+
+
+# --------------------------------------------------------------------- one task
+def _set_threads(k):
+    if k:
+        import numba
+
+        numba.set_num_threads(max(1, min(int(k), numba.config.NUMBA_NUM_THREADS)))
+
+
+def _init_worker():
+    """Process-pool initializer: one numba thread per worker so tasks run side by side."""
+    _set_threads(1)
+
+
+def run_task(spec: dict) -> dict:
+    """Run one (method, eps, run) task; return {"row": {...}, "arrays": {...}}.
+
+    ``spec`` is a plain dict (picklable for any executor).  The result depends only on
+    the spec, not on the process, thread count or order in which tasks run.
+    """
+    _set_threads(spec.get("numba_threads"))
+    from .population import normal_population
+
+    method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
+    n, mu, sigma = spec["n"], spec["mu"], spec["sigma"]
+    dss, ass = data_seed(root, eps, run), task_seed(root, method, eps, run)
+    row = {"method": method, "eps": eps, "run": run, "seed": _seed_str(ass),
+           "data_seed": _seed_str(dss), "n": n, "mu_true": mu, "sigma_true": sigma,
+           "a": math.nan, "b": math.nan, "l_c": math.nan, "r_c": math.nan,
+           "particles": math.nan, "iters": math.nan}
+    arrays = {}
+    lc, rc = mu - spec["fixed_half_width"] * sigma, mu + spec["fixed_half_width"] * sigma
+    t0 = time.perf_counter()
+    pop = normal_population(n, mu, sigma, eps, seed=dss)
+    if method in ("smc-adaptive", "smc-fixed"):
+        from .online import run_online
+        from .policies import AdaptivePolicy, FixedPolicy
+
+        if method == "smc-adaptive":
+            policy = AdaptivePolicy(spec["a"], spec["b"])
+            row.update(a=float(spec["a"]), b=float(spec["b"]))
+        else:
+            policy = FixedPolicy(lc, rc)
+            row.update(l_c=lc, r_c=rc)
+        res = run_online(pop, policy, n, n_particles=spec["particles"], seed=ass,
+                         every=spec["every"])
+        seconds = time.perf_counter() - t0
+        s, h = res.smc.summary(), res.smc.history
+        acc = np.asarray(h.acceptance[1:], dtype=float)
+        row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
+                   acceptance=float(acc.mean()) if acc.size else math.nan)
+        arrays.update(y=res.y, l=res.l, r=res.r)
+        for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess", "acceptance"):
+            arrays[k] = np.asarray(getattr(h, k), dtype=float)
+        if spec["keep"] and h.snapshot_t:
+            arrays["snapshot_t"] = np.asarray(h.snapshot_t, dtype=np.int64)
+            arrays["snapshot_mu"] = np.asarray(h.snapshot_mu, dtype=float)
+            arrays["snapshot_sigma"] = np.asarray(h.snapshot_sigma, dtype=float)
+            arrays["snapshot_w"] = np.asarray(h.snapshot_w, dtype=float)
+    elif method == "mhaar":
+        from .mhaar import mhaar
+
+        y = np.array([pop.release(lc, rc) for _ in range(n)])
+        l, r = np.full(n, lc), np.full(n, rc)
+        res = mhaar(y, l, r, eps, n_iter=spec["mhaar_iters"], n_aux=spec["mhaar_aux"],
+                    seed=ass)
+        s = res.summary()
+        seconds = time.perf_counter() - t0
+        row.update(l_c=lc, r_c=rc, iters=spec["mhaar_iters"])
+        acc = getattr(res, "acceptance", None)
+        if acc is not None and np.ndim(acc) == 0:
+            row["acceptance"] = float(acc)
+        for k in ("step_mu", "step_var"):
+            v = getattr(res, k, None)
+            if v is not None and np.ndim(v) == 0:
+                row[f"mhaar_{k}"] = float(v)
+        arrays.update(y=y, l=l, r=r)
+        arrays.update(_mhaar_chain(res))
+    else:  # pragma: no cover - validated before
+        raise ValueError(f"unknown method {method!r}")
+    row.update(mu_hat=float(s["mu"]["mean"]), sigma_hat=float(s["sigma"]["mean"]),
+               mu_sd=float(s["mu"]["sd"]), sigma_sd=float(s["sigma"]["sd"]),
+               seconds=seconds)
+    return {"row": row, "arrays": arrays}
+
+
+def _mhaar_chain(res) -> dict:
+    """A thinned (mu, sigma) chain from an MHAAR result, if it exposes one."""
+    for mu_name, sig_name in (("mu_samples", "sigma_samples"), ("mu", "sigma")):
+        m, s = getattr(res, mu_name, None), getattr(res, sig_name, None)
+        if m is not None and s is not None and np.ndim(m) == 1 and np.size(m) > 1:
+            m, s = np.asarray(m, float), np.asarray(s, float)
+            step = max(1, -(-m.size // CHAIN_POINTS))
+            return {"chain_mu": m[::step], "chain_sigma": s[::step],
+                    "chain_iter": np.arange(0, m.size, step, dtype=np.int64)}
+    theta = getattr(res, "theta", getattr(res, "thetas", None))
+    if theta is not None and np.ndim(theta) == 2 and 2 in np.shape(theta):
+        th = np.asarray(theta, float)
+        th = th if th.shape[1] == 2 else th.T
+        step = max(1, -(-th.shape[0] // CHAIN_POINTS))
+        return {"chain_mu": th[::step, 0], "chain_sigma": th[::step, 1],
+                "chain_iter": np.arange(0, th.shape[0], step, dtype=np.int64)}
+    return {}
+
+
+# ------------------------------------------------------------------------ the store
+def _atomic_write_bytes(path: Path, writer):
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        with open(tmp, "wb") as f:
+            writer(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _write_json(path: Path, obj):
+    _atomic_write_bytes(path, lambda f: f.write(
+        (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode()))
+
+
+def _store_task(out: Path, task: Task, result: dict):
+    arrays = dict(result["arrays"])
+    arrays["row_json"] = np.array(json.dumps(result["row"]))
+    _atomic_write_bytes(out / "tasks" / task.filename,
+                        lambda f: np.savez_compressed(f, **arrays))
+
+
+def _read_row(path: Path) -> dict:
+    with np.load(path, allow_pickle=False) as z:
+        return json.loads(str(z["row_json"]))
+
+
+_ORDER = {m: i for i, m in enumerate(METHODS)}
+
+
+def _collect(out: Path, config: dict | None = None):
+    """Estimates DataFrame from the finished task files (only those of ``config``)."""
+    import pandas as pd
+
+    tdir = out / "tasks"
+    wanted = None if config is None else {t.filename for t in _tasks(config)}
+    rows = []
+    if tdir.is_dir():
+        for p in sorted(tdir.glob("*.npz")):
+            if p.name.startswith(".") or (wanted is not None and p.name not in wanted):
+                continue
+            rows.append(_read_row(p))
+    cols = ["method", "eps", "run", "seed", "data_seed", "mu_hat", "sigma_hat", "mu_sd",
+            "sigma_sd", "seconds", "a", "b", "l_c", "r_c", "n", "particles", "iters",
+            "ess_final", "acceptance", "mu_true", "sigma_true"]
+    df = pd.DataFrame(rows)
+    for c in cols:
+        if c not in df.columns:
+            df[c] = pd.Series(dtype=object if c in ("method", "seed", "data_seed")
+                              else float)
+    if len(df):
+        df["_o"] = df["method"].map(_ORDER)
+        df = df.sort_values(["_o", "eps", "run"], kind="mergesort").drop(columns="_o")
+        df["run"] = df["run"].astype("int64")
+        df["n"] = df["n"].astype("int64")
+    extra = [c for c in df.columns if c not in cols]
+    return df[cols + extra].reset_index(drop=True)
+
+
+def _write_estimates(out: Path, df):
+    _atomic_write_bytes(out / "estimates.parquet", lambda f: df.to_parquet(f, index=False))
+
+
+def _git(*args) -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                           timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def code_version() -> dict:
+    """dpbook version, git commit and dirty flag (when run from a git checkout)."""
+    from . import __version__
+
+    head = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if head else None
+    return {"dpbook": __version__, "git": head,
+            "dirty": None if status is None else bool(status)}
+
+
+def package_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for p in ("numpy", "scipy", "numba", "pandas", "pyarrow", "dask", "distributed", "tqdm"):
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def _read_manifest(out: Path) -> dict | None:
+    p = out / "manifest.json"
+    if not p.exists():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{p} is not a readable manifest: {e}") from None
+
+
+def _check_same_config(out: Path, manifest: dict | None, config: dict):
+    if manifest is None:
+        return
+    old = manifest.get("config", {})
+    diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+    if diff:
+        raise ValueError(f"{out} holds results of a different configuration "
+                         f"(differing: {', '.join(diff)}); choose another output "
+                         f"directory or remove it")
+
+
+def _best_intervals(config: dict, manifest: dict | None) -> dict:
+    """(a*, b*) per eps (eq. 13), reused from the manifest when it has them."""
+    if "smc-adaptive" not in config["methods"]:
+        return {}
+    known = (manifest or {}).get("intervals", {})
+    out = {}
+    for e in config["eps"]:
+        k = repr(e)
+        if k in known:
+            out[k] = known[k]
+            continue
+        from .fisher import best_interval
+
+        iseed = int(np.random.SeedSequence(config["seed"], spawn_key=(
+            _INTERVAL_CODE, eps_code(e))).generate_state(1)[0])
+        t0 = time.perf_counter()
+        res = best_interval(e, method=config["interval_method"], grid=config["interval_grid"],
+                            lims=tuple(config["interval_lims"]), score=config["interval_score"],
+                            M=config["interval_M"], K=config["interval_K"], seed=iseed)
+        out[k] = {"a": float(res["a"]), "b": float(res["b"]),
+                  "score": None if res.get("score") is None else float(res["score"]),
+                  "se": None if res.get("se") is None else float(res["se"]),
+                  "seed": iseed, "seconds": time.perf_counter() - t0}
+    return out
+
+
+def _spec(config: dict, intervals: dict, task: Task, threads) -> dict:
+    spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed", "mu",
+                                   "sigma", "every", "fixed_half_width")}
+    spec.update(method=task.method, eps=task.eps, run=task.run,
+                keep=task.run < config["keep_particles"], numba_threads=threads)
+    if task.method == "smc-adaptive":
+        iv = intervals[repr(task.eps)]
+        spec.update(a=iv["a"], b=iv["b"])
+    return spec
+
+
+# -------------------------------------------------------------------------- executors
+def _connect(scheduler: str, timeout: float):
+    try:
+        from dask.distributed import Client
+    except ImportError as e:  # pragma: no cover
+        raise ValueError(f"dask.distributed is not available: {e}") from None
+    try:
+        return Client(scheduler, timeout=timeout, set_as_default=False)
+    except Exception as e:  # noqa: BLE001 - any failure means: not reachable
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: {msg}") from None
+
+
+def _run_serial(specs, on_done):
+    for task, spec in specs:
+        on_done(task, run_task(spec))
+
+
+def _run_pool(specs, workers, on_done):
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                             initializer=_init_worker)
+    try:
+        futs = {ex.submit(run_task, spec): task for task, spec in specs}
+        errors = []
+        for f in as_completed(futs):
+            try:
+                res = f.result()
+            except Exception as e:  # noqa: BLE001 - keep the others, report at the end
+                errors.append((futs[f], e))
+                continue
+            on_done(futs[f], res)
+        _raise_first(errors)
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+def _run_dask(client, specs, on_done):
+    from dask.distributed import as_completed
+
+    futs = {}
+    for task, spec in specs:
+        f = client.submit(run_task, spec, key=f"dpbook-experiment-{task.name}-{spec['seed']}",
+                          pure=False, retries=0)
+        futs[f] = task
+    errors = []
+    try:
+        for f in as_completed(list(futs)):
+            try:
+                res = f.result()
+            except Exception as e:  # noqa: BLE001
+                errors.append((futs[f], e))
+                continue
+            on_done(futs[f], res)
+            f.release()
+    except BaseException:
+        client.cancel(list(futs))
+        raise
+    _raise_first(errors)
+
+
+def _raise_first(errors):
+    """Re-raise the first task error (after every other task has been stored)."""
+    if errors:
+        task, e = errors[0]
+        e.add_note(f"in task {task.name} ({len(errors)} task(s) failed)")
+        raise e
+
+
+# --------------------------------------------------------------------------- the API
+def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
+                   methods=METHODS, seed=0, out="results/paper", scheduler=None,
+                   interval_method="exact", mu=50.0, sigma=10 ** 0.5, progress=True,
+                   workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
+                   interval_K=10000, scheduler_timeout=10.0):
+    """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
+
+    Tasks already stored in ``out`` for the same configuration are skipped.  With
+    ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
+    local process pool of ``workers`` processes (default: every core) with one numba
+    thread each, or in this process with all threads when there is one worker or one
+    task left.  The results are the same in every case.
+    """
+    config = make_config(eps=eps, runs=runs, n=n, particles=particles,
+                         mhaar_iters=mhaar_iters, methods=methods, seed=seed,
+                         interval_method=interval_method, mu=mu, sigma=sigma,
+                         keep_particles=keep_particles, interval_grid=interval_grid,
+                         interval_M=interval_M, interval_K=interval_K)
+    if workers is not None:
+        workers = _count("workers", workers)
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise ValueError(f"scheduler must be an address such as tcp://host:8786, "
+                         f"got {scheduler!r}")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a directory")
+    manifest = _read_manifest(out)
+    _check_same_config(out, manifest, config)
+
+    client = _connect(scheduler, scheduler_timeout) if scheduler else None
+    try:
+        intervals = _best_intervals(config, manifest)
+        (out / "tasks").mkdir(parents=True, exist_ok=True)
+        for p in (out / "tasks").glob(".tmp-*"):  # debris of a killed writer
+            p.unlink(missing_ok=True)
+        tasks = _tasks(config)
+        pending = [t for t in tasks if not (out / "tasks" / t.filename).exists()]
+        if scheduler:
+            executor, nw = "dask", None
+        else:
+            nw = min(workers or os.cpu_count() or 1, max(len(pending), 1))
+            executor = "pool" if nw > 1 else "serial"
+        session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "code": code_version(),
+                   "executor": executor, "workers": nw, "scheduler": scheduler,
+                   "tasks_to_run": len(pending)}
+        new = {"format": FORMAT, "config": config, "intervals": intervals,
+               "code": (manifest or {}).get("code", session["code"]),
+               "packages": (manifest or {}).get("packages", package_versions()),
+               "created": (manifest or {}).get("created", session["started"]),
+               "sessions": (manifest or {}).get("sessions", []) + [session],
+               "tasks": len(tasks), "complete": False}
+        if manifest and manifest.get("packages") != package_versions():
+            session["packages"] = package_versions()
+        _write_json(out / "manifest.json", new)
+
+        threads = None if executor == "serial" else 1
+        specs = [(t, _spec(config, intervals, t, threads)) for t in pending]
+        bar = _progress(len(tasks), len(tasks) - len(pending), progress)
+
+        def on_done(task, result):
+            _store_task(out, task, result)
+            bar.update(1)
+            bar.set_postfix_str(task.name, refresh=False)
+
+        try:
+            if executor == "dask":
+                _run_dask(client, specs, on_done)
+            elif executor == "pool":
+                _run_pool(specs, nw, on_done)
+            else:
+                _run_serial(specs, on_done)
+        finally:
+            bar.close()
+            df = _collect(out, config)
+            _write_estimates(out, df)
+            session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            new["complete"] = len(df) == len(tasks)
+            _write_json(out / "manifest.json", new)
+    finally:
+        if client is not None:
+            client.close()
+    return df
+
+
+def _progress(total, initial, enabled):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, disable=not enabled, unit="task",
+                desc="experiment", dynamic_ncols=True, smoothing=0.1)
+
+
+def is_complete(out, **kwargs) -> bool:
+    """True if ``out`` holds every task of the configuration given by ``kwargs``."""
+    out = Path(out)
+    config = make_config(**kwargs)
+    manifest = _read_manifest(out)
+    if manifest is None or manifest.get("config") != config:
+        return False
+    return all((out / "tasks" / t.filename).exists() for t in _tasks(config))
+
+
+def ensure_results(out="results/paper", progress=True, workers=None, scheduler=None,
+                   **kwargs):
+    """Load the results in ``out`` if complete for this configuration, else run/resume.
+
+    ``kwargs`` are the configuration arguments of :func:`run_experiment` (eps, runs, n,
+    ...; the paper's values by default).  Returns ``(estimates, trajectories)`` as
+    :func:`load_results`.  A directory holding another configuration is an error.
+    """
+    if not is_complete(out, **kwargs):
+        run_experiment(out=out, progress=progress, workers=workers, scheduler=scheduler,
+                       **kwargs)
+    return load_results(out)
+
+
+class Trajectories:
+    """Lazy access to the per-task arrays of an experiment store.
+
+    ``tr[method, eps, run]`` is a dict of arrays: for SMC tasks ``mean_mu``,
+    ``mean_sigma``, ``sd_mu``, ``sd_sigma``, ``ess``, ``acceptance``, ``y``, ``l``, ``r``
+    (one value per step t = 1..n) and, for the first ``keep_particles`` runs,
+    ``snapshot_t``, ``snapshot_mu``, ``snapshot_sigma``, ``snapshot_w`` (shape
+    [steps/every, N]); for MHAAR tasks ``y``, ``l``, ``r`` and possibly a thinned chain.
+    """
+
+    def __init__(self, out, manifest):
+        self.out = Path(out)
+        self.manifest = manifest
+        self.config = manifest["config"]
+        self._cache = {}
+
+    def keys(self):
+        return [(t.method, t.eps, t.run) for t in _tasks(self.config)
+                if (self.out / "tasks" / t.filename).exists()]
+
+    def __contains__(self, key):
+        return key in self.keys()
+
+    def __len__(self):
+        return len(self.keys())
+
+    def __getitem__(self, key):
+        method, eps, run = key
+        task = Task(method, float(eps), int(run))
+        if task not in self._cache:
+            path = self.out / "tasks" / task.filename
+            if not path.exists():
+                raise KeyError(key)
+            with np.load(path, allow_pickle=False) as z:
+                self._cache[task] = {k: z[k] for k in z.files if k != "row_json"}
+        return self._cache[task]
+
+    def get(self, method, eps, run):
+        return self[method, eps, run]
+
+    def particles(self, method, eps, run, resample=True):
+        """(t, mu, sigma) at every ``every``-th step; mu, sigma have shape [len(t), N].
+
+        With ``resample=True`` the particles are resampled (systematic resampling with a
+        seed fixed by the task) to equal weights, as in the paper's Figure 2; otherwise
+        the weights are returned too: (t, mu, sigma, w).
+        """
+        d = self[method, eps, run]
+        if "snapshot_t" not in d:
+            raise KeyError(f"no particles stored for {(method, eps, run)} "
+                           f"(keep_particles={self.config['keep_particles']})")
+        t, mu, sig, w = d["snapshot_t"], d["snapshot_mu"], d["snapshot_sigma"], d["snapshot_w"]
+        if not resample:
+            return t, mu, sig, w
+        rng = np.random.default_rng(np.random.SeedSequence(self.config["seed"], spawn_key=(
+            _RESAMPLE_CODE, _METHOD_CODE[method], eps_code(eps), int(run))))
+        N = w.shape[1]
+        u = (rng.random(len(t))[:, None] + np.arange(N)) / N
+        cw = np.cumsum(w, axis=1)
+        cw[:, -1] = 1.0
+        idx = np.stack([np.searchsorted(cw[k], u[k], side="right") for k in range(len(t))])
+        idx = np.minimum(idx, N - 1)
+        return t, np.take_along_axis(mu, idx, 1), np.take_along_axis(sig, idx, 1)
+
+    def steps(self, methods=None, eps=None):
+        """Long DataFrame of the per-step SMC trajectories (method, eps, run, t, ...)."""
+        import pandas as pd
+
+        frames = []
+        for m, e, r in self.keys():
+            if m == "mhaar" or (methods and m not in methods) or (eps and e not in eps):
+                continue
+            d = self[m, e, r]
+            cols = {k: d[k] for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess",
+                                      "acceptance", "l", "r", "y") if k in d}
+            f = pd.DataFrame(cols)
+            f.insert(0, "t", np.arange(1, len(f) + 1))
+            f.insert(0, "run", r)
+            f.insert(0, "eps", e)
+            f.insert(0, "method", m)
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_results(out="results/paper"):
+    """(estimates DataFrame, :class:`Trajectories`) of the experiment stored in ``out``."""
+    import pandas as pd
+
+    out = Path(out)
+    manifest = _read_manifest(out)
+    if manifest is None:
+        raise ValueError(f"{out} holds no experiment results (no manifest.json)")
+    config = manifest["config"]
+    done = sum((out / "tasks" / t.filename).exists() for t in _tasks(config))
+    p = out / "estimates.parquet"
+    df = pd.read_parquet(p) if p.exists() else None
+    if df is None or len(df) != done:
+        df = _collect(out, config)
+        try:
+            _write_estimates(out, df)
+        except OSError:
+            pass
+    return df, Trajectories(out, manifest)
+
+
+def summarize(estimates, mu=None, sigma=None):
+    """Per method and eps: runs, mean, bias and RMSE of mu_hat and sigma_hat."""
+    import pandas as pd
+
+    rows = []
+    if len(estimates) == 0:
+        return pd.DataFrame(rows)
+    for (m, e), g in estimates.groupby(["method", "eps"], sort=False):
+        mt = float(g["mu_true"].iloc[0]) if mu is None else mu
+        st = float(g["sigma_true"].iloc[0]) if sigma is None else sigma
+        row = {"method": m, "eps": float(e), "runs": int(len(g))}
+        for p, truth in (("mu", mt), ("sigma", st)):
+            v = g[f"{p}_hat"].to_numpy(float)
+            row[f"{p}_mean"] = float(v.mean())
+            row[f"{p}_bias"] = float(v.mean() - truth)
+            row[f"{p}_rmse"] = float(np.sqrt(np.mean((v - truth) ** 2)))
+        row["seconds"] = float(g["seconds"].mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------- command line
+def _float(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def add_experiment_parser(subparsers):
+    """Add the ``experiment`` sub-command to an argparse sub-parsers object."""
+    p = subparsers.add_parser(
+        "experiment", help="the paper's Section 6 experiment (resumable)",
+        description="Run or resume the Section 6 experiment: SMC-adaptive, SMC-fixed and "
+                    "MHAAR over eps values and independent runs.")
+    p.add_argument("--eps", type=_float, nargs="+", default=list(PAPER["eps"]),
+                   metavar="E", help="privacy parameters (default 1 2 5 10)")
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--particles", type=int, default=1000)
+    p.add_argument("--mhaar-iters", type=int, default=100_000)
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help="comma-separated subset of " + ",".join(METHODS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="results/paper", metavar="DIR")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a Dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default: every core)")
+    p.add_argument("--interval-method", choices=("exact", "mc"), default="exact")
+    p.add_argument("--keep-particles", type=int, default=1,
+                   help="store particles for the first K runs (default 1)")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_experiment)
+    return p
+
+
+def cmd_experiment(args):
+    t0 = time.perf_counter()
+    df = run_experiment(eps=args.eps, runs=args.runs, n=args.n, particles=args.particles,
+                        mhaar_iters=args.mhaar_iters, methods=args.methods, seed=args.seed,
+                        out=args.out, scheduler=args.scheduler,
+                        interval_method=args.interval_method,
+                        progress=not args.no_progress, workers=getattr(args, "workers", None),
+                        keep_particles=getattr(args, "keep_particles", 1))
+    out = Path(args.out)
+    summ = summarize(df)
+    manifest = _read_manifest(out) or {}
+    result = {
+        "summary": summ.to_dict(orient="records"),
+        "intervals": manifest.get("intervals", {}),
+        "tasks": int(len(df)),
+        "complete": bool(manifest.get("complete")),
+        "seconds": time.perf_counter() - t0,
+        "paths": {"out": str(out), "estimates": str(out / "estimates.parquet"),
+                  "manifest": str(out / "manifest.json"), "tasks": str(out / "tasks")},
+    }
+    if args.json:
+        print(json.dumps(result))
+        return result
+    lines = [f"{'method':<13} {'eps':>6} {'runs':>4}  {'mu mean':>9} {'bias':>8} {'rmse':>8}"
+             f"  {'sigma mean':>10} {'bias':>8} {'rmse':>8}  {'s/task':>7}"]
+    for r in result["summary"]:
+        lines.append(f"{r['method']:<13} {r['eps']:>6g} {r['runs']:>4}  {r['mu_mean']:>9.4f} "
+                     f"{r['mu_bias']:>8.4f} {r['mu_rmse']:>8.4f}  {r['sigma_mean']:>10.4f} "
+                     f"{r['sigma_bias']:>8.4f} {r['sigma_rmse']:>8.4f}  {r['seconds']:>7.2f}")
+    lines.append(f"results: {out / 'estimates.parquet'} (manifest {out / 'manifest.json'})")
+    print("\n".join(lines))
+    sys.stdout.flush()
+    return result
