@@ -95,14 +95,18 @@ _ROWS_PER_CHUNK = 1 << 20  # elements per block in the fresh-samples path
 class FisherEstimate:
     """A Fisher information matrix (eq. 7) for theta = (mu, sigma).
 
-    F : (..., 2, 2) array.  se : same shape, Monte Carlo standard errors of the mean of
-    the M outer products of eq. (8) (``None`` for method 'exact').  se_trace : standard
-    error of the trace estimate (``None`` for 'exact').
+    F : (..., 2, 2) array.  For the Monte Carlo estimate of eq. (8) (``None`` for method
+    'exact'): se, se_trace : total Monte Carlo standard errors of F and of its trace
+    (outer M y-draws plus, with shared samples, the K shared Algorithm 4 samples, by
+    the delta method); se_outer, se_outer_trace : the standard error of the mean of the
+    M outer products s_j s_j^T alone (equal to se with fresh samples).
     """
 
     F: np.ndarray
     se: np.ndarray | None = None
     se_trace: float | None = None
+    se_outer: np.ndarray | None = None
+    se_outer_trace: float | None = None
 
     @property
     def trace(self):
@@ -187,84 +191,193 @@ def _count_lt(p, n, y):
 
 
 @njit(cache=True)
-def _cell_scores(l, r, bn, mu, sigma, zp, v, xs, g1s, g2s, pre1, pre2, suf1, suf2, s1, s2):
-    """Algorithm 4 scores s_j (into s1, s2) for all M observations of one interval.
+def _cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
+    """Eq. (8) with Algorithm 4 scores for one interval, K samples shared by the M y's.
 
-    xs: the K importance samples, ascending; g1s, g2s: their score components;
-    pre*/suf*: sums of the first / last n components (length K + 1).
+    xs: the K importance samples, ascending; gs: (2, K) their grad log N components;
+    pre / suf: (5, K + 1) sums of (g1, g2, g1^2, g1 g2, g2^2) over the first / last n.
+    Returns (F11, F12, F22, outer se x 3, outer se of trace, total se x 3, total se of
+    trace); see the module docstring.
     """
     K = xs.shape[0]
     M = zp.shape[0]
+    bn = (r - l) / eps
+    # ---- nodes: lump at l, samples inside (l, r), lump at r; G = (count, g1, g2, g1^2,
+    # g1 g2, g2^2) summed over the node
     nlo = _count_le(xs, K, l)          # x <= l: clipped to l
     hst = _count_lt(xs, K, r)          # x >= r (indices hst..K-1): clipped to r
     nhi = K - hst
     nmax = hst - nlo + 2
     p = np.empty(nmax)
-    G0 = np.empty(nmax)
-    G1 = np.empty(nmax)
-    G2 = np.empty(nmax)
+    G = np.empty((6, nmax))
     n = 0
     if nlo > 0:
         p[0] = l
-        G0[0] = nlo
-        G1[0] = pre1[nlo]
-        G2[0] = pre2[nlo]
+        G[0, 0] = nlo
+        for q in range(5):
+            G[q + 1, 0] = pre[q, nlo]
         n = 1
     for i in range(nlo, hst):
+        g1 = gs[0, i]
+        g2 = gs[1, i]
         p[n] = xs[i]
-        G0[n] = 1.0
-        G1[n] = g1s[i]
-        G2[n] = g2s[i]
+        G[0, n] = 1.0
+        G[1, n] = g1
+        G[2, n] = g2
+        G[3, n] = g1 * g1
+        G[4, n] = g1 * g2
+        G[5, n] = g2 * g2
         n += 1
     if nhi > 0:
         p[n] = r
-        G0[n] = nhi
-        G1[n] = suf1[nhi]
-        G2[n] = suf2[nhi]
+        G[0, n] = nhi
+        for q in range(5):
+            G[q + 1, n] = suf[q, nhi]
         n += 1
-    E = np.empty(n)                    # E[i] = exp(-(p[i] - p[i-1])/bn), in (0, 1]
+    # ---- anchored prefix (P) and suffix (Q) sums of (count, g1, g2); all factors <= 1
+    E = np.empty(n)                    # E[i] = exp(-(p[i] - p[i-1])/bn)
     E[0] = 1.0
     for i in range(1, n):
         E[i] = math.exp(-(p[i] - p[i - 1]) / bn)
-    P0 = np.empty(n)
-    P1 = np.empty(n)
-    P2 = np.empty(n)
-    Q0 = np.empty(n)
-    Q1 = np.empty(n)
-    Q2 = np.empty(n)
-    P0[0] = G0[0]
-    P1[0] = G1[0]
-    P2[0] = G2[0]
-    for i in range(1, n):
-        P0[i] = P0[i - 1] * E[i] + G0[i]
-        P1[i] = P1[i - 1] * E[i] + G1[i]
-        P2[i] = P2[i - 1] * E[i] + G2[i]
-    Q0[n - 1] = G0[n - 1]
-    Q1[n - 1] = G1[n - 1]
-    Q2[n - 1] = G2[n - 1]
-    for i in range(n - 2, -1, -1):
-        Q0[i] = Q0[i + 1] * E[i + 1] + G0[i]
-        Q1[i] = Q1[i + 1] * E[i + 1] + G1[i]
-        Q2[i] = Q2[i + 1] * E[i + 1] + G2[i]
+    P = np.empty((3, n))
+    Q = np.empty((3, n))
+    for q in range(3):
+        P[q, 0] = G[q, 0]
+        for i in range(1, n):
+            P[q, i] = P[q, i - 1] * E[i] + G[q, i]
+        Q[q, n - 1] = G[q, n - 1]
+        for i in range(n - 2, -1, -1):
+            Q[q, i] = Q[q, i + 1] * E[i + 1] + G[q, i]
+    # ---- Algorithm 4 score of every y_j
+    s1 = np.empty(M)
+    s2 = np.empty(M)
+    ys = np.empty(M)
+    invW = np.empty(M)                 # 1 / sum_i exp(-|y_j - c_i|/bn), for y_j between nodes
+    kind = np.empty(M, np.int8)        # -1: y_j < p[0], 1: y_j >= p[n-1], 0: between
     for j in range(M):
         y = min(max(mu + sigma * zp[j], l), r) + bn * v[j]
+        ys[j] = y
         k = _count_le(p, n, y) - 1     # last node at or below y
         if k < 0:
-            S0, S1, S2 = Q0[0], Q1[0], Q2[0]
+            S0, S1, S2 = Q[0, 0], Q[1, 0], Q[2, 0]
+            kind[j] = -1
         elif k == n - 1:
-            S0, S1, S2 = P0[k], P1[k], P2[k]
+            S0, S1, S2 = P[0, k], P[1, k], P[2, k]
+            kind[j] = 1
         else:
             dlo = (p[k] - y) / bn      # <= 0
             dhi = (y - p[k + 1]) / bn  # < 0
             if dlo >= dhi:
-                flo, fhi = 1.0, math.exp(dhi - dlo)
+                mx, flo, fhi = dlo, 1.0, math.exp(dhi - dlo)
             else:
-                flo, fhi = math.exp(dlo - dhi), 1.0
-            S0 = P0[k] * flo + Q0[k + 1] * fhi
-            S1 = P1[k] * flo + Q1[k + 1] * fhi
-            S2 = P2[k] * flo + Q2[k + 1] * fhi
+                mx, flo, fhi = dhi, math.exp(dlo - dhi), 1.0
+            S0 = P[0, k] * flo + Q[0, k + 1] * fhi
+            S1 = P[1, k] * flo + Q[1, k + 1] * fhi
+            S2 = P[2, k] * flo + Q[2, k + 1] * fhi
+            kind[j] = 0
+            invW[j] = math.exp(-mx) / S0
         s1[j] = S1 / S0
         s2[j] = S2 / S0
+    m11, m12, m22, o11, o12, o22, otr = _moments(s1, s2)
+    # ---- error from the K shared samples (delta method): H(x_i) = (1/M) sum_j IF_j(x_i),
+    # IF_j(x_i) = K w_ij/W_j (g_i - s_j) the influence of x_i on s_j, pushed through s s^T
+    # T_q(i) = sum_j w_ij/W_j coef_q(j), coef = (s1, s2, s1^2, s1 s2, s2^2)
+    Cb = np.zeros(5)
+    Ca = np.zeros(5)
+    nm = 0
+    nb = 0
+    for j in range(M):
+        if kind[j] == 0:
+            nm += 1
+        else:
+            if kind[j] < 0:
+                nb += 1
+                C = Cb
+            else:
+                C = Ca
+            C[0] += s1[j]
+            C[1] += s2[j]
+            C[2] += s1[j] * s1[j]
+            C[3] += s1[j] * s2[j]
+            C[4] += s2[j] * s2[j]
+    mid = np.empty(nm, np.int64)
+    t = 0
+    for j in range(M):
+        if kind[j] == 0:
+            mid[t] = j
+            t += 1
+    order = np.argsort(ys[mid], kind="mergesort")
+    yy = np.empty(nm)
+    U = np.empty((5, nm))
+    for t in range(nm):
+        j = mid[order[t]]
+        yy[t] = ys[j]
+        w = invW[j]
+        U[0, t] = s1[j] * w
+        U[1, t] = s2[j] * w
+        U[2, t] = s1[j] * s1[j] * w
+        U[3, t] = s1[j] * s2[j] * w
+        U[4, t] = s2[j] * s2[j] * w
+    R = np.empty((5, nm))              # R[q, t] = sum_{t' <= t} U[q, t'] exp(-(yy[t] - yy[t'])/bn)
+    Rb = np.empty((5, nm))             # Rb[q, t] = sum_{t' >= t} U[q, t'] exp(-(yy[t'] - yy[t])/bn)
+    if nm > 0:
+        Ey = np.empty(nm)
+        Ey[0] = 1.0
+        for t in range(1, nm):
+            Ey[t] = math.exp(-(yy[t] - yy[t - 1]) / bn)
+        for q in range(5):
+            R[q, 0] = U[q, 0]
+            for t in range(1, nm):
+                R[q, t] = R[q, t - 1] * Ey[t] + U[q, t]
+            Rb[q, nm - 1] = U[q, nm - 1]
+            for t in range(nm - 2, -1, -1):
+                Rb[q, t] = Rb[q, t + 1] * Ey[t + 1] + U[q, t]
+    sc = K / M
+    T = np.empty(5)
+    sH = np.zeros(4)
+    sH2 = np.zeros(4)
+    al = np.empty(4)
+    b1 = np.empty(4)
+    b2 = np.empty(4)
+    for i in range(n):
+        for q in range(5):
+            T[q] = 0.0
+        if nb > 0:
+            f = math.exp(-(p[i] - p[0]) / bn) / Q[0, 0]
+            for q in range(5):
+                T[q] += Cb[q] * f
+        if nb + nm < M:
+            f = math.exp(-(p[n - 1] - p[i]) / bn) / P[0, n - 1]
+            for q in range(5):
+                T[q] += Ca[q] * f
+        t = _count_le(yy, nm, p[i]) - 1
+        if t >= 0:
+            f = math.exp((yy[t] - p[i]) / bn)
+            for q in range(5):
+                T[q] += R[q, t] * f
+        if t + 1 < nm:
+            f = math.exp((p[i] - yy[t + 1]) / bn)
+            for q in range(5):
+                T[q] += Rb[q, t + 1] * f
+        # H = al + b1 g1 + b2 g2 for each sample of the node, for (11, 12, 22, trace)
+        al[0], b1[0], b2[0] = -2.0 * sc * T[2], 2.0 * sc * T[0], 0.0
+        al[1], b1[1], b2[1] = -2.0 * sc * T[3], sc * T[1], sc * T[0]
+        al[2], b1[2], b2[2] = -2.0 * sc * T[4], 0.0, 2.0 * sc * T[1]
+        al[3], b1[3], b2[3] = al[0] + al[2], b1[0] + b1[2], b2[0] + b2[2]
+        for q in range(4):
+            a_, c1, c2 = al[q], b1[q], b2[q]
+            sH[q] += a_ * G[0, i] + c1 * G[1, i] + c2 * G[2, i]
+            sH2[q] += (a_ * a_ * G[0, i] + c1 * c1 * G[3, i] + c2 * c2 * G[5, i]
+                       + 2.0 * (a_ * c1 * G[1, i] + a_ * c2 * G[2, i] + c1 * c2 * G[4, i]))
+    tot = np.empty(4)
+    outer = (o11, o12, o22, otr)
+    for q in range(4):
+        if K > 1:
+            vh = max(sH2[q] - sH[q] * sH[q] / K, 0.0) / (K - 1.0)
+            tot[q] = math.sqrt(outer[q] * outer[q] + vh / K)
+        else:
+            tot[q] = np.nan
+    return (m11, m12, m22, o11, o12, o22, otr, tot[0], tot[1], tot[2], tot[3])
 
 
 @njit(cache=True)
@@ -303,21 +416,14 @@ def _moments(s1, s2):
     return m11, m12, m22, nan, nan, nan, nan
 
 
-@njit(cache=True)
-def _cell(l, r, eps, mu, sigma, zp, v, xs, g1s, g2s, pre1, pre2, suf1, suf2):
-    M = zp.shape[0]
-    s1 = np.empty(M)
-    s2 = np.empty(M)
-    _cell_scores(l, r, (r - l) / eps, mu, sigma, zp, v, xs, g1s, g2s, pre1, pre2, suf1, suf2,
-                 s1, s2)
-    return _moments(s1, s2)
+_NOUT = 11
 
 
 @njit(parallel=True, cache=True)
-def _grid(ls, rs, eps, mu, sigma, zp, v, xs, g1s, g2s, pre1, pre2, suf1, suf2, out):
+def _grid(ls, rs, eps, mu, sigma, zp, v, xs, gs, pre, suf, out):
     for c in prange(ls.shape[0]):
-        res = _cell(ls[c], rs[c], eps, mu, sigma, zp, v, xs, g1s, g2s, pre1, pre2, suf1, suf2)
-        for q in range(7):
+        res = _cell(ls[c], rs[c], eps, mu, sigma, zp, v, xs, gs, pre, suf)
+        for q in range(_NOUT):
             out[c, q] = res[q]
 
 
@@ -331,23 +437,27 @@ def _draw_y_base(rng, M):
 
 
 def _shared_samples(z, mu, sigma):
-    """Sorted importance samples x = mu + sigma z, their grad log N terms and lump sums."""
-    zs = np.sort(z)
-    xs = mu + sigma * zs
+    """Sorted importance samples x = mu + sigma z, their grad log N terms, prefix sums."""
+    xs = mu + sigma * np.sort(z)
     d = xs - mu
     g1 = d / sigma**2
     g2 = (d * d / sigma**2 - 1.0) / sigma
-    pre1 = np.concatenate(([0.0], np.cumsum(g1)))
-    pre2 = np.concatenate(([0.0], np.cumsum(g2)))
-    suf1 = np.concatenate(([0.0], np.cumsum(g1[::-1])))
-    suf2 = np.concatenate(([0.0], np.cumsum(g2[::-1])))
-    return xs, g1, g2, pre1, pre2, suf1, suf2
+    terms = np.stack([g1, g2, g1 * g1, g1 * g2, g2 * g2])
+    zero = np.zeros((5, 1))
+    pre = np.concatenate([zero, np.cumsum(terms, axis=1)], axis=1)
+    suf = np.concatenate([zero, np.cumsum(terms[:, ::-1], axis=1)], axis=1)
+    return xs, np.ascontiguousarray(terms[:2]), pre, suf
 
 
 def _pack(res):
-    F = np.array([[res[0], res[1]], [res[1], res[2]]])
-    se = np.array([[res[3], res[4]], [res[4], res[5]]])
-    return FisherEstimate(F=F, se=se, se_trace=float(res[6]))
+    res = np.asarray(res, dtype=float)
+    sym = lambda a, b, c: np.array([[a, b], [b, c]])  # noqa: E731
+    outer = sym(*res[3:6])
+    if res.size == 7:  # independent scores (fresh samples): the outer se is the whole se
+        return FisherEstimate(F=sym(*res[:3]), se=outer, se_trace=float(res[6]),
+                              se_outer=outer, se_outer_trace=float(res[6]))
+    return FisherEstimate(F=sym(*res[:3]), se=sym(*res[7:10]), se_trace=float(res[10]),
+                          se_outer=outer, se_outer_trace=float(res[6]))
 
 
 def _scores_fresh(rng, l, r, eps, mu, sigma, zp, v, K):
@@ -448,6 +558,8 @@ class FisherGrid:
     F: np.ndarray
     se: np.ndarray | None = None
     se_trace: np.ndarray | None = None
+    se_outer: np.ndarray | None = None
+    se_outer_trace: np.ndarray | None = None
 
     def scores(self, score="mu"):
         """The score surface sc(F) of eq. (13): F[0, 0] ('mu') or the trace."""
@@ -508,14 +620,22 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     rng = np.random.default_rng(seed)
     zp, v = _draw_y_base(rng, M)
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
-    out = np.empty((A.size, 7))
+    out = np.empty((A.size, _NOUT))
     _grid(A, B, eps, 0.0, 1.0, zp, v, *shared, out)
     F[ia, ib] = out[:, [0, 1, 1, 2]].reshape(-1, 2, 2)
-    se = np.full((grid, grid, 2, 2), np.nan)
-    se[ia, ib] = out[:, [3, 4, 4, 5]].reshape(-1, 2, 2)
-    se_tr = np.full((grid, grid), np.nan)
-    se_tr[ia, ib] = out[:, 6]
-    return FisherGrid(eps, method, vals, vals.copy(), F, se, se_tr)
+
+    def spread(cols):
+        a = np.full((grid, grid, 2, 2), np.nan)
+        a[ia, ib] = out[:, cols].reshape(-1, 2, 2)
+        return a
+
+    def flat(col):
+        a = np.full((grid, grid), np.nan)
+        a[ia, ib] = out[:, col]
+        return a
+
+    return FisherGrid(eps, method, vals, vals.copy(), F, se=spread([7, 8, 8, 9]),
+                      se_trace=flat(10), se_outer=spread([3, 4, 4, 5]), se_outer_trace=flat(6))
 
 
 def best_interval(eps, method="exact", grid=50, lims=(-3.0, 3.0), score="mu", M=1000,
