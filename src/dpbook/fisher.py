@@ -62,9 +62,9 @@ by sample, up to floating-point rounding (the same z's give the same weights).
 every cell (and, with the same seed, for every eps): common random numbers, so the
 estimated surface is smooth in (a, b) and the argmax compares cells on the same
 noise; cell (a, b) is bit-identical to ``fisher_mc(a, b, eps,
-rng=np.random.default_rng(seed))``.  Cells run in parallel (numba ``prange``), each
-cell computed by one thread with a fixed summation order, so results do not depend
-on the number of threads.
+rng=np.random.default_rng(seed))``.  Cells run in parallel (a thread pool over
+numba kernels that release the GIL), each cell computed sequentially by one thread
+with a fixed summation order, so results do not depend on the number of threads.
 
 Standard errors
 ---------------
@@ -78,10 +78,12 @@ The inner importance-sampling error of Algorithm 4 is O(1/K) in the bias of
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .validation import check_count, check_eps, check_finite, check_interval, check_positive
 
@@ -188,6 +190,39 @@ def _count_lt(p, n, y):
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True)
+def _argsort(key):
+    """Stable ascending argsort (bottom-up merge sort; cheaper to compile than np.argsort)."""
+    n = key.shape[0]
+    idx = np.arange(n)
+    tmp = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if key[idx[j]] < key[idx[i]]:
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
 
 
 @njit(cache=True)
@@ -306,7 +341,7 @@ def _cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
         if kind[j] == 0:
             mid[t] = j
             t += 1
-    order = np.argsort(ys[mid], kind="mergesort")
+    order = _argsort(ys[mid])
     yy = np.empty(nm)
     U = np.empty((5, nm))
     for t in range(nm):
@@ -419,12 +454,30 @@ def _moments(s1, s2):
 _NOUT = 11
 
 
-@njit(parallel=True, cache=True)
-def _grid(ls, rs, eps, mu, sigma, zp, v, xs, gs, pre, suf, out):
-    for c in prange(ls.shape[0]):
+@njit(nogil=True, cache=True)
+def _cells(ls, rs, eps, mu, sigma, zp, v, xs, gs, pre, suf, out, lo, hi):
+    """Cells lo..hi-1 of the grid into out (runs without the GIL, one thread per call)."""
+    for c in range(lo, hi):
         res = _cell(ls[c], rs[c], eps, mu, sigma, zp, v, xs, gs, pre, suf)
         for q in range(_NOUT):
             out[c, q] = res[q]
+
+
+def _run_cells(ls, rs, eps, mu, sigma, zp, v, shared, workers):
+    """All cells, in chunks over a thread pool; every cell is computed by one call of
+    _cell on the same inputs, so the result does not depend on workers or scheduling."""
+    out = np.empty((ls.size, _NOUT))
+    chunk = 8
+    bounds = [(lo, min(lo + chunk, ls.size)) for lo in range(0, ls.size, chunk)]
+    if workers == 1 or len(bounds) <= 1:
+        _cells(ls, rs, eps, mu, sigma, zp, v, *shared, out, 0, ls.size)
+        return out
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        futures = [ex.submit(_cells, ls, rs, eps, mu, sigma, zp, v, *shared, out, lo, hi)
+                   for lo, hi in bounds]
+        for fu in futures:
+            fu.result()
+    return out
 
 
 # --------------------------------------------------------------------------- helpers
@@ -586,7 +639,8 @@ class FisherGrid:
                 None if se is None else float(se[i, j]))
 
 
-def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000, seed=0):
+def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000, seed=0,
+                workers=None):
     """Fisher information F_{a,b}^eps(0, 1) on a grid x grid lattice of (a, b), eq. (13).
 
     a and b both run over np.linspace(lo, hi, grid) (the paper: 50 x 50 on [-3, 3]^2);
@@ -598,7 +652,8 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     (M normals, M Laplace, K normals) used by every cell (common random numbers; the
     same for every eps with the same seed), so cell (a, b) equals
     ``fisher_mc(a, b, eps, rng=np.random.default_rng(seed))`` bit for bit.  Cells are
-    computed in parallel; the result does not depend on the number of threads.
+    computed in parallel by ``workers`` threads (default: all cores); each cell is one
+    sequential computation, so the result does not depend on the number of threads.
     """
     eps = check_eps(eps)
     _check_method(method)
@@ -617,11 +672,13 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
         return FisherGrid(eps, method, vals, vals.copy(), F)
     M = _check_count("M", M, 1)
     K = _check_count("K", K, 1)
+    if workers is None:
+        workers = os.cpu_count() or 1
+    workers = _check_count("workers", workers, 1)
     rng = np.random.default_rng(seed)
     zp, v = _draw_y_base(rng, M)
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
-    out = np.empty((A.size, _NOUT))
-    _grid(A, B, eps, 0.0, 1.0, zp, v, *shared, out)
+    out = _run_cells(A, B, eps, 0.0, 1.0, zp, v, shared, workers)
     F[ia, ib] = out[:, [0, 1, 1, 2]].reshape(-1, 2, 2)
 
     def spread(cols):
