@@ -360,17 +360,22 @@ def _collect(out: Path, config: dict | None = None):
             rows.append(_read_row(p))
     cols = ["method", "eps", "run", "seed", "data_seed", "mu_hat", "sigma_hat", "mu_sd",
             "sigma_sd", "seconds", "a", "b", "l_c", "r_c", "n", "particles", "iters",
-            "ess_final", "acceptance", "mu_true", "sigma_true"]
+            "ess_final", "acceptance", "mhaar_step_mu", "mhaar_step_var", "mu_true",
+            "sigma_true"]
     df = pd.DataFrame(rows)
     for c in cols:
         if c not in df.columns:
-            df[c] = pd.Series(dtype=object if c in ("method", "seed", "data_seed")
-                              else float)
+            df[c] = np.nan
+    for c in df.columns:  # a fixed schema whatever subset of methods is present
+        if c in ("method", "seed", "data_seed"):
+            df[c] = df[c].astype("str")
+        elif c in ("run", "n"):
+            df[c] = df[c].astype("int64")
+        else:
+            df[c] = df[c].astype("float64")
     if len(df):
         df["_o"] = df["method"].map(_ORDER)
         df = df.sort_values(["_o", "eps", "run"], kind="mergesort").drop(columns="_o")
-        df["run"] = df["run"].astype("int64")
-        df["n"] = df["n"].astype("int64")
     extra = [c for c in df.columns if c not in cols]
     return df[cols + extra].reset_index(drop=True)
 
@@ -475,11 +480,35 @@ def _connect(scheduler: str, timeout: float):
         from dask.distributed import Client
     except ImportError as e:  # pragma: no cover
         raise ValueError(f"dask.distributed is not available: {e}") from None
+    _probe(scheduler, timeout)
     try:
         return Client(scheduler, timeout=timeout, set_as_default=False)
     except Exception as e:  # noqa: BLE001 - any failure means: not reachable
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: {msg}") from None
+
+
+def _probe(scheduler: str, timeout: float):
+    """Fail fast (instead of retrying until the timeout) when nothing listens on a tcp
+    address; other protocols are left to the Dask client."""
+    import socket
+
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+
+    try:
+        proto, loc = parse_address(scheduler, strict=False)
+        if proto != "tcp":
+            return
+        host, port = parse_host_port(loc)
+    except Exception as e:  # noqa: BLE001
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"bad Dask scheduler address {scheduler!r}: {msg}") from None
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: "
+                         f"{e.strerror or e}") from None
 
 
 def _run_serial(specs, on_done):
@@ -520,7 +549,7 @@ def _run_dask(client, specs, on_done):
         futs[f] = task
     errors = []
     try:
-        for f in as_completed(list(futs)):
+        for f in as_completed(list(futs), loop=client.loop):
             try:
                 res = f.result()
             except Exception as e:  # noqa: BLE001

@@ -1,0 +1,281 @@
+"""The experiment runner: reproducibility, resumption, executors, store and CLI."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpbook import experiment as ex
+
+SMALL = dict(eps=(1, 5), runs=2, n=60, particles=100, mhaar_iters=400, interval_grid=10,
+             progress=False)
+N_TASKS = 3 * 2 * 2
+_REAL_RUN_TASK = ex.run_task
+
+
+def _run(out, **kw):
+    return ex.run_experiment(out=out, **{**SMALL, **kw})
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame):
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"),
+                                  check_exact=True)
+
+
+def _same_tasks(d1: Path, d2: Path):
+    """Every task file of d1 has bit-identical arrays in d2 (apart from the timing)."""
+    names = sorted(p.name for p in (d1 / "tasks").glob("*.npz"))
+    assert names == sorted(p.name for p in (d2 / "tasks").glob("*.npz"))
+    for name in names:
+        with np.load(d1 / "tasks" / name) as z1, np.load(d2 / "tasks" / name) as z2:
+            assert sorted(z1.files) == sorted(z2.files)
+            for k in z1.files:
+                if k == "row_json":
+                    r1, r2 = json.loads(str(z1[k])), json.loads(str(z2[k]))
+                    r1.pop("seconds"), r2.pop("seconds")
+                    assert r1 == r2, name
+                else:
+                    np.testing.assert_array_equal(z1[k], z2[k], err_msg=f"{name}:{k}")
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory):
+    """The reference: a serial run (workers=1, all numba threads) of the small config."""
+    out = tmp_path_factory.mktemp("ref") / "paper"
+    df = _run(out, workers=1)
+    return out, df
+
+
+def test_reference_store(ref):
+    out, df = ref
+    assert len(df) == N_TASKS
+    assert list(df.columns[:10]) == ["method", "eps", "run", "seed", "data_seed", "mu_hat",
+                                     "sigma_hat", "mu_sd", "sigma_sd", "seconds"]
+    assert {"a", "b", "l_c", "r_c"} <= set(df.columns)
+    assert np.isfinite(df[["mu_hat", "sigma_hat", "mu_sd", "sigma_sd"]].to_numpy()).all()
+    assert (df["seconds"] > 0).all()
+    ad = df[df.method == "smc-adaptive"]
+    assert ad[["a", "b"]].notna().all().all() and ad[["l_c", "r_c"]].isna().all().all()
+    fx = df[df.method != "smc-adaptive"]
+    np.testing.assert_allclose(fx["l_c"], 50 - 10 * 10 ** 0.5)
+    np.testing.assert_allclose(fx["r_c"], 50 + 10 * 10 ** 0.5)
+    assert len(list((out / "tasks").glob("*.npz"))) == N_TASKS
+    assert not list((out / "tasks").glob(".tmp-*"))
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "estimates.parquet"), df)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["complete"] and m["config"]["runs"] == 2 and m["config"]["eps"] == [1.0, 5.0]
+    assert set(m["intervals"]) == {"1.0", "5.0"}
+    assert m["code"]["dpbook"] and "dirty" in m["code"]
+    for p in ("python", "numpy", "scipy", "numba", "pandas", "dask"):
+        assert m["packages"][p]
+    # seeds: data seed depends on (eps, run) only; algorithm seed on (method, eps, run)
+    assert df.groupby(["eps", "run"])["data_seed"].nunique().eq(1).all()
+    assert df["seed"].nunique() == N_TASKS and df["data_seed"].nunique() == 4
+
+
+def test_same_config_twice_bit_identical(ref, tmp_path):
+    out, df = ref
+    df2 = _run(tmp_path / "again", workers=1)
+    _same(df, df2)
+    _same_tasks(out, tmp_path / "again")
+
+
+def test_seeds_come_from_identities_not_positions(ref, tmp_path):
+    """A sub-experiment (one eps, one method, other runs absent) gives the same rows."""
+    _, df = ref
+    sub = _run(tmp_path / "sub", eps=(5,), methods="smc-fixed", workers=1)
+    want = df[(df.method == "smc-fixed") & (df.eps == 5.0)].reset_index(drop=True)
+    _same(want, sub)
+    sub2 = _run(tmp_path / "sub2", eps=(5, 1), methods=("mhaar", "smc-fixed"), workers=1)
+    _same(df[df.method != "smc-adaptive"].reset_index(drop=True), sub2)
+
+
+def test_methods_share_the_sample(ref):
+    """smc-fixed and mhaar see the same released values (same x, same interval)."""
+    _, tr = ex.load_results(ref[0])
+    for eps in (1.0, 5.0):
+        for run in (0, 1):
+            np.testing.assert_array_equal(tr["smc-fixed", eps, run]["y"],
+                                          tr["mhaar", eps, run]["y"])
+    assert not np.array_equal(tr["smc-fixed", 1.0, 0]["y"], tr["smc-fixed", 1.0, 1]["y"])
+
+
+def test_resume_after_deleting_a_task(ref, tmp_path, monkeypatch):
+    out = tmp_path / "resume"
+    shutil.copytree(ref[0], out)
+    (out / "tasks" / "smc-adaptive_eps5.0_run1.npz").unlink()
+    (out / "estimates.parquet").unlink()
+    calls = []
+    real = ex.run_task
+    monkeypatch.setattr(ex, "run_task", lambda spec: calls.append(spec) or real(spec))
+    df = _run(out, workers=1)
+    assert [(c["method"], c["eps"], c["run"]) for c in calls] == [("smc-adaptive", 5.0, 1)]
+    _same(ref[1], df)
+    _same_tasks(ref[0], out)
+    calls.clear()
+    _run(out, workers=1)  # complete: nothing runs
+    assert calls == []
+
+
+def test_interrupted_run_loses_nothing(ref, tmp_path, monkeypatch):
+    out = tmp_path / "interrupted"
+    real = ex.run_task
+    calls = []
+
+    def flaky(spec):
+        calls.append(spec)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(spec)
+
+    monkeypatch.setattr(ex, "run_task", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        _run(out, workers=1)
+    assert len(list((out / "tasks").glob("*.npz"))) == 4
+    assert len(pd.read_parquet(out / "estimates.parquet")) == 4
+    assert not json.loads((out / "manifest.json").read_text())["complete"]
+    calls.clear()
+    monkeypatch.setattr(ex, "run_task", lambda spec: calls.append(spec) or real(spec))
+    df = _run(out, workers=1)
+    assert len(calls) == N_TASKS - 4
+    _same(ref[1], df)
+    _same_tasks(ref[0], out)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["complete"] and len(m["sessions"]) == 2
+
+
+def test_process_pool_matches_serial(ref, tmp_path):
+    out = tmp_path / "pool"
+    df = _run(out, workers=2)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["sessions"][-1]["executor"] == "pool" and m["sessions"][-1]["workers"] == 2
+    _same(ref[1], df)
+    _same_tasks(ref[0], out)
+
+
+def test_dask_cluster_matches_local(ref, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        addr = cluster.scheduler_address
+        assert addr.startswith("tcp://127.0.0.1:")
+        out = tmp_path / "dask"
+        df = _run(out, scheduler=addr)
+        with distributed.Client(addr) as c:
+            assert len(c.scheduler_info()["workers"]) == 2
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["sessions"][-1]["executor"] == "dask"
+    assert m["sessions"][-1]["scheduler"] == addr
+    _same(ref[1], df)
+    _same_tasks(ref[0], out)
+
+
+def test_config_mismatch(ref, tmp_path):
+    out = tmp_path / "mismatch"
+    shutil.copytree(ref[0], out)
+    with pytest.raises(ValueError, match=r"differing: runs\)") as e:
+        _run(out, runs=3)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=r"differing: n, seed\)"):
+        _run(out, n=61, seed=1)
+    with pytest.raises(ValueError, match="differing: methods"):
+        _run(out, methods="smc-fixed")
+    _same(ref[1], ex.load_results(out)[0])  # nothing was touched
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(eps=(0,)), "eps"), (dict(eps=(1, -2)), "eps"), (dict(eps=(float("nan"),)), "eps"),
+    (dict(eps=(float("inf"),)), "eps"), (dict(eps=()), "eps"), (dict(runs=0), "runs"),
+    (dict(runs=1.5), "runs"), (dict(n=0), "n must"), (dict(particles=1), "particles"),
+    (dict(methods="smc,mhaar"), "unknown method 'smc'"), (dict(methods=()), "method"),
+    (dict(seed=-1), "seed"), (dict(interval_method="grid"), "interval_method"),
+    (dict(sigma=0), "sigma"), (dict(mu=float("nan")), "mu"), (dict(workers=0), "workers"),
+])
+def test_bad_inputs(tmp_path, kw, msg):
+    with pytest.raises(ValueError, match=msg) as e:
+        _run(tmp_path / "bad", **kw)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_unreachable_scheduler(tmp_path):
+    with pytest.raises(ValueError, match="cannot reach the Dask scheduler") as e:
+        _run(tmp_path / "bad", scheduler="tcp://127.0.0.1:9", scheduler_timeout=2)
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
+    out, df = ref
+    est, tr = ex.load_results(out)
+    _same(df, est)
+    assert len(tr) == N_TASKS and ("mhaar", 5.0, 1) in tr
+    d = tr["smc-adaptive", 1.0, 0]
+    for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess", "l", "r", "y"):
+        assert d[k].shape == (60,)
+    assert d["mean_mu"][-1] == est.loc[0, "mu_hat"]
+    a, b = est.loc[0, "a"], est.loc[0, "b"]
+    np.testing.assert_allclose((d["r"] - d["l"]) / (b - a) > 0, True)
+    t, mu, sig = tr.particles("smc-adaptive", 1.0, 0)
+    assert list(t) == [20, 40, 60] and mu.shape == sig.shape == (3, 100)
+    t2, mu2, _ = tr.particles("smc-adaptive", 1.0, 0)
+    np.testing.assert_array_equal(mu, mu2)  # resampling is deterministic
+    _, mu_w, _, w = tr.particles("smc-fixed", 5.0, 0, resample=False)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert set(np.unique(mu)) <= set(np.unique(tr["smc-adaptive", 1.0, 0]["snapshot_mu"]))
+    with pytest.raises(KeyError):
+        tr.particles("smc-adaptive", 1.0, 1)  # keep_particles=1: only run 0 keeps them
+    steps = tr.steps(methods=("smc-fixed",))
+    assert len(steps) == 4 * 60 and set(steps.method) == {"smc-fixed"}
+    s = ex.summarize(est)
+    assert len(s) == 6 and {"mu_bias", "mu_rmse", "sigma_bias", "sigma_rmse"} <= set(s)
+
+    def boom(spec):
+        raise AssertionError("ensure_results must not rerun a complete store")
+
+    monkeypatch.setattr(ex, "run_task", boom)
+    cfg = {k: v for k, v in SMALL.items() if k != "progress"}
+    est2, _ = ex.ensure_results(out=out, progress=False, **cfg)
+    _same(df, est2)
+    # an incomplete store is resumed
+    part = tmp_path / "part"
+    shutil.copytree(out, part)
+    (part / "tasks" / "mhaar_eps1.0_run0.npz").unlink()
+    monkeypatch.setattr(ex, "run_task", _REAL_RUN_TASK)
+    est3, _ = ex.ensure_results(out=part, progress=False, workers=1, **cfg)
+    _same(df, est3)
+    with pytest.raises(ValueError, match="no experiment results"):
+        ex.load_results(tmp_path / "nothing")
+
+
+def test_cli(ref, tmp_path, capsys):
+    from dpbook.cli import main
+
+    out = tmp_path / "cli"
+    shutil.copytree(ref[0], out)
+    argv = ["experiment", "--eps", "1", "5", "--runs", "2", "--n", "60", "--particles", "100",
+            "--mhaar-iters", "400", "--out", str(out), "--no-progress", "--json"]
+    # the CLI uses the default interval grid; this store was made with grid 10
+    assert main(argv) == 2
+    assert "differing: interval_grid" in capsys.readouterr().err
+    out2 = tmp_path / "cli2"
+    assert main(argv[:-3] + [str(out2), "--no-progress", "--json", "--methods",
+                             "smc-fixed,mhaar", "--seed", "3"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["tasks"] == 8 and res["complete"]
+    assert res["paths"]["estimates"] == str(out2 / "estimates.parquet")
+    rows = {(r["method"], r["eps"]): r for r in res["summary"]}
+    assert set(rows) == {("smc-fixed", 1.0), ("smc-fixed", 5.0), ("mhaar", 1.0), ("mhaar", 5.0)}
+    assert all(np.isfinite(r["mu_rmse"]) and r["runs"] == 2 for r in rows.values())
+    assert main(argv[:-3] + [str(out2), "--no-progress", "--methods", "smc-fixed,mhaar",
+                             "--seed", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "smc-fixed" in text and "rmse" in text
+    for bad in (["--eps", "0"], ["--eps", "nan"], ["--runs", "0"], ["--n", "0"],
+                ["--methods", "smc,foo"], ["--scheduler", "tcp://127.0.0.1:9"]):
+        assert main(["experiment", "--out", str(tmp_path / "x"), "--no-progress", *bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dpbook: error: ") and err.count("\n") == 1
