@@ -1,0 +1,195 @@
+"""Check the built book in a real headless browser (Debian's chromium, driven by selenium).
+
+The HTML in book/_build/html is served on http://127.0.0.1 from a thread; every page of
+_toc.yml is loaded and must
+
+* answer 200 and render a non-empty article;
+* show all its images (every <img> has loaded, with naturalWidth > 0); chapter pages
+  (build/chapters/*) must show at least one figure in their cell outputs;
+* contain no error output (no cell output of type error, no "Traceback" in the text).
+
+A full-page screenshot of each page is saved under artifacts/screenshots/ with a JSON
+report.  Exit status 1 if any page fails.  Environment overrides: CHROMIUM (browser
+binary, default /usr/bin/chromium), CHROMEDRIVER (default /usr/bin/chromedriver).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "book" / "_build" / "html"
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHAPTER_PREFIX = "build/chapters/"
+
+PAGE_STATE_JS = """
+const imgs = Array.from(document.images).map(i => ({
+    src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth,
+    in_output: i.closest('.cell_output') !== null}));
+const errors = Array.from(document.querySelectorAll(
+    '.cell_output .traceback, .cell_output .output.error, .cell_output [class*="traceback"]'));
+const main = document.querySelector('article') || document.querySelector('main');
+return {title: document.title, images: imgs, n_error_outputs: errors.length,
+        n_stderr_outputs: document.querySelectorAll('.cell_output .stderr').length,
+        traceback_in_text: document.body.innerText.includes('Traceback'),
+        article_chars: main ? main.innerText.trim().length : 0};
+"""
+
+
+def toc_pages(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
+    """Docnames of _toc.yml in order (root first)."""
+    toc = yaml.safe_load(toc_file.read_text())
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [str(Path(p).with_suffix("")) for p in pages]
+
+
+def serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # browser cancelled a load
+                super().handle_error(request, client_address)
+
+    server = Server(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def browser(profile: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    driver_path = (os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
+                   or "/usr/bin/chromedriver")
+    for path, package in ((binary, "chromium"), (driver_path, "chromium-driver")):
+        if not Path(path).exists():
+            raise SystemExit(f"check_pages: {path} not found; apt-get install -y {package}")
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+                "--window-size=1280,1000", f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
+def wait_for_images(driver, timeout: float = 20.0) -> None:
+    """Scroll through the page (so lazy images load) and wait until every image is done."""
+    driver.execute_script("document.querySelectorAll('img[loading=lazy]')"
+                          ".forEach(i => i.loading = 'eager');"
+                          "window.scrollTo(0, document.body.scrollHeight);")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if driver.execute_script("return document.readyState === 'complete' && "
+                                 "Array.from(document.images).every(i => i.complete);"):
+            break
+        time.sleep(0.1)
+    driver.execute_script("window.scrollTo(0, 0);")
+
+
+def screenshot(driver, path: Path, width: int = 1280, max_height: int = 30000) -> None:
+    """Full-page PNG: grow the window to the height of the document, then capture it."""
+    height = driver.execute_script(
+        "return Math.max(document.documentElement.scrollHeight, document.body.scrollHeight);")
+    driver.set_window_size(width, min(int(height), max_height))
+    time.sleep(0.2)  # let the layout settle
+    driver.save_screenshot(str(path))
+    driver.set_window_size(width, 1000)
+
+
+def check_page(driver, base: str, page: str) -> dict:
+    url = f"{base}/{page}.html"
+    problems = []
+    with urllib.request.urlopen(url, timeout=30) as response:  # raises on 404
+        status = response.status
+    driver.get(url)
+    wait_for_images(driver)
+    state = driver.execute_script(PAGE_STATE_JS)
+    broken = [i["src"] for i in state["images"] if not i["complete"] or i["width"] <= 0]
+    figures = [i for i in state["images"] if i["in_output"]]
+    if status != 200:
+        problems.append(f"HTTP status {status}")
+    if state["article_chars"] == 0:
+        problems.append("empty page")
+    if broken:
+        problems.append(f"images not shown: {broken}")
+    if page.startswith(CHAPTER_PREFIX) and not figures:
+        problems.append("chapter shows no figure")
+    if state["n_error_outputs"]:
+        problems.append(f"{state['n_error_outputs']} error output(s)")
+    if state["traceback_in_text"]:
+        problems.append("'Traceback' in the page text")
+    shot = SHOTS / (page.replace("/", "__") + ".png")
+    screenshot(driver, shot)
+    return {"page": page, "url": url, "title": state["title"], "ok": not problems,
+            "problems": problems, "images": len(state["images"]), "figures": len(figures),
+            "stderr_outputs": state["n_stderr_outputs"],
+            "screenshot": str(shot.relative_to(ROOT))}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--html", type=Path, default=HTML, help="built HTML folder")
+    args = parser.parse_args(argv)
+    if not (args.html / "index.html").exists():
+        raise SystemExit(f"check_pages: no book in {args.html}; run `make book` first")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    server, base = serve(args.html)
+    profile = tempfile.mkdtemp(prefix="dpbook-chromium-")
+    results = []
+    driver = browser(profile)
+    try:
+        for page in toc_pages():
+            try:
+                result = check_page(driver, base, page)
+            except Exception as exc:  # a page that cannot be loaded at all
+                result = {"page": page, "ok": False, "problems": [f"{type(exc).__name__}: {exc}"]}
+            results.append(result)
+            mark = "ok  " if result["ok"] else "FAIL"
+            detail = "; ".join(result["problems"]) or (
+                f"{result['figures']} figure(s), screenshot {result['screenshot']}")
+            print(f"  {mark} {page:<32} {detail}", flush=True)
+    finally:
+        driver.quit()
+        server.shutdown()
+        shutil.rmtree(profile, ignore_errors=True)
+    (SHOTS / "report.json").write_text(json.dumps(results, indent=1))
+    failed = [r["page"] for r in results if not r["ok"]]
+    print(f"check_pages: {len(results) - len(failed)}/{len(results)} pages ok in "
+          f"{time.perf_counter() - start:.1f} s; screenshots in {SHOTS.relative_to(ROOT)}/")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

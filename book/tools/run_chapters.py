@@ -1,0 +1,121 @@
+"""Execute the book's chapters: the ONE execution path of dpbook.
+
+    notebooks/NN_name.py  --jupytext-->  notebook  --papermill (-p mode ...)-->
+    build/chapters/NN_name.ipynb  (read by `jupyter-book build` with execution off)
+
+Each chapter is a jupytext percent-format script with a cell tagged ``parameters``
+(``mode = "quick"`` or ``"full"``, optionally ``seed``).  The kernel is ``python3`` of
+the environment running this script; the working directory of every chapter is the
+repository root.  A chapter whose cells raise makes this script exit with status 1.
+
+Usage (from anywhere; paths are resolved from this file):
+
+    python book/tools/run_chapters.py --mode quick
+    python book/tools/run_chapters.py --mode full --only 01_dp_basics -p seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ROOT / "notebooks"
+OUTPUT = ROOT / "build" / "chapters"
+KERNEL = "python3"
+
+
+def all_chapters() -> list[Path]:
+    return sorted(SOURCES.glob("[0-9][0-9]_*.py"))
+
+
+def select(only: list[str] | None) -> list[Path]:
+    chapters = all_chapters()
+    if not only:
+        return chapters
+    chosen = []
+    for name in only:
+        stem = Path(name).stem
+        hits = [c for c in chapters if c.stem == stem or c.stem.split("_", 1)[0] == stem]
+        if len(hits) != 1:
+            names = ", ".join(c.stem for c in chapters)
+            raise SystemExit(f"run_chapters: no unique chapter {name!r}; choose from {names}")
+        chosen += hits
+    return chosen
+
+
+def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
+    """Convert and execute one chapter; return (name, seconds, error message or None)."""
+    import jupytext
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    start = time.perf_counter()
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3",
+                                       "language": "python"}
+    output = OUTPUT / f"{source.stem}.ipynb"
+    error = None
+    try:
+        papermill.execute_notebook(notebook, str(output), parameters=parameters,
+                                   kernel_name=KERNEL, cwd=str(ROOT), progress_bar=False)
+    except PapermillExecutionError as exc:
+        error = f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
+    except Exception as exc:  # kernel died, bad parameters cell, ...
+        error = f"{type(exc).__name__}: {exc}"
+    return source.stem, time.perf_counter() - start, error
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=("quick", "full"), default="quick",
+                        help="passed to every chapter as the papermill parameter `mode`")
+    parser.add_argument("--only", nargs="+", metavar="CHAPTER",
+                        help="chapters to run, e.g. 01_dp_basics or 01 (default: all)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                        metavar=("NAME", "VALUE"),
+                        help="extra parameter (value parsed as YAML, as `papermill -p`)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="chapters executed in parallel (default: 2)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    import yaml
+
+    args = parse_args(argv)
+    parameters = {"mode": args.mode}
+    parameters.update({name: yaml.safe_load(value) for name, value in args.parameter})
+    chapters = select(args.only)
+    if not chapters:
+        raise SystemExit(f"run_chapters: no chapters found in {SOURCES}")
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    # The venv's kernelspec first, whose argv "python" jupyter_client maps to sys.executable.
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(Path(sys.prefix) / "share" / "jupyter"), os.environ.get("JUPYTER_PATH")]))
+
+    print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
+          f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
+    start = time.perf_counter()
+    failures = []
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(execute, c, parameters) for c in chapters]
+        for future in futures:
+            name, seconds, error = future.result()
+            status = "FAILED" if error else "ok"
+            print(f"  {name:<24} {status:<6} {seconds:7.1f} s", flush=True)
+            if error:
+                failures.append((name, error))
+    print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode})")
+    for name, error in failures:
+        print(f"run_chapters: {name} failed: {error}\n  see {OUTPUT / (name + '.ipynb')}",
+              file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
