@@ -168,7 +168,7 @@ def test_dask_cluster_matches_local(ref, tmp_path):
             assert len(c.scheduler_info()["workers"]) == 2
     m = json.loads((out / "manifest.json").read_text())
     assert m["sessions"][-1]["executor"] == "dask"
-    assert m["sessions"][-1]["scheduler"] == addr
+    assert m["sessions"][-1]["scheduler"] == addr and m["sessions"][-1]["workers"] == 2
     _same(ref[1], df)
     _same_tasks(ref[0], out)
 
