@@ -102,14 +102,18 @@ def main(argv=None) -> int:
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
     start = time.perf_counter()
     failures = []
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(execute, c, parameters) for c in chapters]
-        for future in futures:
-            name, seconds, error = future.result()
-            status = "FAILED" if error else "ok"
-            print(f"  {name:<24} {status:<6} {seconds:7.1f} s", flush=True)
-            if error:
-                failures.append((name, error))
+    if args.jobs > 1 and len(chapters) > 1:
+        pool = ProcessPoolExecutor(max_workers=args.jobs)
+        results = (f.result() for f in [pool.submit(execute, c, parameters) for c in chapters])
+    else:
+        pool, results = None, (execute(c, parameters) for c in chapters)
+    for name, seconds, error in results:
+        status = "FAILED" if error else "ok"
+        print(f"  {name:<24} {status:<6} {seconds:7.1f} s", flush=True)
+        if error:
+            failures.append((name, error))
+    if pool is not None:
+        pool.shutdown()
     print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode})")
     for name, error in failures:
         print(f"run_chapters: {name} failed: {error}\n  see {OUTPUT / (name + '.ipynb')}",

@@ -1,0 +1,69 @@
+# dpbook: the two commands
+#   make book [MODE=full|quick]   execute every chapter, build book/_build/html
+#   make test                     lint, unit tests, quick chapters, strict build, browser check
+# Both create .venv if missing and install the pinned environment (requirements.txt).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := book
+
+MODE ?= full
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+JB := $(VENV)/bin/jupyter-book
+# Warnings and failed cells fail the build; --all so warnings of unchanged pages are re-reported.
+JB_FLAGS := --path-output book -W --keep-going --all
+LINT_PATHS := $(wildcard src tests notebooks book benchmarks)
+TIMINGS := artifacts/timings.txt
+
+# The environment is reinstalled only when requirements.txt or pyproject.toml change:
+# the stamp's name carries a hash of both.
+ENV_HASH := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
+
+# $(call timed,label,command): run the command, print and log its wall-clock time
+timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
+	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
+
+.PHONY: book test setup chapters html lint pytest check-pages clean
+
+book: setup
+	$(call timed,chapters (MODE=$(MODE)),$(PY) book/tools/run_chapters.py --mode $(MODE))
+	$(call timed,book build,$(JB) build . $(JB_FLAGS))
+	@echo "The book is in book/_build/html/index.html"
+
+test: setup
+	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
+	$(call timed,pytest,$(PY) -m pytest -q)
+	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick)
+	$(call timed,book build,$(JB) build . $(JB_FLAGS))
+	$(call timed,browser check,$(PY) book/tools/check_pages.py)
+
+setup: $(STAMP)
+
+$(STAMP):
+	$(call timed,setup,test -x $(PY) || $(PYTHON) -m venv $(VENV); \
+	  $(PY) -m pip install -q --disable-pip-version-check -r requirements.txt; \
+	  $(PY) -m pip install -q --disable-pip-version-check --no-deps -e .)
+	@rm -f $(VENV)/.dpbook-env-*
+	@touch $@
+
+# Single steps, for working on the book
+chapters: setup
+	$(PY) book/tools/run_chapters.py --mode $(MODE)
+
+html: setup
+	$(JB) build . $(JB_FLAGS)
+
+lint: setup
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+
+pytest: setup
+	$(PY) -m pytest -q
+
+check-pages: setup
+	$(PY) book/tools/check_pages.py
+
+clean:
+	rm -rf book/_build build/chapters build/figures artifacts/screenshots
