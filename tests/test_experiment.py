@@ -262,16 +262,22 @@ def test_cli(ref, tmp_path, capsys):
     assert main(argv) == 2
     assert "differing: interval_grid" in capsys.readouterr().err
     out2 = tmp_path / "cli2"
-    assert main(argv[:-3] + [str(out2), "--no-progress", "--json", "--methods",
-                             "smc-fixed,mhaar", "--seed", "3"]) == 0
+    small = ["experiment", "--eps", "1", "5", "--runs", "2", "--n", "30", "--particles", "50",
+             "--mhaar-iters", "200", "--methods", "smc-fixed,mhaar", "--seed", "3",
+             "--out", str(out2), "--no-progress"]
+    assert main(small + ["--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["tasks"] == 8 and res["complete"]
     assert res["paths"]["estimates"] == str(out2 / "estimates.parquet")
     rows = {(r["method"], r["eps"]): r for r in res["summary"]}
     assert set(rows) == {("smc-fixed", 1.0), ("smc-fixed", 5.0), ("mhaar", 1.0), ("mhaar", 5.0)}
     assert all(np.isfinite(r["mu_rmse"]) and r["runs"] == 2 for r in rows.values())
-    assert main(argv[:-3] + [str(out2), "--no-progress", "--methods", "smc-fixed,mhaar",
-                             "--seed", "3"]) == 0
+    est = pd.read_parquet(out2 / "estimates.parquet")
+    r = rows[("mhaar", 5.0)]
+    v = est[(est.method == "mhaar") & (est.eps == 5.0)]["mu_hat"].to_numpy()
+    assert r["mu_bias"] == pytest.approx(v.mean() - 50)
+    assert r["mu_rmse"] == pytest.approx(np.sqrt(np.mean((v - 50) ** 2)))
+    assert main(small) == 0
     text = capsys.readouterr().out
     assert "smc-fixed" in text and "rmse" in text
     for bad in (["--eps", "0"], ["--eps", "nan"], ["--runs", "0"], ["--n", "0"],
