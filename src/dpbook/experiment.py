@@ -637,6 +637,10 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     local process pool of ``workers`` processes (default: every core) with one numba
     thread each, or in this process with all threads when there is one worker or one
     task left.  The results are the same in every case.
+
+    The local pool starts its workers with the ``spawn`` method (forking a process whose
+    OpenMP threads are running is unsafe), so a script that calls this function with
+    more than one worker must do it under ``if __name__ == "__main__":``.
     """
     config = make_config(eps=eps, runs=runs, n=n, particles=particles,
                          mhaar_iters=mhaar_iters, methods=methods, seed=seed,
