@@ -80,7 +80,7 @@ projection of the estimator on the y's and the x's):
 
 d_ij being the influence of sample i on the self-normalised score s_j (W_j = sum_i
 w_ij).  H is computed for all i by the same sorted-sum trick over the y's, O((M + K)
-log M) per interval.  At the paper's sizes and optimal intervals se is 1.05-1.6 times
+log M) per interval.  At the paper's sizes and optimal intervals se is 1.04-1.55 times
 se_outer, and across seeds the estimates scatter like se (checked in the tests).
 With ``share_samples=False`` the M terms are independent and se = se_outer.
 
@@ -638,6 +638,7 @@ class FisherGrid:
         return self.F[..., 0, 0] + self.F[..., 1, 1]
 
     def score_se(self, score="mu"):
+        """Monte Carlo standard error of scores(score) (total, see se); None for 'exact'."""
         _check_score(score)
         if self.se is None:
             return None
