@@ -567,8 +567,9 @@ def fisher_mc(l, r, eps, mu=0.0, sigma=1.0, M=1000, K=10000, rng=None, share_sam
 
     rng: a numpy Generator, an int seed or a SeedSequence (None: fresh OS entropy).
     Draw order: M normals, M Laplace, then the K (or M x K) normals; the same rng state
-    gives bit-identical output.  Returns FisherEstimate(F, se, se_trace), with se the
-    standard error of the mean of the M outer products.
+    gives bit-identical output.  Returns a FisherEstimate: F, its total standard error
+    se (and se_trace), and se_outer, the standard error of the mean of the M outer
+    products alone (see the module docstring).
     """
     eps = check_eps(eps)
     l, r = check_interval(l, r)
@@ -665,7 +666,8 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     (eq. 7); method='mc' estimates eq. (8) with Algorithm 4 scores at the paper's sizes
     M, K by default, using the fast shared-sample path.
 
-    Random numbers (mc): ``np.random.default_rng(seed)`` draws one set of base draws
+    Random numbers (mc): ``np.random.default_rng(seed)`` (seed: int, SeedSequence or a
+    Generator, used as is) draws one set of base draws
     (M normals, M Laplace, K normals) used by every cell (common random numbers; the
     same for every eps with the same seed), so cell (a, b) equals
     ``fisher_mc(a, b, eps, rng=np.random.default_rng(seed))`` bit for bit.  Cells are
@@ -692,7 +694,7 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     if workers is None:
         workers = os.cpu_count() or 1
     workers = _check_count("workers", workers, 1)
-    rng = np.random.default_rng(seed)
+    rng = _as_generator(seed)
     zp, v = _draw_y_base(rng, M)
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
     out = _run_cells(A, B, eps, 0.0, 1.0, zp, v, shared, workers)
