@@ -1,0 +1,423 @@
+"""Deterministic (no Monte Carlo) references for the normal model of Section 6.
+
+X ~ N(mu, sigma^2) is released as Y = T_l^r(X) + b V with V ~ Laplace(1), i.e.
+Laplace noise of scale b = (r - l)/eps (eq. 2 and 10).  This module gives
+
+* the exact log density log p_{l,r}^eps(y | theta) of one release and its score
+  (gradient w.r.t. theta = (mu, sigma)), in closed form;
+* the exact Fisher information F_{l,r}^eps(theta) of eq. (7) by quadrature, which
+  replaces the Monte Carlo estimate (8) / Algorithm 4;
+* the exact posterior (5) of theta given released data, on a grid.
+
+Closed form.  Given Y = y, the latent X has a posterior that is a mixture of four
+truncated normals (u = T_l^r(y)):
+
+    j  support     normal            log weight (up to -log 2b)
+    1  (-inf, l]   N(mu, s^2)        log Phi((l - mu)/s) - |y - l|/b
+    2  [l, u]      N(mu + s^2/b, s^2)  (mu - y)/b + s^2/(2 b^2) + log[Phi(.) - Phi(.)]
+    3  [u, r]      N(mu - s^2/b, s^2)  (y - mu)/b + s^2/(2 b^2) + log[Phi(.) - Phi(.)]
+    4  [r, inf)    N(mu, s^2)        log Phi((mu - r)/s) - |y - r|/b
+
+(components 2 and 3 complete the square in N(x; mu, s^2) exp(-|y - x|/b)); the log
+density is the log-sum-exp of the four log weights minus log 2b.  All weights are
+formed in log space because s^2/(2 b^2) reaches ~10^4 for narrow intervals.  The
+score follows from Fisher's identity (Appendix C, the identity behind Algorithm 4):
+grad log p(y) = E[grad log N(X; mu, s^2) | Y = y], a weighted sum of closed-form
+truncated-normal first and second moments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit, prange
+from scipy import special
+
+from .validation import check_count, check_eps, check_finite, check_interval, check_observations
+
+__all__ = [
+    "log_density",
+    "score",
+    "fisher_exact",
+    "score_fn",
+    "SCORES",
+    "log_prior",
+    "exact_posterior",
+    "ExactPosterior",
+    "GL_NODES",
+]
+
+# Section 6 priors: mu ~ N(0, 10^4), sigma^2 ~ IG(shape 1, scale 1)
+MU0 = 0.0
+MU_VAR = 1.0e4
+SIG_SHAPE = 1.0
+SIG_SCALE = 1.0
+
+SCORES = ("mu", "trace")
+
+_SQRT2 = math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_SQRT_PI_2 = math.sqrt(math.pi / 2.0)
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def _check_positive_array(name, values) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"{name} must be positive and finite")
+    return a
+
+
+def _check_eps_array(eps) -> np.ndarray:
+    if np.ndim(eps) == 0:
+        return np.asarray(check_eps(eps))
+    try:
+        e = np.asarray(eps, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("eps must be positive finite numbers") from None
+    if not np.all(np.isfinite(e)) or np.any(e <= 0):
+        raise ValueError("eps must be positive finite numbers")
+    return e
+
+
+def _check_args(y, l, r, eps, mu, sigma):
+    y = check_finite("y", y)
+    l, r = check_interval(l, r)
+    eps = _check_eps_array(eps)
+    mu = check_finite("mu", mu)
+    sigma = _check_positive_array("sigma", sigma)
+    return y, l, r, eps, mu, sigma
+
+
+# ------------------------------------------------------------ truncated normal stats
+
+
+def _tn_stats(alpha, beta):
+    """Standard normal truncated to [alpha, beta] (alpha <= beta, ends may be infinite).
+
+    The interval is reflected, when alpha + beta > 0, to [a, c] = [-beta, -alpha], so
+    that a + c <= 0.  Returns (log Zs, E[Z0], Var[Z0], case_a, flip) with
+    Z = Phi(beta) - Phi(alpha) and
+
+    * case A (c <= 0, both ends in the lower tail): log Zs = log Z + c^2/2, from the
+      Mills-ratio form Phi(x) = phi(x) R(x), R(x) = sqrt(pi/2) erfcx(-x/sqrt2), which
+      keeps every ratio accurate however far in the tail (the caller adds the -c^2/2
+      analytically, where it cancels against the completed square);
+    * case B (a < 0 < c): log Zs = log Z with Z = (erf(c/sqrt2) - erf(a/sqrt2))/2,
+      which has no cancellation.
+
+    Zero-width intervals get log Zs = -inf (and finite dummy moments).
+    """
+    alpha, beta = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(beta, float))
+    flip = (alpha + beta) > 0
+    a = np.where(flip, -beta, alpha)
+    c = np.where(flip, -alpha, beta)
+    fa = np.isfinite(a)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # case A: c <= 0
+        expo = 0.5 * (c - a) * (c + a)  # log(phi(a)/phi(c)) <= 0; -inf if a = -inf
+        e = np.exp(expo)
+        rc = _SQRT_PI_2 * special.erfcx(-c / _SQRT2)
+        ra = _SQRT_PI_2 * special.erfcx(-a / _SQRT2)
+        d = rc - np.where(fa, e * ra, 0.0)
+        m1a = special.expm1(expo) / d
+        m2a = 1.0 + (np.where(fa, a * e, 0.0) - c) / d
+        logza = np.log(d) - _LOG_SQRT_2PI
+        oka = d > 0
+        # case B: a < 0 < c
+        z = 0.5 * (special.erf(c / _SQRT2) - special.erf(a / _SQRT2))
+        pa = np.where(fa, np.exp(-0.5 * a * a), 0.0) / math.sqrt(2 * math.pi)
+        pc = np.exp(-0.5 * c * c) / math.sqrt(2 * math.pi)
+        m1b = (pa - pc) / z
+        m2b = 1.0 + (np.where(fa, a * pa, 0.0) - c * pc) / z
+        logzb = np.log(z)
+    case_a = c <= 0
+    logz = np.where(case_a, logza, logzb)
+    m1 = np.where(case_a, m1a, m1b)
+    var = np.where(case_a, m2a, m2b) - m1 * m1
+    ok = np.where(case_a, oka, z > 0) & (a < c)
+    logz = np.where(ok, logz, -np.inf)
+    m1 = np.where(ok, np.where(flip, -m1, m1), 0.0)
+    var = np.where(ok, np.maximum(var, 0.0), 0.0)
+    return logz, m1, var, case_a, flip
+
+
+def _posterior_components(y, l, r, eps, mu, sigma):
+    """Log weights, standardised means t_j = E_j[(X - mu)/s] and variances of the four
+    truncated-normal components of X | Y = y (stacked on a new last axis), and log 2b.
+
+    Component j is N(mu + delta_j s, s^2) on [A_j, B_j] with weight
+    exp(logc_j) (Phi(beta_j) - Phi(alpha_j)).  When the truncation is in a tail (case
+    A of _tn_stats) the weight is formed as e_j + log Zs_j with
+    e_j = logc_j - c_j^2/2 simplified by hand, e.g. for j = 2 and c = beta_2:
+    (mu - y)/b + k^2/2 - (z_u - k)^2/2 = (u - y)/b - z_u^2/2, so the large k^2/2
+    (k = s/b up to ~10^4 and beyond) never appears.
+    """
+    y, l, r, eps, mu, sigma = np.broadcast_arrays(y, l, r, eps, mu, sigma)
+    b = (r - l) / eps
+    u = np.minimum(np.maximum(y, l), r)
+    zl = (l - mu) / sigma
+    zr = (r - mu) / sigma
+    zu = (u - mu) / sigma
+    k = sigma / b
+    half_k2 = 0.5 * k * k
+    inf = np.full_like(zl, np.inf)
+    alpha = np.stack([-inf, zl - k, zu + k, zr], axis=-1)
+    beta = np.stack([zl, zu - k, zr + k, inf], axis=-1)
+    delta = np.stack([np.zeros_like(k), k, -k, np.zeros_like(k)], axis=-1)  # (m_j - mu)/s
+    e1 = -np.abs(y - l) / b
+    e4 = -np.abs(y - r) / b
+    logc = np.stack([e1, (mu - y) / b + half_k2, (y - mu) / b + half_k2, e4], axis=-1)
+    hl = 0.5 * zl * zl
+    hr = 0.5 * zr * zr
+    hu = 0.5 * zu * zu
+    e_unflipped = np.stack([e1 - hl, (u - y) / b - hu, (y - r) / b - hr, e4 - hr], axis=-1)
+    e_flipped = np.stack([e1 - hl, (l - y) / b - hl, (y - u) / b - hu, e4 - hr], axis=-1)
+    logz, m1, var, case_a, flip = _tn_stats(alpha, beta)
+    logw = np.where(case_a, np.where(flip, e_flipped, e_unflipped), logc) + logz
+    return logw, delta + m1, var, np.log(2.0 * b)
+
+
+def _logp_and_score(y, l, r, eps, mu, sigma):
+    """(log p(y | theta), score) without input checks; score has a trailing axis of 2."""
+    logw, t, var, log2b = _posterior_components(y, l, r, eps, mu, sigma)
+    lse = special.logsumexp(logw, axis=-1)
+    pi = np.exp(logw - lse[..., None])
+    sigma = np.broadcast_to(sigma, lse.shape)
+    s_mu = np.sum(pi * t, axis=-1) / sigma
+    s_sigma = (np.sum(pi * (t * t + var), axis=-1) - 1.0) / sigma
+    return lse - log2b, np.stack([s_mu, s_sigma], axis=-1)
+
+
+# ------------------------------------------------------------------ public: density
+
+
+def log_density(y, l, r, eps, mu, sigma):
+    """Exact log p_{l,r}^eps(y | mu, sigma) of one release Y = T_l^r(X) + (r - l) V.
+
+    The marginal density of a single observation that appears in eq. (7) and, as a
+    factor of the likelihood, in the posterior (5) after integrating out x:
+
+        p(y) = Phi(alpha) L(y - l) + (1 - Phi(beta)) L(y - r)
+               + int_l^r N(x; mu, sigma^2) L(y - x) dx,
+
+    alpha = (l - mu)/sigma, beta = (r - mu)/sigma, L the Laplace(b) density,
+    b = (r - l)/eps (eq. 2, 10).  Computed in log space as a four-component mixture
+    (see the module docstring).  Broadcasts over all arguments.
+    """
+    y, l, r, eps, mu, sigma = _check_args(y, l, r, eps, mu, sigma)
+    logw, _, _, log2b = _posterior_components(y, l, r, eps, mu, sigma)
+    out = special.logsumexp(logw, axis=-1) - log2b
+    return out if out.ndim else float(out)
+
+
+def score(y, l, r, eps, mu, sigma):
+    """Exact score grad_theta log p_{l,r}^eps(y | theta), theta = (mu, sigma).
+
+    Fisher's identity (Appendix C, the identity that Algorithm 4 approximates by
+    self-normalised importance sampling):
+
+        grad log p(y) = E[grad log N(X; mu, sigma^2) | Y = y]
+                      = sum_j pi_j ( E_j[X - mu]/sigma^2,
+                                     (E_j[(X - mu)^2]/sigma^2 - 1)/sigma ),
+
+    with pi_j and E_j the weights and closed-form truncated-normal moments of the four
+    components of X | Y = y.  Broadcasts over all arguments; output shape (..., 2).
+    """
+    y, l, r, eps, mu, sigma = _check_args(y, l, r, eps, mu, sigma)
+    return _logp_and_score(y, l, r, eps, mu, sigma)[1]
+
+
+# ------------------------------------------------------------------- public: Fisher
+
+GL_NODES = 48
+"""Gauss-Legendre nodes per panel for the middle part of the Fisher integral.
+
+Chosen by the convergence study in tests/test_exact.py (against scipy.integrate.quad at
+eps = 10 with narrow and wide intervals): see ``fisher_exact``.
+"""
+_PANEL_BREAKS = 6.0  # panels of [a, b] split at standardised +-6
+
+
+def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
+    """Exact Fisher information F_{l,r}^eps(theta) of eq. (7), theta = (mu, sigma).
+
+    F = E[s(Y) s(Y)^T] with s the exact score (see :func:`score`), Y one release.
+    By Theorem 3 (Appendix B: Y is location-scale), F_{l,r}(mu, sigma) =
+    F_{a,b}(0, 1)/sigma^2 with a = (l - mu)/sigma, b = (r - mu)/sigma, so the integral
+    is done for the standard normal.  For y <= a the density is p(a) exp((y - a)/B)
+    (B = (b - a)/eps) and the score is constant, s(y) = s(a); likewise above b.  Hence
+
+        F = B [p(a) s(a) s(a)^T + p(b) s(b) s(b)^T] + int_a^b p(y) s(y) s(y)^T dy,
+
+    and the last integral has a smooth integrand, done by Gauss-Legendre with ``nodes``
+    nodes on each of up to three panels (split at +-6).  Broadcasts over l, r, eps, mu,
+    sigma; output shape (..., 2, 2).
+    """
+    l, r = check_interval(l, r)
+    eps = _check_eps_array(eps)
+    mu = check_finite("mu", mu)
+    sigma = _check_positive_array("sigma", sigma)
+    nodes = check_count("nodes", nodes)
+    l, r, eps, mu, sigma = np.broadcast_arrays(l, r, eps, mu, sigma)
+    a = (l - mu) / sigma
+    b = (r - mu) / sigma
+    scale = (b - a) / eps
+
+    # tails: y <= a and y >= b
+    ends = np.stack([a, b], axis=-1)
+    lp, s = _logp_and_score(ends, a[..., None], b[..., None], eps[..., None], 0.0, 1.0)
+    outer = s[..., :, None] * s[..., None, :]
+    f = scale[..., None, None] * np.sum(np.exp(lp)[..., None, None] * outer, axis=-3)
+
+    # middle: composite Gauss-Legendre on [a, k1], [k1, k2], [k2, b]; a single panel
+    # when no interval reaches beyond +-6 standard deviations
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    if np.any((a < -_PANEL_BREAKS) | (b > _PANEL_BREAKS)):
+        k1 = np.clip(-_PANEL_BREAKS, a, b)
+        k2 = np.clip(_PANEL_BREAKS, a, b)
+        lo = np.stack([a, k1, k2], axis=-1)[..., None]
+        hi = np.stack([k1, k2, b], axis=-1)[..., None]
+    else:
+        lo = a[..., None, None]
+        hi = b[..., None, None]
+    half = 0.5 * (hi - lo)
+    yy = (0.5 * (hi + lo) + half * x).reshape(*a.shape, -1)
+    ww = (half * w).reshape(*a.shape, -1)
+    lp, s = _logp_and_score(yy, a[..., None], b[..., None], eps[..., None], 0.0, 1.0)
+    pw = ww * np.exp(lp)
+    f = f + np.einsum("...n,...ni,...nj->...ij", pw, s, s)
+    return f / (sigma * sigma)[..., None, None]
+
+
+def score_fn(F, score: str = "mu"):
+    """Score sc(F) of an information matrix (Section 5, eq. 9 and 13).
+
+    ``"mu"``: F[0, 0], the choice of Section 6 (primary interest in mu);
+    ``"trace"``: F[0, 0] + F[1, 1].  Works on stacks (..., 2, 2).
+    """
+    F = np.asarray(F, dtype=float)
+    if F.shape[-2:] != (2, 2):
+        raise ValueError(f"F must have shape (..., 2, 2), got {F.shape}")
+    if score == "mu":
+        return F[..., 0, 0]
+    if score == "trace":
+        return F[..., 0, 0] + F[..., 1, 1]
+    raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
+
+
+# ---------------------------------------------------------------- numba log density
+
+
+@njit(cache=True, inline="always")
+def _nb_mills_series(x):
+    """1 - 1/x^2 + 3/x^4 - ...: Phi(x) = phi(x)/(-x) * series, x <= -30."""
+    z = 1.0 / (x * x)
+    return 1.0 - z * (1.0 - 3.0 * z * (1.0 - 5.0 * z * (1.0 - 7.0 * z * (1.0 - 9.0 * z * (
+        1.0 - 11.0 * z * (1.0 - 13.0 * z))))))
+
+
+@njit(cache=True, inline="always")
+def _nb_log_ndtr(x):
+    """log Phi(x), accurate in both tails."""
+    if x > 6.0:
+        return -0.5 * math.erfc(x / _SQRT2)  # log1p(-q) with q < 1e-9: error q^2/2
+    if x > -30.0:
+        return math.log(0.5 * math.erfc(-x / _SQRT2))
+    # asymptotic series of the Mills ratio; first omitted term < 1e-18 at x = -30
+    return -0.5 * x * x - math.log(-x) - _LOG_SQRT_2PI + math.log(_nb_mills_series(x))
+
+
+@njit(cache=True, inline="always")
+def _nb_log1mexp(d):
+    """log(1 - exp(d)) for d <= 0."""
+    if d > -0.6931471805599453:
+        return math.log(-math.expm1(d))
+    return math.log1p(-math.exp(d))
+
+
+@njit(cache=True, inline="always")
+def _nb_scaled_diff(lo, hi):
+    """log(Phi(hi) - Phi(lo)) + hi^2/2 for lo < hi <= 0 (-inf if lo >= hi)."""
+    if hi <= lo:
+        return -math.inf
+    if hi > -37.0:
+        return math.log(0.5 * (math.erfc(-hi / _SQRT2) - math.erfc(-lo / _SQRT2))) + 0.5 * hi * hi
+    shi = _nb_mills_series(hi)
+    d = -0.5 * (lo - hi) * (lo + hi) + math.log(hi / lo) + math.log(_nb_mills_series(lo) / shi)
+    if d >= 0.0:
+        return -math.inf
+    return -math.log(-hi) - _LOG_SQRT_2PI + math.log(shi) + _nb_log1mexp(d)
+
+
+@njit(cache=True, inline="always")
+def _nb_middle(lo, hi, e_hi, e_lo, e_mid):
+    """log of exp(c) (Phi(hi) - Phi(lo)) for a middle component, lo <= hi.
+
+    e_hi = c - hi^2/2 and e_lo = c - lo^2/2 (simplified by the caller, so that the
+    completed square k^2/2 inside c cancels exactly); e_mid = c is used only when
+    lo < 0 < hi, where that component is negligible if c is large.
+    """
+    if hi <= lo:
+        return -math.inf
+    if hi <= 0.0:
+        return e_hi + _nb_scaled_diff(lo, hi)
+    if lo >= 0.0:
+        return e_lo + _nb_scaled_diff(-hi, -lo)
+    return e_mid + math.log(0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2)))
+
+
+@njit(cache=True, inline="always")
+def _nb_logpdf(y, l, r, invb, log2b, mu, sigma):
+    """Scalar log p(y | mu, sigma): the same four-component mixture as log_density."""
+    zl = (l - mu) / sigma
+    zr = (r - mu) / sigma
+    u = min(max(y, l), r)
+    zu = (u - mu) / sigma
+    k = sigma * invb
+    h = 0.5 * k * k
+    t1 = _nb_log_ndtr(zl) - abs(y - l) * invb
+    t4 = _nb_log_ndtr(-zr) - abs(y - r) * invb
+    # component 2: exp((mu - y)/b + h) [Phi(zu - k) - Phi(zl - k)] on [l, u]
+    t2 = _nb_middle(zl - k, zu - k, (u - y) * invb - 0.5 * zu * zu,
+                    (l - y) * invb - 0.5 * zl * zl, (mu - y) * invb + h)
+    # component 3: exp((y - mu)/b + h) [Phi(-zu - k) - Phi(-zr - k)] on [u, r]
+    t3 = _nb_middle(-zr - k, -zu - k, (y - u) * invb - 0.5 * zu * zu,
+                    (y - r) * invb - 0.5 * zr * zr, (y - mu) * invb + h)
+    m = max(max(t1, t2), max(t3, t4))
+    acc = math.exp(t1 - m) + math.exp(t4 - m)
+    if t2 > -math.inf:
+        acc += math.exp(t2 - m)
+    if t3 > -math.inf:
+        acc += math.exp(t3 - m)
+    return m + math.log(acc) - log2b
+
+
+@njit(parallel=True, cache=True)
+def _nb_loglik_grid(y, l, r, invb, log2b, mu, sigma, out):
+    """out[i, j] = sum_t log p(y_t | mu_i, sigma_j)."""
+    n_mu = mu.shape[0]
+    n_sig = sigma.shape[0]
+    for g in prange(n_mu * n_sig):
+        i = g // n_sig
+        j = g - i * n_sig
+        m = mu[i]
+        s = sigma[j]
+        acc = 0.0
+        for t in range(y.shape[0]):
+            acc += _nb_logpdf(y[t], l[t], r[t], invb[t], log2b[t], m, s)
+        out[i, j] = acc
+
+
+def _loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
+    """Sum over observations of log p(y_t | mu_i, sigma_j) on the grid (numba)."""
+    b = (r - l) / eps
+    invb = 1.0 / b
+    out = np.empty((mu_grid.size, sigma_grid.size))
+    _nb_loglik_grid(y, l, r, invb, np.log(2.0 * b), np.ascontiguousarray(mu_grid, dtype=float),
+                    np.ascontiguousarray(sigma_grid, dtype=float), out)
+    return out
