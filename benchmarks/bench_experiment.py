@@ -14,8 +14,11 @@ Cases (each is exactly what ``dpbook.experiment.run_task`` does for one task):
 at n = N = 1000 and eps = 1, each with 1 and 2 numba threads.  Every case runs in a
 fresh subprocess so that its peak resident memory (``getrusage`` ru_maxrss) is its own;
 inside it a tiny warm-up task loads the compiled kernels from numba's cache, then the
-timed task runs once.  "store" is the time and size of writing the task file
-(``np.savez_compressed``, as the experiment does).  With ``--profile`` the timed task
+timed task runs once.  "RSS0" is the resident memory before the task and "peak" the
+peak during it (Linux: the VmHWM high-water mark is reset after the warm-up through
+/proc/self/clear_refs; elsewhere the process's lifetime peak, ru_maxrss).  "store" is
+the time and size of writing the task file (``np.savez_compressed``, as the experiment
+does).  With ``--profile`` the timed task
 runs under cProfile and the top entries are printed (numba kernels are single entries).
 
 The table is printed and written to benchmarks/results/experiment.json, together with
@@ -42,7 +45,36 @@ CASES = ("smc-fixed", "smc-adaptive", "mhaar")
 
 
 def _rss_mb():
+    """Peak resident memory of this process so far (MB)."""
+    status = _status()
+    if "VmHWM" in status:
+        return status["VmHWM"]
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _status() -> dict:
+    """VmRSS and VmHWM (peak) from /proc/self/status, in MB (Linux only)."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "VmHWM"):
+                    out[k] = int(v.split()[0]) / 1024
+    except OSError:
+        pass
+    return out
+
+
+def _reset_peak() -> bool:
+    """Reset the peak RSS (VmHWM) to the current RSS (Linux >= 4.0), so that the peak
+    measured afterwards is the task's and not that of the imports."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def one(method, threads, eps, n, particles, iters, a, b, profile):
@@ -60,7 +92,11 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     small = ex.make_config(eps=(eps,), runs=1, n=20, particles=20, mhaar_iters=50,
                            methods=(method,))
     ex.run_task(ex._spec(small, iv, task, threads))
-    rss0 = _rss_mb()
+    import gc
+
+    gc.collect()
+    reset = _reset_peak()
+    rss0 = _status().get("VmRSS", _rss_mb())
     spec = ex._spec(cfg, iv, task, threads)
     prof_text = None
     t0 = time.perf_counter()
@@ -76,6 +112,7 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     else:
         res = ex.run_task(spec)
     wall = time.perf_counter() - t0
+    peak = _rss_mb()
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "tasks").mkdir()
         t1 = time.perf_counter()
@@ -87,7 +124,8 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
             "particles": particles if method != "mhaar" else None,
             "iters": iters if method == "mhaar" else None, "seconds": wall,
             "task_seconds": row["seconds"], "store_seconds": store_s,
-            "file_kb": size / 1024, "rss_before_mb": rss0, "peak_rss_mb": _rss_mb(),
+            "file_kb": size / 1024, "rss_before_mb": rss0, "peak_rss_mb": peak,
+            "peak_is_task_only": reset,
             "mu_hat": row["mu_hat"], "sigma_hat": row["sigma_hat"],
             "numba_layer": numba.threading_layer(), "profile": prof_text}
 
