@@ -12,14 +12,15 @@ Cases (each is exactly what ``dpbook.experiment.run_task`` does for one task):
   20 auxiliary draws
 
 at n = N = 1000 and eps = 1, each with 1 and 2 numba threads.  Every case runs in a
-fresh subprocess so that its peak resident memory (``getrusage`` ru_maxrss) is its own;
-inside it a tiny warm-up task loads the compiled kernels from numba's cache, then the
-timed task runs once.  "RSS0" is the resident memory before the task and "peak" the
-peak during it (Linux: the VmHWM high-water mark is reset after the warm-up through
+fresh subprocess so that its memory is its own; inside it a tiny warm-up task loads the
+compiled kernels from numba's cache, then the timed task runs once.  "cpu s" is the
+process's CPU time during the task (with one thread, a load-independent proxy of the
+wall time on an idle core).  "RSS0" is the resident memory before the task and "peak"
+the peak during it (Linux: the VmHWM high-water mark is reset after the warm-up through
 /proc/self/clear_refs; elsewhere the process's lifetime peak, ru_maxrss).  "store" is
 the time and size of writing the task file (``np.savez_compressed``, as the experiment
-does).  With ``--profile`` the timed task
-runs under cProfile and the top entries are printed (numba kernels are single entries).
+does).  With ``--profile`` the timed task runs under cProfile and the top entries are
+printed (numba kernels are single entries).
 
 The table is printed and written to benchmarks/results/experiment.json, together with
 an estimate of the wall time of the whole paper experiment (4 eps x 30 runs x 3
@@ -99,6 +100,7 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     rss0 = _status().get("VmRSS", _rss_mb())
     spec = ex._spec(cfg, iv, task, threads)
     prof_text = None
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     if profile:
         import cProfile
@@ -112,6 +114,8 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     else:
         res = ex.run_task(spec)
     wall = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     peak = _rss_mb()
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "tasks").mkdir()
@@ -122,7 +126,7 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     row = res["row"]
     return {"method": method, "threads": threads, "eps": eps, "n": n,
             "particles": particles if method != "mhaar" else None,
-            "iters": iters if method == "mhaar" else None, "seconds": wall,
+            "iters": iters if method == "mhaar" else None, "seconds": wall, "cpu_seconds": cpu,
             "task_seconds": row["seconds"], "store_seconds": store_s,
             "file_kb": size / 1024, "rss_before_mb": rss0, "peak_rss_mb": peak,
             "peak_is_task_only": reset,
@@ -177,13 +181,14 @@ def main(argv=None):
             print(f"  {m:<13} threads={t}: {r['seconds']:.2f} s, peak RSS "
                   f"{r['peak_rss_mb']:.0f} MB", file=sys.stderr, flush=True)
 
-    hdr = (f"{'method':<13} {'thr':>3} {'seconds':>8} {'store s':>8} {'file KB':>8} "
+    hdr = (f"{'method':<13} {'thr':>3} {'seconds':>8} {'cpu s':>8} {'store s':>8} {'file KB':>8} "
            f"{'RSS0 MB':>8} {'peak MB':>8} {'mu_hat':>9} {'sigma_hat':>9}")
     lines = [f"one task at n = {args.n}, N = {args.particles}, MHAAR {args.iters} iterations x "
              f"{ex.MHAAR_AUX} aux, eps = {args.eps}; (a*, b*) = ({iv['a']:.4f}, {iv['b']:.4f}) "
              f"[best_interval exact: {interval_s:.2f} s]", hdr]
     for r in rows:
         lines.append(f"{r['method']:<13} {r['threads']:>3} {r['seconds']:>8.2f} "
+                     f"{r['cpu_seconds']:>8.2f} "
                      f"{r['store_seconds']:>8.3f} {r['file_kb']:>8.0f} "
                      f"{r['rss_before_mb']:>8.0f} {r['peak_rss_mb']:>8.0f} "
                      f"{r['mu_hat']:>9.4f} {r['sigma_hat']:>9.4f}")
