@@ -196,16 +196,18 @@ for eps in EPS:
         boot = np.sqrt(sq[idx].mean(axis=1))  # B x methods
         rmse = np.sqrt(sq.mean(axis=0))
         a = cols.index("smc-adaptive")
-        row = {"eps": eps, "parameter": SYMBOL[par],
-               "best": METHODS[cols[int(np.argmin(rmse))]]}
+        row = {("eps", ""): eps, ("parameter", ""): SYMBOL[par],
+               ("lowest RMSE", ""): METHODS[cols[int(np.argmin(rmse))]]}
         for other in ("smc-fixed", "mhaar"):
-            o = cols.index(other)
+            o, vs = cols.index(other), f"adaptive / {METHODS[other]}"
             ratio = boot[:, a] / boot[:, o]
-            row[f"ratio vs {METHODS[other]}"] = rmse[a] / rmse[o]
-            row[f"5% vs {METHODS[other]}"] = np.quantile(ratio, 0.05)
-            row[f"95% vs {METHODS[other]}"] = np.quantile(ratio, 0.95)
+            row[vs, "RMSE ratio"] = rmse[a] / rmse[o]
+            row[vs, "5%"] = np.quantile(ratio, 0.05)
+            row[vs, "95%"] = np.quantile(ratio, 0.95)
         rows.append(row)
-ratios = pd.DataFrame(rows).set_index(["eps", "parameter"])
+ratios = pd.DataFrame(rows)
+ratios.columns = pd.MultiIndex.from_tuples(ratios.columns)
+ratios = ratios.set_index([("eps", ""), ("parameter", "")]).rename_axis(["eps", "parameter"])
 ratios.round(3)
 
 # %%
@@ -213,7 +215,7 @@ others = [METHODS[m] for m in ("smc-fixed", "mhaar")]
 
 
 def verdict(row, other):
-    r, lo, hi = (row[f"{k} vs {other}"] for k in ("ratio", "5%", "95%"))
+    r, lo, hi = (row[f"adaptive / {other}", k] for k in ("RMSE ratio", "5%", "95%"))
     if hi < 1:
         word = "better, and the bootstrap interval excludes a tie"
     elif lo > 1:
@@ -227,12 +229,12 @@ def verdict(row, other):
 
 lines = []
 for (eps, par), row in ratios.iterrows():
-    lines.append(f"* **ε = {eps:g}, {par}.**  Lowest RMSE: {row['best']}.  Against "
+    lines.append(f"* **ε = {eps:g}, {par}.**  Lowest RMSE: {row['lowest RMSE', '']}.  Against "
                  f"{others[0]}, adaptive is {verdict(row, others[0])}; against {others[1]}, "
                  f"it is {verdict(row, others[1])}.")
-best = (ratios["best"] == "SMC-adaptive")
-clear = ((ratios[[f"95% vs {o}" for o in others]] < 1).all(axis=1))
-worse = ((ratios[[f"5% vs {o}" for o in others]] > 1).any(axis=1))
+best = ratios["lowest RMSE", ""] == "SMC-adaptive"
+clear = (ratios[[(f"adaptive / {o}", "95%") for o in others]] < 1).all(axis=1)
+worse = (ratios[[(f"adaptive / {o}", "5%") for o in others]] > 1).any(axis=1)
 
 
 def cases(k):
