@@ -118,6 +118,8 @@ intervals = pd.DataFrame(
       "noise scale, adaptive at true theta": (iv["b"] - iv["a"]) * sigma_true / e,
       "noise scale, fixed [l_c, r_c]": (r_c - l_c) / e}
      for e, iv in ((e, manifest["intervals"][repr(e)]) for e in EPS)]).set_index("eps")
+intervals["fixed / adaptive"] = (intervals["noise scale, fixed [l_c, r_c]"]
+                                 / intervals["noise scale, adaptive at true theta"])
 pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "seed",
                                   "mu", "sigma", "every", "keep_particles")},
           name="configuration", dtype=object).to_frame().T
@@ -129,10 +131,10 @@ intervals.round(3)
 # The adaptive interval is very narrow at $\epsilon = 1$, a small fraction of $\sigma$.
 # At that privacy level the noise dominates everything else, so the Fisher information
 # prefers to clip almost every value to a short interval.  The interval widens as
-# $\epsilon$ grows.  The last two columns compare the noise scales: the fixed interval
-# pays for its width with noise that is tens to hundreds of times larger.  The adaptive
-# interval gets this gain only if it is placed where the data are, and at the start
-# nothing is known about $\mu$.
+# $\epsilon$ grows.  The last column compares the noise scales: the fixed interval
+# pays for its width with noise that is that many times larger.  The adaptive interval
+# gets this gain only if it is placed where the data are, and at the start nothing is
+# known about $\mu$.
 #
 # ## One run for each privacy level
 #
