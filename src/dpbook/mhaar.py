@@ -1,0 +1,598 @@
+"""MHAAR batch baseline of Section 6: MCMC for p(theta | y_{1:n}) with fixed intervals.
+
+Section 6 of the paper compares its SMC with adaptive truncation to an MCMC method
+that sees the whole batch y_{1:n} at once: the MHAAR sampler ("Metropolis-Hastings with
+averaged acceptance ratios", Andrieu, Yildirim, Doucet & Chopin 2020, Section 3) in the
+form given for sequentially released data by Alparslan & Yildirim (2022), the printed
+box "Algorithm 8" (its text calls it Algorithm 9).
+
+Model (Section 6): X_t = mu + sigma z_t with z_t ~ N(0, 1) (so the latent variables
+have a distribution free of theta), released Y_t = T_{l_t}^{r_t}(X_t) + (r_t - l_t) V_t,
+V_t ~ Laplace(1/eps), i.e.
+
+    h(y_t | z_t, theta) = Laplace(y_t - clip(mu + sigma z_t, l_t, r_t); b_t),
+    b_t = (r_t - l_t) / eps,
+
+priors mu ~ N(0, 10^4), sigma^2 ~ IG(shape 1, scale 1).  The chain lives on
+(theta, z_{1:n}), theta = (mu, sigma^2).  One iteration (Algorithm 8):
+
+1. propose mu' = mu + s_mu N(0,1), sigma'^2 = sigma^2 + s_v N(0,1) (symmetric random
+   walks in (mu, sigma^2); a proposal sigma'^2 <= 0 has prior density 0 and is rejected
+   outright, which still counts as an iteration and still resamples z as in step 4);
+2. for every t: z_t^(1) = z_t and fresh z_t^(2), ..., z_t^(N) ~ N(0, 1);
+3. accept theta' with probability
+       min{1, eta(theta') prod_t sum_i h(y_t|z_t^(i), theta')
+              / [eta(theta) prod_t sum_i h(y_t|z_t^(i), theta)]},
+   eta the prior density in (mu, sigma^2);
+4. on acceptance theta <- theta' and z_t <- z_t^(k_t) with P(k_t = k) proportional to
+   h(y_t | z_t^(k), theta'); on rejection theta is kept and z_t <- z_t^(k_t) with
+   P(k_t = k) proportional to h(y_t | z_t^(k), theta) (the current-theta weights).  This
+   is what Algorithm 8 states; the authors' MATLAB code (MHAAR_DP_norm.m) instead kept z
+   on rejection because its weights there were exp(log_sum_0 - log_sum_0) = 1, which
+   always selects k_t = 1.
+
+Step sizes and adaptation (Section 6 settings).  The steps start at s_mu = 10/sqrt(n),
+s_v = 20/sqrt(n).  From iteration m0 = floor(0.1 n_iter) on, after iteration m
+(1-based, m > m0) both are adapted on the log scale by the Robbins-Monro rule
+
+    log s_mu += m^(-0.6) (a_m - 0.1),   log s_v += m^(-0.6) (a_m - 0.1),
+
+a_m = 1 if iteration m accepted else 0, aiming at an acceptance rate of 0.1.  The same
+increment goes to both, so their ratio s_v / s_mu stays at its initial value (2 by
+default).  The adaptation never stops, so the chain is adaptive (not time-homogeneous)
+during the whole run, including the kept samples; the step m^(-0.6) vanishes
+(diminishing adaptation, Andrieu & Thoms 2008), which keeps the averages consistent.
+The authors adapted additively (s += gamma (S - 0.1)) with a smoothed acceptance S,
+alternating between the two steps, with gamma = m^(-0.6): dpbook adapts log s so that
+the steps stay positive.
+
+The chain starts at theta_0 = (mean(y), sqrt(max(0.01, var(y) - 2 bbar^2))) (Laplace
+noise of scale b has variance 2 b^2; bbar is the mean noise scale; the MATLAB code
+subtracted b^2) and z_0 ~ N(0, 1).  The estimate is the average of theta = (mu, sigma)
+over the last 20% of the iterations.
+
+Implementation.  The per-observation work of step 2-4 runs in parallel over blocks of
+``_BLOCK`` observations (numba ``prange``).  Every (iteration m, observation t) pair has
+its own counter-keyed stream stream_key(key, m, t) (see :mod:`dpbook.rng`), and all
+floating-point sums run in a fixed order inside a block, with the block sums added
+serially, so the output is bit-identical for any number of threads.  The inner loops
+are written to vectorise (across the observations of a block): the normals come from
+the ziggurat of :mod:`dpbook.rng` evaluated on the counter-based stream (the rare
+rejection steps continue on a separate stream), the exponentials from an inlined
+polynomial exp, and log sum_i h is computed without the max-shift of a log-sum-exp:
+with d_t the distance from y_t to [l_t, r_t], every c in [l_t, r_t] has
+d_t <= |y_t - c| <= d_t + (r_t - l_t), so the shifted exponents (d_t - |y_t - c|)/b_t
+lie in [-eps, 0] and cannot underflow for eps <= ``_FAST_EPS_MAX``; larger eps use a
+guarded path with the usual max-shift.  Both thetas' selections k_t are drawn in the
+same pass (with a common uniform), so after the accept decision the new z is a copy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types, uint64
+from numba.extending import intrinsic
+
+from . import rng as _rng
+from .smc import MU0, MU_VAR, SIG_SCALE, SIG_SHAPE
+from .validation import check_count, check_eps, check_observations, check_positive
+
+TARGET_ACCEPT = 0.1
+ADAPT_EXPONENT = 0.6
+ADAPT_START_FRACTION = 0.1
+
+_BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
+_FAST_EPS_MAX = 600.0  # shifted exponents lie in [-eps, 0]; exp(-600) is far from underflow
+_SLOW_STREAM = 0x5A1F  # purpose tag of the ziggurat's rejection-step streams
+_THETA_STREAM = 0xFFFFFFFFFFFF  # "observation index" of the proposal / accept stream
+_MIN_PARALLEL_BLOCKS = 3  # fewer blocks run serially: a parallel launch costs more
+_U64_FF = np.uint64(0xFF)
+_U64_ONE = np.uint64(1)
+_MASK52 = np.uint64(0x000FFFFFFFFFFFFF)
+_SH8 = np.uint64(8)
+_SH11 = np.uint64(11)
+_GAMMA = _rng._GAMMA
+_KI = _rng._KI
+_WI = _rng._WI
+_TWO53_INV = _rng._TWO53_INV
+
+
+# ---------------------------------------------------------------- vectorisable exp
+
+
+@intrinsic
+def _bits_to_f64(typingctx, x):
+    """Reinterpret the 64 bits of an int64 as a float64 (no conversion)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(x), codegen
+
+
+@intrinsic
+def _f64_to_bits(typingctx, x):
+    """The 64 bits of a float64 as an int64 (no conversion)."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(x), codegen
+
+
+_LOG2E = 1.4426950408889634
+_LN2 = math.log(2.0)
+
+
+_FM = {"contract"}  # let LLVM fuse multiply-adds (the same code runs on every thread)
+
+# 2^f on |f| <= 1/2: degree-10 Chebyshev interpolant in monomial form (max relative
+# error 1.6e-15, checked in tests/test_mhaar.py)
+_P0 = 1.0000000000000007
+_P1 = 0.6931471805599483
+_P2 = 0.24022650695901254
+_P3 = 0.055504108664544756
+_P4 = 0.00961812911053657
+_P5 = 0.0013333558214738293
+_P6 = 0.00015403526882354606
+_P7 = 1.525266622014565e-05
+_P8 = 1.3217210256367588e-06
+_P9 = 1.0206977921453389e-07
+_P10 = 6.767963482574983e-09
+_MAGIC = 6755399441055744.0  # 1.5 * 2^52: x + _MAGIC rounds x to an integer
+_MAGIC_BIAS = int(np.float64(_MAGIC).view(np.int64)) - 1023
+
+
+@njit(inline="always", cache=True, fastmath=_FM, error_model="numpy")
+def _exp2(x):
+    """2^x for -1000 < x < 1000, relative error below 2e-15, without calls (vectorises).
+
+    x = k + f with k = round(x) (by the 1.5 * 2^52 trick, which also leaves k in the low
+    bits of x + 1.5 * 2^52) and |f| <= 1/2; 2^f by a polynomial (Estrin's scheme, short
+    dependency chains), 2^k assembled from its exponent bits.
+    """
+    kk = x + _MAGIC
+    f = x - (kk - _MAGIC)
+    f2 = f * f
+    f4 = f2 * f2
+    p = (((_P0 + _P1 * f) + f2 * (_P2 + _P3 * f))
+         + f4 * (((_P4 + _P5 * f) + f2 * (_P6 + _P7 * f))
+                 + f4 * ((_P8 + _P9 * f) + f2 * _P10)))
+    return p * _bits_to_f64((_f64_to_bits(kk) - _MAGIC_BIAS) << 52)
+
+
+@njit(cache=True)
+def _exp2_array(x):
+    """_exp2 over an array (for tests)."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = _exp2(x[i])
+    return out
+
+
+# ---------------------------------------------------------------- the sampler
+
+
+@njit(inline="always", cache=True)
+def _log_prior(mu, v):
+    """log eta(mu, sigma^2) up to a constant: N(MU0, MU_VAR) x IG(SIG_SHAPE, SIG_SCALE)."""
+    return -0.5 * (mu - MU0) ** 2 / MU_VAR - (SIG_SHAPE + 1.0) * math.log(v) - SIG_SCALE / v
+
+
+
+
+@njit(inline="always", cache=True)
+def _normalise(p):
+    """Split p > 0 (normal) into (f, e) with p = f 2^e, f in [1, 2): bit operations only."""
+    bits = _f64_to_bits(p)
+    e = (bits >> 52) - 1023
+    return _bits_to_f64((bits & 0x000FFFFFFFFFFFFF) | (1023 << 52)), e
+
+
+@njit(cache=True, fastmath=_FM, error_model="numpy")
+def _block(key, m, t0, n_aux, mu0, sg0, mu1, sg1, fast, y, l, r, ib, off, z,
+           zrej, zacc, keys, words, pos, zb, c0, c1, sv, kv):
+    """Steps 2-4 of Algorithm 8 for observations t0 .. t0+cn-1; returns the two log sums.
+
+    y, l, r, ib, off, z, zrej, zacc are the slices [t0, t0 + cn) (indexing them from 0
+    lets LLVM prove the indices non-negative, which the vectoriser needs).
+
+    Writes z_t^(k_t) drawn with the current-theta weights to ``zrej`` and with the
+    proposed-theta weights to ``zacc`` (one common uniform); returns
+    (sum_t log sum_i h(y_t|z_t^(i), theta), the same for theta') up to terms common to
+    both (the Laplace normalising constants and the shifts ``off``).
+    ``ib`` is 1/b_t and ``off`` is d_t/b_t, both times log2(e) when ``fast``.
+    Scratch: keys (B,) uint64; words (n_aux, B) uint64; pos (n_aux B,) int64;
+    zb, c0, c1 (n_aux, B); sv (6, B); kv (2, B) int64, with B >= cn.
+    """
+    cn = y.shape[0]
+    for j in range(cn):
+        keys[j] = _rng.stream_key(key, m, t0 + j)
+    # draw i = 0 is the current z_t; draws i = 1 .. n_aux-1 use counters 1 .. n_aux-1
+    # of the stream (m, t), the resampling uniform counter n_aux
+    for j in range(cn):
+        zb[0, j] = z[j]
+    for i in range(1, n_aux):
+        inc = uint64(i) * _GAMMA
+        for j in range(cn):
+            words[i, j] = _rng.mix64(keys[j] + inc)
+    # fast path of the ziggurat of rng.normal.  This loop stays scalar on purpose: the
+    # table look-ups would become vector gathers, which are slower here than scalar
+    # loads (the compress-store into ``pos`` keeps LLVM from vectorising it)
+    nbad = 0
+    for i in range(1, n_aux):
+        for j in range(cn):
+            u = words[i, j]
+            idx = np.int64(u & _U64_FF)
+            u = u >> _SH8
+            rabs = (u >> _U64_ONE) & _MASK52
+            zb[i, j] = (float(np.int64(rabs)) * _WI[idx]
+                        * (1.0 - 2.0 * float(np.int64(u & _U64_ONE))))
+            pos[nbad] = i * cn + j
+            nbad += rabs >= _KI[idx]
+    for q in range(nbad):
+        # ziggurat rejection steps (about 1% of the draws), on a stream of their own
+        i = pos[q] // cn
+        j = pos[q] - i * cn
+        u = words[i, j]
+        st = _rng.stream_key(keys[j], i, _SLOW_STREAM)
+        _, zb[i, j] = _rng._normal_slow(st, u & _U64_FF, zb[i, j], (u >> _SH8) & _U64_ONE)
+    s0 = sv[0]
+    s1 = sv[1]
+    if fast:
+        # cumulative weights exp(off_t - |y_t - c|/b_t) = 2^(log2(e) (off_t - |y_t - c|/b_t));
+        # the exponents lie in [-eps, 0].  Here ib = log2(e)/b, off = log2(e) d_t/b.
+        for j in range(cn):
+            s0[j] = 0.0
+            s1[j] = 0.0
+        for i in range(n_aux):
+            for j in range(cn):
+                x = zb[i, j]
+                a0 = min(max(mu0 + sg0 * x, l[j]), r[j])
+                a1 = min(max(mu1 + sg1 * x, l[j]), r[j])
+                s0[j] += _exp2(off[j] - abs(y[j] - a0) * ib[j])
+                s1[j] += _exp2(off[j] - abs(y[j] - a1) * ib[j])
+                c0[i, j] = s0[j]
+                c1[i, j] = s1[j]
+    else:
+        # guarded log-sum-exp: log weights, their maximum per t, shifted cumulative sums
+        mx0 = sv[2]
+        mx1 = sv[3]
+        for j in range(cn):
+            mx0[j] = -np.inf
+            mx1[j] = -np.inf
+        for i in range(n_aux):
+            for j in range(cn):
+                x = zb[i, j]
+                a0 = min(max(mu0 + sg0 * x, l[j]), r[j])
+                a1 = min(max(mu1 + sg1 * x, l[j]), r[j])
+                c0[i, j] = -abs(y[j] - a0) * ib[j]
+                c1[i, j] = -abs(y[j] - a1) * ib[j]
+                mx0[j] = max(mx0[j], c0[i, j])
+                mx1[j] = max(mx1[j], c1[i, j])
+        for j in range(cn):
+            s0[j] = 0.0
+            s1[j] = 0.0
+        for i in range(n_aux):
+            for j in range(cn):
+                s0[j] += math.exp(c0[i, j] - mx0[j])
+                s1[j] += math.exp(c1[i, j] - mx1[j])
+                c0[i, j] = s0[j]
+                c1[i, j] = s1[j]
+    # resampling indices k_t for both thetas: inverse cdf with a common uniform
+    g0 = sv[4]
+    g1 = sv[5]
+    k0 = kv[0]
+    k1 = kv[1]
+    inc = uint64(n_aux) * _GAMMA
+    for j in range(cn):
+        v = (float(np.int64(_rng.mix64(keys[j] + inc) >> _SH11)) + 0.5) * _TWO53_INV
+        g0[j] = v * s0[j]
+        g1[j] = v * s1[j]
+        k0[j] = 0
+        k1[j] = 0
+    for i in range(n_aux - 1):
+        for j in range(cn):
+            k0[j] += c0[i, j] <= g0[j]
+            k1[j] += c1[i, j] <= g1[j]
+    for j in range(cn):
+        zrej[j] = zb[k0[j], j]
+        zacc[j] = zb[k1[j], j]
+    # sum_t log S_t over the block
+    if fast:
+        # log of the running product, renormalised to [1, 2) x 2^e after every factor
+        # (every S_t >= exp(-eps), so nothing underflows): two logs per block
+        p0 = 1.0
+        p1 = 1.0
+        e0 = 0
+        e1 = 0
+        for j in range(cn):
+            p0, d0 = _normalise(p0 * s0[j])
+            p1, d1 = _normalise(p1 * s1[j])
+            e0 += d0
+            e1 += d1
+        return (e0 * _LN2 + math.log(p0), e1 * _LN2 + math.log(p1))
+    l0 = 0.0
+    l1 = 0.0
+    for j in range(cn):
+        l0 += math.log(s0[j]) + sv[2, j]
+        l1 += math.log(s1[j]) + sv[3, j]
+    return (l0, l1)
+
+
+@njit(inline="always")
+def _one_block(b, key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z, zrej, zacc,
+               keys, words, pos, zb, c0, c1, sv, kv, lsum):
+    t0 = b * _BLOCK
+    t1 = min(t0 + _BLOCK, y.shape[0])
+    a0, a1 = _block(key, m, t0, n_aux, mu, sg0, mu1, sg1, fast, y[t0:t1], l[t0:t1],
+                    r[t0:t1], ib[t0:t1], off[t0:t1], z[t0:t1], zrej[t0:t1], zacc[t0:t1],
+                    keys[b], words[b], pos[b], zb[b], c0[b], c1[b], sv[b], kv[b])
+    lsum[b, 0] = a0
+    lsum[b, 1] = a1
+
+
+@njit(parallel=True, cache=True)
+def _blocks_parallel(key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z, zrej,
+                     zacc, keys, words, pos, zb, c0, c1, sv, kv, lsum):
+    """All blocks of one iteration, in parallel (one work item per block)."""
+    for b in prange(lsum.shape[0]):
+        _one_block(b, key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z, zrej,
+                   zacc, keys, words, pos, zb, c0, c1, sv, kv, lsum)
+
+
+@njit(cache=True)
+def _blocks_serial(key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z, zrej,
+                   zacc, keys, words, pos, zb, c0, c1, sv, kv, lsum):
+    """All blocks of one iteration, one after the other (same results)."""
+    for b in range(lsum.shape[0]):
+        _one_block(b, key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z, zrej,
+                   zacc, keys, words, pos, zb, c0, c1, sv, kv, lsum)
+
+
+@njit(cache=True)
+def _chain(key, y, l, r, ib, off, fast, parallel, n_aux, mu, v, s_mu, s_v, adapt_start,
+           out_mu, out_sig, out_acc, out_smu, out_sv):
+    """Run len(out_mu) iterations of Algorithm 8 from theta = (mu, v = sigma^2).
+
+    Only the blocks of observations run in parallel (``parallel``); the accept decision,
+    the adaptation and the bookkeeping are serial, so the result does not depend on it.
+    """
+    n = y.shape[0]
+    n_iter = out_mu.shape[0]
+    nb = (n + _BLOCK - 1) // _BLOCK
+    z = np.empty(n)
+    zrej = np.empty(n)
+    zacc = np.empty(n)
+    for t in range(n):
+        st = _rng.stream_key(key, 0, t)
+        st, z[t] = _rng.normal(st)
+    keys = np.empty((nb, _BLOCK), dtype=np.uint64)
+    words = np.empty((nb, n_aux, _BLOCK), dtype=np.uint64)
+    pos = np.empty((nb, n_aux * _BLOCK), dtype=np.int64)
+    zb = np.empty((nb, n_aux, _BLOCK))
+    c0 = np.empty((nb, n_aux, _BLOCK))
+    c1 = np.empty((nb, n_aux, _BLOCK))
+    sv = np.empty((nb, 6, _BLOCK))
+    kv = np.empty((nb, 2, _BLOCK), dtype=np.int64)
+    lsum = np.empty((nb, 2))
+    log_smu = math.log(s_mu)
+    log_sv = math.log(s_v)
+    for m in range(1, n_iter + 1):
+        # theta-level stream: proposal and accept uniform
+        st = _rng.stream_key(key, m, _THETA_STREAM)
+        st, g1 = _rng.normal(st)
+        st, g2 = _rng.normal(st)
+        st, w = _rng.uniform(st)
+        mu1 = mu + s_mu * g1
+        v1 = v + s_v * g2
+        valid = v1 > 0.0
+        if not valid:
+            # rejected outright (prior density 0); z is still resampled with theta's
+            # weights, which the blocks compute for both "thetas"
+            mu1 = mu
+            v1 = v
+        sg0 = math.sqrt(v)
+        sg1 = math.sqrt(v1)
+        if parallel:
+            _blocks_parallel(key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z,
+                             zrej, zacc, keys, words, pos, zb, c0, c1, sv, kv, lsum)
+        else:
+            _blocks_serial(key, m, n_aux, mu, sg0, mu1, sg1, fast, y, l, r, ib, off, z,
+                           zrej, zacc, keys, words, pos, zb, c0, c1, sv, kv, lsum)
+        acc = False
+        if valid:
+            log_ratio = _log_prior(mu1, v1) - _log_prior(mu, v)
+            for b in range(nb):
+                log_ratio += lsum[b, 1] - lsum[b, 0]
+            acc = math.log(w) < log_ratio
+        if acc:
+            mu = mu1
+            v = v1
+            for t in range(n):
+                z[t] = zacc[t]
+        else:
+            for t in range(n):
+                z[t] = zrej[t]
+        out_mu[m - 1] = mu
+        out_sig[m - 1] = math.sqrt(v)
+        out_acc[m - 1] = acc
+        if m > adapt_start:
+            gam = m ** (-ADAPT_EXPONENT) * ((1.0 if acc else 0.0) - TARGET_ACCEPT)
+            log_smu += gam
+            log_sv += gam
+            s_mu = math.exp(log_smu)
+            s_v = math.exp(log_sv)
+        out_smu[m - 1] = s_mu
+        out_sv[m - 1] = s_v
+
+
+# ---------------------------------------------------------------- public API
+
+
+def batch_means_se(x, n_batches=50):
+    """Monte Carlo standard error of mean(x) for a correlated chain, by batch means.
+
+    The chain is cut into ``n_batches`` consecutive batches of equal length (the first
+    len(x) mod n_batches values are dropped); the standard error is
+    sd(batch means) / sqrt(n_batches).
+    """
+    x = np.asarray(x, dtype=float)
+    n_batches = check_count("number of batches", n_batches, 2)
+    size = x.size // n_batches
+    if size < 1:
+        raise ValueError(f"need at least {n_batches} samples for {n_batches} batches")
+    means = x[x.size - size * n_batches:].reshape(n_batches, size).mean(axis=1)
+    return float(means.std(ddof=1) / math.sqrt(n_batches))
+
+
+@dataclass
+class MHAARResult:
+    """Output of :func:`mhaar`: the whole chain of theta = (mu, sigma) and the tuning.
+
+    ``mu_samples[m]``, ``sigma_samples[m]`` are theta after iteration m + 1;
+    ``accepted[m]`` says whether that iteration accepted; ``step_mu_trace``,
+    ``step_var_trace`` are the random-walk steps (of mu and of sigma^2) after it.  The
+    estimates use the last ``n_kept`` samples (``burn_fraction`` of the chain discarded).
+    """
+
+    mu_samples: np.ndarray
+    sigma_samples: np.ndarray
+    accepted: np.ndarray
+    step_mu_trace: np.ndarray
+    step_var_trace: np.ndarray
+    burn_fraction: float
+    n_aux: int
+    eps: float
+    seed: object
+
+    @property
+    def n_iter(self) -> int:
+        return int(self.mu_samples.shape[0])
+
+    @property
+    def n_kept(self) -> int:
+        return max(1, self.n_iter - int(math.floor(self.burn_fraction * self.n_iter)))
+
+    @property
+    def kept_mu(self) -> np.ndarray:
+        return self.mu_samples[self.n_iter - self.n_kept:]
+
+    @property
+    def kept_sigma(self) -> np.ndarray:
+        return self.sigma_samples[self.n_iter - self.n_kept:]
+
+    @property
+    def acceptance(self) -> float:
+        """Acceptance rate over all iterations."""
+        return float(self.accepted.mean())
+
+    @property
+    def acceptance_kept(self) -> float:
+        """Acceptance rate over the kept iterations."""
+        return float(self.accepted[self.n_iter - self.n_kept:].mean())
+
+    @property
+    def step_mu(self) -> float:
+        """Final random-walk step of mu."""
+        return float(self.step_mu_trace[-1])
+
+    @property
+    def step_var(self) -> float:
+        """Final random-walk step of sigma^2."""
+        return float(self.step_var_trace[-1])
+
+    def summary(self):
+        """Posterior mean and sd of mu and sigma over the kept samples."""
+        mu, sig = self.kept_mu, self.kept_sigma
+        return {"mu": {"mean": float(mu.mean()), "sd": float(mu.std())},
+                "sigma": {"mean": float(sig.mean()), "sd": float(sig.std())}}
+
+    def diagnostics(self, n_batches=50):
+        """Acceptance, final steps and batch-means standard errors of the kept means."""
+        d = {"acceptance": self.acceptance, "acceptance_kept": self.acceptance_kept,
+             "step_mu": self.step_mu, "step_var": self.step_var, "n_kept": self.n_kept}
+        if self.n_kept >= 2 * n_batches:
+            d["mcse_mu"] = batch_means_se(self.kept_mu, n_batches)
+            d["mcse_sigma"] = batch_means_se(self.kept_sigma, n_batches)
+        return d
+
+
+def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
+          step_mu=None, step_var=None, adapt=True, parallel=None, _fast=None):
+    """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(mu, sigma | y_{1:n}), Section 6.
+
+    Parameters
+    ----------
+    y, l, r : released values and their clipping intervals (l, r broadcast against y;
+        Section 6 uses the constant interval [mu - 10 sigma, mu + 10 sigma]).
+    eps : privacy parameter; the noise scale is b_t = (r_t - l_t)/eps.
+    n_iter : number of MCMC iterations (Section 6: 10^5).
+    n_aux : N, the number of latent draws z_t^(1..N) per observation (the current one
+        plus N - 1 fresh ones; Section 6: 20).
+    seed : int or numpy SeedSequence; the same seed gives bit-identical output for any
+        number of numba threads.
+    burn_fraction : fraction of the chain discarded before averaging (0.8: the estimate
+        is the mean of the last 20% of the samples).
+    step_mu, step_var : initial random-walk steps of mu and sigma^2 (default 10/sqrt(n)
+        and 20/sqrt(n)).
+    adapt : adapt the steps (Robbins-Monro on log s towards acceptance 0.1 from 10% of
+        the iterations on; see the module docstring).
+    parallel : run the blocks of 64 observations of each iteration in parallel (numba
+        threads).  Default: when there are at least 3 blocks and more than one thread.
+        Every iteration ends with a barrier, so on a machine whose cores are busy with
+        other work the serial mode can be faster.  The output does not depend on it.
+
+    Returns
+    -------
+    MHAARResult
+    """
+    y, l, r = check_observations(y, l, r)
+    eps = check_eps(eps)
+    n_iter = check_count("n_iter", n_iter, 1)
+    n_aux = check_count("n_aux", n_aux, 2)
+    burn_fraction = float(burn_fraction)
+    if not 0.0 <= burn_fraction < 1.0:
+        raise ValueError(f"burn_fraction must be in [0, 1), got {burn_fraction!r}")
+    n = y.size
+    if step_mu is None:
+        step_mu = 10.0 / math.sqrt(n)
+    if step_var is None:
+        step_var = 20.0 / math.sqrt(n)
+    step_mu = check_positive("step_mu", step_mu)
+    step_var = check_positive("step_var", step_var)
+    fast = eps <= _FAST_EPS_MAX if _fast is None else bool(_fast)
+    b = (r - l) / eps
+    ib = eps / (r - l)  # 1/b_t
+    off = np.maximum(np.maximum(l - y, y - r), 0.0) * ib  # distance from y_t to [l, r], / b_t
+    if fast:
+        # the fast kernel computes exp(u) as 2^(u log2(e))
+        ib = ib * _LOG2E
+        off = off * _LOG2E
+    var_y = float(np.var(y, ddof=1)) if n > 1 else 0.0
+    mu0 = float(np.mean(y))
+    v0 = max(0.01, var_y - 2.0 * float(np.mean(b)) ** 2)
+    adapt_start = int(math.floor(ADAPT_START_FRACTION * n_iter)) if adapt else n_iter + 1
+    key = np.uint64(_rng.seed_to_key(seed))
+    out_mu = np.empty(n_iter)
+    out_sig = np.empty(n_iter)
+    out_acc = np.empty(n_iter, dtype=np.bool_)
+    out_smu = np.empty(n_iter)
+    out_sv = np.empty(n_iter)
+    nb = -(-n // _BLOCK)
+    if parallel is None:
+        parallel = nb >= _MIN_PARALLEL_BLOCKS and numba.get_num_threads() > 1
+    _chain(key, y, l, r, ib, off, fast, bool(parallel), n_aux, mu0, v0, step_mu, step_var,
+           adapt_start, out_mu, out_sig, out_acc, out_smu, out_sv)
+    return MHAARResult(mu_samples=out_mu, sigma_samples=out_sig, accepted=out_acc,
+                       step_mu_trace=out_smu, step_var_trace=out_sv,
+                       burn_fraction=burn_fraction, n_aux=n_aux, eps=eps, seed=seed)

@@ -1,0 +1,176 @@
+"""MHAAR batch baseline (Alparslan & Yildirim 2022, Algorithm 8; Section 6 of the paper)."""
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from dpbook.mechanisms import release
+from dpbook.mhaar import _exp2_array, batch_means_se, mhaar
+
+
+def _data(n=50, eps=5.0, seed=5, half=6.0, vary=False):
+    """x ~ N(1, 1.5^2) released through [l_t, r_t] (constant, or varying with t)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(1.0, 1.5, n)
+    if vary:
+        c = 1.0 + rng.uniform(-1.0, 1.0, n)
+        h = half * rng.uniform(0.7, 1.3, n)
+        l, r = c - h, c + h
+    else:
+        l, r = np.full(n, 1.0 - half), np.full(n, 1.0 + half)
+    return release(x, l, r, eps, rng), l, r, eps
+
+
+def test_exp2_accuracy():
+    x = np.concatenate([np.random.default_rng(0).uniform(-900.0, 2.0, 200_000),
+                        [0.0, -0.5, 0.5, -1.5, -899.5, 1e-300, -1e-300]])
+    rel = np.abs(_exp2_array(x) / np.exp2(x) - 1.0)
+    assert rel.max() < 4e-15
+
+
+def test_bit_identical_any_thread_count_and_same_seed():
+    y, l, r, eps = _data(150, eps=2.0, seed=1, vary=True)  # 3 blocks, the last partial
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        a = mhaar(y, l, r, eps, n_iter=200, seed=7)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        b = mhaar(y, l, r, eps, n_iter=200, seed=7)
+    finally:
+        numba.set_num_threads(old)
+    c = mhaar(y, l, r, eps, n_iter=200, seed=7, parallel=False)
+    for res in (b, c):
+        np.testing.assert_array_equal(a.mu_samples, res.mu_samples)
+        np.testing.assert_array_equal(a.sigma_samples, res.sigma_samples)
+        np.testing.assert_array_equal(a.accepted, res.accepted)
+        np.testing.assert_array_equal(a.step_mu_trace, res.step_mu_trace)
+    d = mhaar(y, l, r, eps, n_iter=200, seed=8)
+    assert not np.array_equal(a.mu_samples, d.mu_samples)
+    # the chain moves, and both outcomes occur
+    assert 0 < a.accepted.sum() < a.n_iter
+
+
+def test_fast_and_guarded_kernels_agree():
+    """The shifted-exponent kernel (eps <= 600) and the max-shift log-sum-exp kernel draw
+    the same random numbers, so they give the same chain up to rounding."""
+    y, l, r, eps = _data(70, eps=3.0, seed=2, vary=True)
+    a = mhaar(y, l, r, eps, n_iter=300, seed=3, _fast=True)
+    b = mhaar(y, l, r, eps, n_iter=300, seed=3, _fast=False)
+    np.testing.assert_array_equal(a.accepted, b.accepted)
+    np.testing.assert_allclose(a.mu_samples, b.mu_samples, rtol=1e-12)
+    np.testing.assert_allclose(a.sigma_samples, b.sigma_samples, rtol=1e-12)
+
+
+def test_large_eps_and_far_observations():
+    """eps > 600 takes the guarded kernel; values far outside [l, r] do not underflow."""
+    y, l, r, _ = _data(40, seed=4)
+    y = y.copy()
+    y[:3] = [1e4, -1e4, 3e3]
+    for eps in (1e3, 2.0):
+        res = mhaar(y, l, r, eps, n_iter=200, seed=1)
+        assert np.all(np.isfinite(res.mu_samples)) and np.all(res.sigma_samples > 0)
+
+
+def _mc_tolerances(res, n_batches=40):
+    """4 batch-means standard errors of the kept-sample mean and sd of mu and sigma."""
+    out = {}
+    for p, x in (("mu", res.kept_mu), ("sigma", res.kept_sigma)):
+        m, sd = x.mean(), x.std()
+        # sd = sqrt(mean((x - m)^2)); delta method: se(sd) = se(mean((x - m)^2)) / (2 sd)
+        out[p] = {"mean": 4.0 * batch_means_se(x, n_batches),
+                  "sd": 4.0 * batch_means_se((x - m) ** 2, n_batches) / (2.0 * sd)}
+    return out
+
+
+@pytest.mark.parametrize("vary", [False, True])
+def test_matches_exact_posterior(vary):
+    """Posterior mean and sd of mu and sigma agree with the exact grid posterior.
+
+    Setting: n = 50, eps = 5, intervals of half-width ~ 4 sigma (constant, or with
+    varying centres and widths).  With eps = 2 and such intervals the posterior of sigma
+    has a heavy right tail (with clipping p(y | theta) tends to a constant as
+    sigma -> inf, so the posterior sd of sigma is infinite and the mean converges
+    slowly); here that tail is negligible (the exact moments do not change when the grid
+    box is cut at sigma = 20), so the moments are well defined and the MCMC error is
+    Gaussian.  Tolerance: 4 batch-means standard errors (40 batches of the 160 000 kept
+    samples) plus the grid error (difference between the 101^2 and 151^2 grids, plus
+    1e-3 of the posterior sd); the exact posterior comes from dpbook.exact.
+    """
+    exact = pytest.importorskip("dpbook.exact")
+    y, l, r, eps = _data(50, eps=5.0, seed=5, vary=vary)
+    ref = exact.exact_posterior(y, l, r, eps, grid=(101, 101)).summary()
+    fine = exact.exact_posterior(y, l, r, eps, grid=(151, 151)).summary()
+    cut = exact.exact_posterior(y, l, r, eps, grid=(151, 151),
+                                bounds=((ref["mu"]["mean"] - 15 * ref["mu"]["sd"],
+                                         ref["mu"]["mean"] + 15 * ref["mu"]["sd"]),
+                                        (1e-3, 20.0))).summary()
+    res = mhaar(y, l, r, eps, n_iter=200_000, seed=11, burn_fraction=0.2)
+    est = res.summary()
+    tol = _mc_tolerances(res)
+    assert 0.05 < res.acceptance_kept < 0.2
+    for p in ("mu", "sigma"):
+        for s in ("mean", "sd"):
+            grid_err = abs(ref[p][s] - fine[p][s]) + 1e-3 * ref[p]["sd"]
+            assert abs(cut[p][s] - ref[p][s]) < grid_err, (p, s, "tail not negligible")
+            assert abs(est[p][s] - ref[p][s]) < tol[p][s] + grid_err, (p, s, est, ref, tol)
+            # the tolerance is meaningful: well below the posterior sd
+            assert tol[p][s] < 0.25 * ref[p]["sd"], (p, s, tol)
+
+
+def test_summary_and_defaults():
+    y, l, r, eps = _data(30, eps=2.0, seed=3)
+    res = mhaar(y, l, r, eps, n_iter=1000, seed=0)
+    assert res.n_iter == 1000 and res.n_kept == 200
+    s = res.summary()
+    np.testing.assert_allclose(s["mu"]["mean"], res.mu_samples[800:].mean())
+    np.testing.assert_allclose(s["sigma"]["sd"], res.sigma_samples[800:].std())
+    assert set(s) == {"mu", "sigma"} and set(s["mu"]) == {"mean", "sd"}
+    # steps start at 10/sqrt(n), 20/sqrt(n); adaptation starts after 10% of the iterations
+    np.testing.assert_allclose(res.step_mu_trace[:100], 10 / math.sqrt(30))
+    np.testing.assert_allclose(res.step_var_trace[:100], 20 / math.sqrt(30))
+    assert res.step_mu_trace[100] != res.step_mu_trace[99]
+    np.testing.assert_allclose(res.step_var_trace / res.step_mu_trace, 2.0)
+    assert 0.0 <= res.acceptance <= 1.0
+    d = res.diagnostics(n_batches=10)
+    assert d["step_mu"] == res.step_mu and "mcse_mu" in d
+    # scalar interval ends broadcast
+    res2 = mhaar(y, float(l[0]), float(r[0]), eps, n_iter=1000, seed=0)
+    np.testing.assert_array_equal(res.mu_samples, res2.mu_samples)
+    # no adaptation: steps stay put
+    res3 = mhaar(y, l, r, eps, n_iter=300, seed=0, adapt=False, step_mu=0.5, step_var=0.7)
+    assert np.all(res3.step_mu_trace == 0.5) and np.all(res3.step_var_trace == 0.7)
+
+
+def test_batch_means_se():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=100_000)
+    se = batch_means_se(x, 50)
+    assert 0.7 / math.sqrt(x.size) < se < 1.3 / math.sqrt(x.size)
+    with pytest.raises(ValueError, match="batches"):
+        batch_means_se(x[:10], 50)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(eps=0.0), "eps"),
+    (dict(eps=-1.0), "eps"),
+    (dict(eps=float("nan")), "eps"),
+    (dict(l=2.0, r=2.0), "l < r"),
+    (dict(l=3.0, r=-3.0), "l < r"),
+    (dict(y=[0.0, float("nan")]), "finite"),
+    (dict(y=[0.0, float("inf")]), "finite"),
+    (dict(y=[]), "non-empty"),
+    (dict(n_iter=0), "n_iter"),
+    (dict(n_iter=2.5), "n_iter"),
+    (dict(n_aux=1), "n_aux"),
+    (dict(burn_fraction=1.0), "burn_fraction"),
+    (dict(burn_fraction=-0.1), "burn_fraction"),
+    (dict(step_mu=0.0), "step_mu"),
+    (dict(step_var=-1.0), "step_var"),
+])
+def test_bad_input(kw, msg):
+    args = dict(y=[0.1, -0.3, 0.5], l=-3.0, r=3.0, eps=1.0, n_iter=10)
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        mhaar(**args)
