@@ -193,14 +193,16 @@ def main(argv=None):
                      f"{r['rss_before_mb']:>8.0f} {r['peak_rss_mb']:>8.0f} "
                      f"{r['mu_hat']:>9.4f} {r['sigma_hat']:>9.4f}")
     cores = os.cpu_count() or 1
-    one_thread = {r["method"]: r["seconds"] for r in rows if r["threads"] == 1}
+    one_thread = {r["method"]: r for r in rows if r["threads"] == 1}
     estimate = None
     if set(one_thread) == set(CASES):
-        total = 4 * 30 * sum(one_thread.values())
-        estimate = {"cpu_seconds": total, "workers": cores, "wall_seconds": total / cores}
+        wall = 4 * 30 * sum(r["seconds"] for r in one_thread.values())
+        cpu = 4 * 30 * sum(r["cpu_seconds"] for r in one_thread.values())
+        estimate = {"task_seconds_total": wall, "cpu_seconds_total": cpu, "workers": cores,
+                    "wall_seconds": wall / cores, "wall_seconds_idle": cpu / cores}
         lines.append(f"paper experiment (4 eps x 30 runs x 3 methods, eps = {args.eps} costs "
-                     f"for every eps): ~{total / 3600:.2f} CPU hours, ~{total / cores / 3600:.2f}"
-                     f" h wall on {cores} workers x 1 thread")
+                     f"for every eps, {cores} workers x 1 thread): ~{wall / cores / 3600:.2f} h "
+                     f"wall at this load; ~{cpu / cores / 3600:.2f} h on idle cores (CPU time)")
     load = [load_before, os.getloadavg()[0]]
     lines.append(f"machine: {platform.processor() or platform.machine()}, {cores} cores, "
                  f"1-min load average before {load[0]:.2f}, after {load[1]:.2f}")
