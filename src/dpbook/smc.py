@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types, uint64
+from numba.extending import intrinsic
 
 from . import rng as _rng
 from .validation import check_count, check_eps, check_finite, check_interval
@@ -36,8 +39,17 @@ MU_VAR = 1.0e4
 SIG_SHAPE = 1.0
 SIG_SCALE = 1.0
 
-# purposes of the random streams (second key component)
-_P_INIT, _P_MOVE, _P_RESAMPLE = 1, 2, 3
+# Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
+# resampling a = 3 (b = t); at time t, a = 8 t + purpose with b = particle for the MH
+# words (xoshiro256++), b = particle << 32 | k for the ziggurat's rare slow path of
+# x_k's proposal, and b = particle for the Gibbs move and the propagation.
+_P_INIT, _P_RESAMPLE = 1, 3
+_P_MH, _P_ZIG, _P_GIBBS = 4, 5, 6
+
+# The MH sweep handles particles in blocks of _LANES (a performance knob only: every
+# particle has its own streams, so the output does not depend on it or on threads).
+_LANES = 128
+_ULANES = uint64(_LANES)
 
 
 @njit(cache=True)
@@ -67,70 +79,213 @@ def _systematic(key, t, w, out):
         out[i] = j
 
 
+# --- helpers of the MH sweep ---------------------------------------------------------
+
+@intrinsic
+def _keep_scalar(typingctx, x):
+    """Identity on a uint64 that LLVM cannot see through (an empty inline asm).
+
+    A loop that calls it is not vectorised.  The loop doing the ziggurat table
+    look-ups and the resampling gather must stay scalar: LLVM would turn those
+    indexed loads into vgather instructions, which are microcoded and about 4x slower
+    than scalar loads on current Intel CPUs (Gather Data Sampling mitigation).
+    """
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        fty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+        return builder.asm(fty, "", "=r,0", args, side_effect=False)
+
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _int_bits_as_float(typingctx, x):
+    """Reinterpret the bits of an int64 as a float64."""
+    if x != types.int64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+# The MH test u < min(1, exp(d)) = exp(min(d, 0)) without a libm call (no SVML here,
+# so math.exp would keep the loop scalar): exp(d) = 2^n exp(r), |r| <= ln2/2, exp(r) by
+# its Taylor polynomial of degree 6, relative error below 2e-7 (tested).  A decision
+# with u within a relative _EXP_TOL of the approximation is taken again with
+# math.exp, so every decision is exactly that of u < math.exp(d).
+_EXP_TOL = 1e-6
+_LOG2E = 1.4426950408889634
+_LN2 = 0.6931471805599453
+_C2, _C3, _C4, _C5, _C6 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720  # (multiply, not divide)
+
+
+@njit(cache=True, fastmath={"contract"})
+def _exp_approx(d):
+    """exp(d) to a relative 2e-7 for -700 <= d <= 0 (FMAs allowed: only this value)."""
+    n = np.int64(d * _LOG2E - 0.5)  # nearest integer (truncation, d <= 0)
+    r = d - float(n) * _LN2
+    # Estrin's scheme: a shorter dependency chain than Horner's
+    r2 = r * r
+    p = (1.0 + r) + r2 * ((_C2 + r * _C3) + r2 * ((_C4 + r * _C5) + r2 * _C6))
+    return p * _int_bits_as_float((n + np.int64(1023)) << np.int64(52))
+
+
+@njit(cache=True)
+def _gibbs_propagate(key, a, i, t, m, sg, s1, s2):
+    """Algorithm 3 step 4 as a Gibbs move given s1 = sum x_k, s2 = sum x_k^2 (k < t),
+    then step 3 of Algorithm 2: x_t ~ N(mu, sigma^2).  Returns (mu, sigma, x_t)."""
+    s = _rng.stream_key(key, a, i)
+    if t > 0:
+        # mu | sigma, x  ~ N(v (MU0/MU_VAR + s1/sigma^2), v)
+        v = 1.0 / (1.0 / MU_VAR + t / (sg * sg))
+        s, z = _rng.normal(s)
+        m = v * (MU0 / MU_VAR + s1 / (sg * sg)) + math.sqrt(v) * z
+        # sigma^2 | mu, x ~ IG(SHAPE + t/2, SCALE + sum (x - mu)^2 / 2)
+        ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
+        s, g = _rng.gamma(s, SIG_SHAPE + 0.5 * t)
+        sg = math.sqrt((SIG_SCALE + 0.5 * ss) / g)
+    s, z = _rng.normal(s)
+    return m, sg, m + sg * z
+
+
+class _Scratch(NamedTuple):
+    """Per-particle work arrays of the MH sweep (separate arrays, see the kernel)."""
+
+    s0: np.ndarray  # xoshiro256++ states
+    s1: np.ndarray
+    s2: np.ndarray
+    s3: np.ndarray
+    j: np.ndarray  # ziggurat table index of x_k's proposal
+    aoff: np.ndarray  # offset of the particle's ancestor's path in x_old
+    mag: np.ndarray  # its magnitude bits, as a float
+    u: np.ndarray  # the MH uniform
+    z: np.ndarray  # the N(0, 1) of the proposal
+    xc: np.ndarray  # current x_k of the particle's ancestor
+    sum1: np.ndarray  # sum_k x_k and sum_k x_k^2 after the moves
+    sum2: np.ndarray
+    m: np.ndarray  # theta of the particle's ancestor
+    sg: np.ndarray
+
+    @classmethod
+    def new(cls, n):
+        return cls(*(np.zeros(n, np.uint64) for _ in range(6)),
+                   *(np.zeros(n) for _ in range(8)))
+
+
 @njit(parallel=True, cache=True)
-def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, logw, acc):
+def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, logw, acc,
+                           S0, S1, S2, S3, J, AOFF, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
 
-    Step 2 is Algorithm 3 with an independent proposal q(x'|x) = p_theta(x'), so the
+    Step 2 is Algorithm 3 with the independent proposal q(x'|x) = p_theta(x'), so the
     MH ratio reduces to Laplace(y_k - T(x'_k)) / Laplace(y_k - T(x_k)); then the Gibbs
-    update of (mu, sigma^2) given x_{1:t-1}.
+    update of (mu, sigma^2) given x_{1:t-1}.  Latent paths are stored block-major in
+    flat arrays, x_k of particle i in block b = i // _LANES at
+    (b n_max + k) _LANES + i % _LANES, so that the sweep runs across the particles of
+    a block (SIMD lanes) for each k while walking memory sequentially:
+
+      (a) two xoshiro256++ words per particle            vectorised
+      (b) ancestor's x_k and ziggurat table look-ups     scalar (see _keep_scalar)
+      (c) proposal, MH test, sums for the Gibbs move     vectorised
+
+    The per-particle arrays are separate arguments and the parallel loop body makes
+    no array views and calls no numba-inlined function returning a tuple: then numba
+    marks the arrays `noalias`, which LLVM needs to vectorise (a) and (c).
+    ``anc`` is uint64 (unsigned indices carry no negative-index wrap-around).
     """
     n_part = mu.shape[0] // 2  # theta arrays hold current | next
-    for i in prange(n_part):
-        s = _rng.stream_key(key, t * 4 + _P_MOVE, i)
-        a = anc[i]
-        m = mu[a]
-        sg = sig[a]
-        src = x_old[a]
-        dst = x_new[i]
-        s1 = 0.0
-        s2 = 0.0
+    n_blk = acc.shape[0]
+    row_len = uint64(x_old.shape[0] // n_blk)  # n_max * _LANES
+    a_t = 8 * t
+    for b in prange(n_blk):
+        i0 = uint64(b * _LANES)
+        i1 = uint64(min(b * _LANES + _LANES, n_part))
+        blk = uint64(b) * row_len  # start of block b in the flat path arrays
+        for i in range(i0, i1):
+            a = anc[i]
+            M[i] = mu[a]
+            SG[i] = sig[a]
+            # where the ancestor's path starts in x_old (see the layout above)
+            AOFF[i] = (a // _ULANES) * row_len + a % _ULANES
+            S0[i], S1[i], S2[i], S3[i] = _rng.xoshiro_seed(key, a_t + _P_MH, i)
+            SUM1[i] = 0.0
+            SUM2[i] = 0.0
         nacc = 0
         for k in range(t):
-            xc = src[k]
-            s, z = _rng.normal(s)
-            xp = m + sg * z
+            yk = y[k]
             lk = l[k]
             rk = r[k]
-            cc = min(max(xc, lk), rk)
-            cp = min(max(xp, lk), rk)
-            d = (abs(y[k] - cc) - abs(y[k] - cp)) * invb[k]  # log MH ratio
-            s, u = _rng.uniform(s)
-            # accept iff u < exp(d); exp(d) >= 1 + d decides most cases (always when
-            # d >= 0) and exp(d) <= 1/(1 - d) rejects most others without calling exp
-            ok = u < 1.0 + d
-            if not ok and u * (1.0 - d) < 1.0:
-                ok = u < math.exp(d)
-            if ok:
-                xc = xp
-                nacc += 1
-            dst[k] = xc
-            s1 += xc
-            s2 += xc * xc
-        if t > 0:
-            # Gibbs: mu | sigma, x  ~ N(v (MU0/MU_VAR + s1/sigma^2), v)
-            v = 1.0 / (1.0 / MU_VAR + t / (sg * sg))
-            s, z = _rng.normal(s)
-            m = v * (MU0 / MU_VAR + s1 / (sg * sg)) + math.sqrt(v) * z
-            # sigma^2 | mu, x ~ IG(SHAPE + t/2, SCALE + sum (x - mu)^2 / 2)
-            ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
-            s, g = _rng.gamma(s, SIG_SHAPE + 0.5 * t)
-            sg = math.sqrt((SIG_SCALE + 0.5 * ss) / g)
-        acc[i] = nacc
-        # propagation: x_t ~ N(mu, sigma^2)
-        s, z = _rng.normal(s)
-        xt = m + sg * z
-        dst[t] = xt
-        ct = min(max(xt, l[t]), r[t])
-        logw[i] = -abs(y[t] - ct) * invb[t]
-        _store(mu, sig, i, m, sg, n_part)
-
-
-@njit(inline="always")
-def _store(mu, sig, i, m, sg, n_part):
-    # new theta values go to the second half of the doubled arrays
-    mu[n_part + i] = m
-    sig[n_part + i] = sg
+            ibk = invb[k]
+            # (a) the words for x_k's proposal (ziggurat) and MH uniform
+            for i in range(i0, i1):
+                s0, s1, s2, s3, w1 = _rng.xoshiro_next(S0[i], S1[i], S2[i], S3[i])
+                s0, s1, s2, s3, w2 = _rng.xoshiro_next(s0, s1, s2, s3)
+                S0[i] = s0
+                S1[i] = s1
+                S2[i] = s2
+                S3[i] = s3
+                J[i], MAG[i] = _rng.ziggurat_split(w1)
+                U[i] = _rng.u64_to_uniform(w2)
+            # (b) resampling gather and the ziggurat: x'_k = mu + sigma z
+            kl = uint64(k) * _ULANES
+            for i in range(i0, i1):
+                XC[i] = x_old[AOFF[i] + kl]
+                j = _keep_scalar(J[i])
+                zi = _rng.ziggurat_fast(j, MAG[i])
+                if math.isnan(zi):  # about 1.2%
+                    st = _rng.stream_key(key, a_t + _P_ZIG, (i << uint64(32)) | uint64(k))
+                    zi = _rng.ziggurat_slow(st, j, MAG[i])
+                Z[i] = zi
+            row = blk + kl - i0  # x_new[row + i] is x_k of particle i
+            # (c) accept x'_k w.p. min(1, exp(d)), d the log Laplace likelihood ratio
+            close = 0
+            for i in range(i0, i1):
+                xc = XC[i]
+                xp = M[i] + SG[i] * Z[i]
+                cc = min(max(xc, lk), rk)
+                cp = min(max(xp, lk), rk)
+                d = (abs(yk - cc) - abs(yk - cp)) * ibk
+                # (|d| <= eps, so the lower clamp only matters for eps > 700)
+                e = _exp_approx(max(min(d, 0.0), -700.0))
+                u = U[i]
+                ok = u < e
+                close += abs(u - e) <= _EXP_TOL * e
+                xn = xp if ok else xc
+                x_new[row + i] = xn
+                SUM1[i] += xn
+                SUM2[i] += xn * xn
+                nacc += ok
+            if close > 0:
+                # rare (probability ~1e-6 per test): decide this row again exactly
+                for i in range(i0, i1):
+                    xc = XC[i]
+                    xp = M[i] + SG[i] * Z[i]
+                    cc = min(max(xc, lk), rk)
+                    cp = min(max(xp, lk), rk)
+                    d = (abs(yk - cc) - abs(yk - cp)) * ibk
+                    ok = U[i] < math.exp(d)
+                    xn = xp if ok else xc
+                    old = x_new[row + i]
+                    if xn != old:
+                        x_new[row + i] = xn
+                        SUM1[i] += xn - old
+                        SUM2[i] += xn * xn - old * old
+                        nacc += 1 if ok else -1
+        acc[b] = nacc
+        for i in range(i0, i1):
+            m, sg, xt = _gibbs_propagate(key, a_t + _P_GIBBS, i, t, M[i], SG[i], SUM1[i],
+                                         SUM2[i])
+            # propagation x_t ~ N(mu, sigma^2) and weighting
+            x_new[blk + uint64(t) * _ULANES - i0 + i] = xt
+            ct = min(max(xt, l[t]), r[t])
+            logw[i] = -abs(y[t] - ct) * invb[t]
+            # new theta values go to the second half of the doubled arrays
+            mu[uint64(n_part) + i] = m
+            sig[uint64(n_part) + i] = sg
 
 
 @dataclass
@@ -169,7 +324,9 @@ class SMC:
         self.every = check_count("every", every, 1)
         self._key = np.uint64(_rng.seed_to_key(seed))
         N = self.N
-        self._x = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
+        # latent paths, block-major and flat (see _move_propagate_weight)
+        size = -(-N // _LANES) * self.n_max * _LANES
+        self._x = [np.zeros(size), np.zeros(size)]
         self._theta = np.zeros((2, 2 * N))  # rows mu, sigma; cols: current | next
         _init_particles(self._key, self._theta[0, :N], self._theta[1, :N])
         self.w = np.full(N, 1.0 / N)
@@ -178,7 +335,8 @@ class SMC:
         self._r = np.zeros(self.n_max)
         self._invb = np.zeros(self.n_max)
         self._anc = np.arange(N, dtype=np.int64)
-        self._acc = np.zeros(N, dtype=np.int64)
+        self._acc = np.zeros(-(-N // _LANES), dtype=np.int64)  # accepted moves per block
+        self._work = _Scratch.new(N)
         self._logw = np.zeros(N)
         self.t = 0
         self.history = SMCHistory()
@@ -190,6 +348,13 @@ class SMC:
     @property
     def sigma(self):
         return self._theta[1, : self.N]
+
+    def _paths(self):
+        """The latent paths x_{1:t} of the N particles as an (N, t) array (a copy)."""
+        if self.t == 0:
+            return np.zeros((self.N, 0))
+        x = self._x[0].reshape(-1, self.n_max, _LANES)[:, : self.t, :]
+        return x.transpose(0, 2, 1).reshape(-1, self.t)[: self.N].copy()
 
     def update(self, y, l, r):
         """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
@@ -207,9 +372,9 @@ class SMC:
         else:
             self._anc[:] = np.arange(N)
         x_old, x_new = self._x
-        _move_propagate_weight(self._key, t, self._anc, x_old, x_new, self._theta[0],
-                               self._theta[1], self._y, self._l, self._r, self._invb,
-                               self._logw, self._acc)
+        _move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
+                               self._theta[0], self._theta[1], self._y, self._l, self._r,
+                               self._invb, self._logw, self._acc, *self._work)
         self._theta[:, :N] = self._theta[:, N:]
         self._x = [x_new, x_old]
         lw = self._logw - self._logw.max()
