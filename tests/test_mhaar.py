@@ -52,6 +52,23 @@ def test_bit_identical_any_thread_count_and_same_seed():
     assert 0 < a.accepted.sum() < a.n_iter
 
 
+def test_same_chain_whatever_the_mode_and_chunks(monkeypatch):
+    """Serial, parallel and auto mode (which probes both) and any split of the
+    iterations into calls of the compiled chain give the same chain."""
+    import dpbook.mhaar as mh
+
+    y, l, r, eps = _data(200, eps=2.0, seed=6)
+    a = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=False)
+    monkeypatch.setattr(mh, "_CHUNK_DRAWS", 200 * 20 * 37)  # chunks of 37, probes of 5
+    b = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=None)
+    c = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=True)
+    assert a.n_parallel == 0 and c.n_parallel == 300 and b.n_parallel >= 5
+    for res in (b, c):
+        np.testing.assert_array_equal(a.mu_samples, res.mu_samples)
+        np.testing.assert_array_equal(a.sigma_samples, res.sigma_samples)
+        np.testing.assert_array_equal(a.step_var_trace, res.step_var_trace)
+
+
 def test_fast_and_guarded_kernels_agree():
     """The shifted-exponent kernel (eps <= 600) and the max-shift log-sum-exp kernel draw
     the same random numbers, so they give the same chain up to rounding."""
