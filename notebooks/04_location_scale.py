@@ -79,7 +79,7 @@ FAMILIES = {"normal": stats.norm, "Gumbel": stats.gumbel_r}
 THETAS = [(50.0, float(np.sqrt(10.0))), (-3.0, 0.1), (1000.0, 25.0)]
 
 save = figure_saver("04_location_scale", mode=mode, seed=seed)
-pd.set_option("display.precision", 4)
+pd.set_option("display.float_format", "{:.4g}".format)
 timings = {}
 
 size
