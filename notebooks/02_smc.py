@@ -44,7 +44,7 @@
 #    cost, which grows like $N t$ per step.
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": n = 200 individuals, N = 500 particles; "full": n = N = 1000
+mode = "quick"  # "quick": 200 individuals, 500 particles; "full": 1000 and 1000 (paper)
 seed = 2023
 eps = 5.0  # privacy level of the main stream (the paper uses 1, 2, 5 and 10)
 eps_hard = 1.0  # privacy level of the hard case (a fixed wide interval)
@@ -76,7 +76,7 @@ MU, SIGMA = 50.0, float(np.sqrt(10.0))  # Section 6: X ~ N(50, 10)
 GRID = (101, 101)  # nodes of the exact posterior in (mu, log sigma)
 
 save = figure_saver("02_smc", mode=mode, seed=seed)
-pd.set_option("display.precision", 3)
+pd.set_option("display.float_format", "{:.4g}".format)
 timings = {}  # wall-clock seconds of the heavy steps, reported at the end
 
 
