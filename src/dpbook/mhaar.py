@@ -574,15 +574,18 @@ def _run_chain(run, n_iter, npad, n_aux, parallel):
 
     parallel=None (auto) times short probes of both modes now and then and uses the
     faster: each iteration of the parallel mode ends with a barrier, which is cheap on an
-    idle machine and very expensive when other processes keep the cores busy.  The
+    idle machine and very expensive when other processes keep the cores busy.  The probes
+    recur after 8 chunks, and twice as late each time the choice stays the same.  The
     chain is the same whatever the mode, so the choice only affects the run time.
     Returns the number of iterations run in parallel mode.
     """
     chunk = max(10, int(_CHUNK_DRAWS // (npad * n_aux)))  # about 0.2 s of serial work
-    probe = max(5, chunk // 20)
-    m, n_par, since_probe, mode = 0, 0, None, bool(parallel)
+    probe = max(3, chunk // 100)
+    m, n_par, mode = 0, 0, bool(parallel)
+    next_probe, interval = 0, 8
+    k = 0  # chunks run
     while m < n_iter:
-        if parallel is None and (since_probe is None or since_probe >= 16):
+        if parallel is None and k >= next_probe:
             times = {}
             for md in (True, False):
                 m1 = min(n_iter, m + probe)
@@ -591,15 +594,16 @@ def _run_chain(run, n_iter, npad, n_aux, parallel):
                 times[md] = (time.perf_counter() - t) / max(1, m1 - m)
                 n_par += (m1 - m) if md else 0
                 m = m1
-            mode = times[True] < times[False]
-            since_probe = 0
+            new_mode = times[True] < times[False]
+            interval = interval * 2 if (k > 0 and new_mode == mode) else 8
+            mode = new_mode
+            next_probe = k + min(interval, 64)
             continue
         m1 = min(n_iter, m + chunk)
         run(m, m1, mode)
         n_par += (m1 - m) if mode else 0
         m = m1
-        if since_probe is not None:
-            since_probe += 1
+        k += 1
     return n_par
 
 
