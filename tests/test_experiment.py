@@ -10,7 +10,7 @@ import pytest
 
 from dpbook import experiment as ex
 
-SMALL = dict(eps=(1, 5), runs=2, n=60, particles=100, mhaar_iters=400, interval_grid=10,
+SMALL = dict(eps=(1, 5), runs=2, n=40, particles=100, mhaar_iters=100, interval_grid=10,
              progress=False)
 N_TASKS = 3 * 2 * 2
 _REAL_RUN_TASK = ex.run_task
@@ -215,12 +215,12 @@ def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
     assert len(tr) == N_TASKS and ("mhaar", 5.0, 1) in tr
     d = tr["smc-adaptive", 1.0, 0]
     for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess", "l", "r", "y"):
-        assert d[k].shape == (60,)
+        assert d[k].shape == (40,)
     assert d["mean_mu"][-1] == est.loc[0, "mu_hat"]
     a, b = est.loc[0, "a"], est.loc[0, "b"]
     np.testing.assert_allclose((d["r"] - d["l"]) / (b - a) > 0, True)
     t, mu, sig = tr.particles("smc-adaptive", 1.0, 0)
-    assert list(t) == [20, 40, 60] and mu.shape == sig.shape == (3, 100)
+    assert list(t) == [20, 40] and mu.shape == sig.shape == (2, 100)
     t2, mu2, _ = tr.particles("smc-adaptive", 1.0, 0)
     np.testing.assert_array_equal(mu, mu2)  # resampling is deterministic
     _, mu_w, _, w = tr.particles("smc-fixed", 5.0, 0, resample=False)
@@ -229,7 +229,7 @@ def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
     with pytest.raises(KeyError):
         tr.particles("smc-adaptive", 1.0, 1)  # keep_particles=1: only run 0 keeps them
     steps = tr.steps(methods=("smc-fixed",))
-    assert len(steps) == 4 * 60 and set(steps.method) == {"smc-fixed"}
+    assert len(steps) == 4 * 40 and set(steps.method) == {"smc-fixed"}
     s = ex.summarize(est)
     assert len(s) == 6 and {"mu_bias", "mu_rmse", "sigma_bias", "sigma_rmse"} <= set(s)
 
@@ -256,14 +256,14 @@ def test_cli(ref, tmp_path, capsys):
 
     out = tmp_path / "cli"
     shutil.copytree(ref[0], out)
-    argv = ["experiment", "--eps", "1", "5", "--runs", "2", "--n", "60", "--particles", "100",
-            "--mhaar-iters", "400", "--out", str(out), "--no-progress", "--json"]
+    argv = ["experiment", "--eps", "1", "5", "--runs", "2", "--n", "40", "--particles", "100",
+            "--mhaar-iters", "100", "--out", str(out), "--no-progress", "--json"]
     # the CLI uses the default interval grid; this store was made with grid 10
     assert main(argv) == 2
     assert "differing: interval_grid" in capsys.readouterr().err
     out2 = tmp_path / "cli2"
     small = ["experiment", "--eps", "1", "5", "--runs", "2", "--n", "30", "--particles", "50",
-             "--mhaar-iters", "200", "--methods", "smc-fixed,mhaar", "--seed", "3",
+             "--mhaar-iters", "100", "--methods", "smc-fixed,mhaar", "--seed", "3",
              "--out", str(out2), "--no-progress"]
     assert main(small + ["--json"]) == 0
     res = json.loads(capsys.readouterr().out)
