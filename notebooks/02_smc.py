@@ -452,11 +452,12 @@ def spread(case):
 pd.DataFrame([row for case in cases for row in spread(case)]).set_index(["case", "parameter"])
 
 # %% [markdown]
-# For the adaptive stream the re-runs agree with each other and with the exact posterior
-# mean to a small fraction of a posterior standard deviation.  In the hard case the runs
-# spread much more, relative to the posterior standard deviation, and their standard
-# deviations of $\sigma$ fall far short of the grid's.  The figure and the tail
-# probabilities below show what the particles do there.
+# In both cases the re-runs agree with each other and with the exact posterior means to
+# a fraction of a posterior standard deviation: the *centre* of the posterior is
+# estimated well.  The difference is in the spread.  For the adaptive stream the
+# standard deviations from the particles match the exact ones; in the hard case they
+# fall short, for $\sigma$ by a large factor.  The figure and the tail probabilities
+# below show what the particles do there.
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -488,13 +489,15 @@ pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
 
 # %% [markdown]
 # With noise of scale $20\sigma/\epsilon$, the exact posterior of $\sigma$ is wide, skewed
-# and heavy-tailed, and the posterior of $\mu$ widens with it.  The particle system
-# explores it slowly: one Gibbs sweep per time step moves $\sigma$ given $x_{1:t-1}$,
-# which pins $\sigma$ down tightly because $t-1$ latent values are "observed", while the
-# latent values given $\sigma$ barely feel the very noisy releases.  This is the
-# well-known slow mixing of data augmentation when the latent variables carry much more
-# information than the data.  The sampler is still consistent as $N \to \infty$, but at
-# these $N$ its tail probabilities for $\sigma$ vary a lot between runs.  Adaptive
+# and heavy-tailed, and the posterior of $\mu$ widens with it.  The bulk (the
+# histograms) is reproduced by every run, up to the noise of a few hundred particles, but
+# the tail probabilities of $\sigma$ differ between runs by a large factor.  A likely
+# reason, besides the small number of particles out in the tail, is slow mixing of the
+# rejuvenation move: one Gibbs step moves $\sigma$ given $x_{1:t-1}$, which pins
+# $\sigma$ down tightly because $t-1$ latent values are "observed", while the latent
+# values given $\sigma$ barely feel the very noisy releases.  This is the familiar slow
+# mixing of data augmentation when the latent variables carry much more information
+# than the data.  The sampler is still consistent as $N \to \infty$.  Adaptive
 # truncation helps the sampler too: narrow intervals make every release informative, the
 # latent values are tied to the data, and the sweep mixes.
 #
@@ -581,8 +584,8 @@ pd.Series({"seconds per run of n updates (median over runs)":
 #   truncation: means within a small fraction of a posterior standard deviation and
 #   similar spreads, at every time we checked.
 # * With a fixed wide interval and strong privacy (ε = `eps_hard`) the exact
-#   posterior of $\sigma$ is wide and heavy-tailed, the sampler mixes slowly, and its
-#   approximation (means of $\mu$, tail of $\sigma$) varies between runs by much more.
+#   posterior of $\sigma$ is wide and heavy-tailed; the sampler still finds its centre,
+#   but its spread and tail probabilities are unreliable and vary between runs.
 # * Standard deviations of $\sigma$ from a few hundred or thousand particles understate
 #   the exact ones, whose value is driven by a far tail; quantiles are the safer summary.
 # * The cost is $O(Nt)$ per update.
