@@ -149,9 +149,10 @@ intervals.round(3)
 # true value.  In the $\mu$ panels the green lines are the truncation points $l_t$ and
 # $r_t$.  Within a row, the two $\mu$ panels share one vertical scale and the two
 # $\sigma$ panels share another.  The scale is set by the particles after the first
-# quarter of the run (their 1% to 99% quantiles, with a margin).  The first steps, where
-# the posterior is still close to the very wide prior, and possibly the fixed interval
-# $[l_c, r_c]$ lie off this scale.
+# quarter of the run (their 1% to 99% quantiles, with a margin).  Some things lie off
+# this scale: the first steps, where the posterior is still close to the very wide
+# prior; the fixed interval $[l_c, r_c]$ in most rows; and, at large $\epsilon$, the
+# ends of the adaptive intervals, which are then wider than the cloud of particles.
 
 # %%
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive"}
@@ -171,14 +172,14 @@ def panel_limits(values, truth, log=False):
 
 def draw(ax, t_snap, particles, mean, truth, ylim, log=False, l=None, r=None):
     n_part = particles.shape[1]
-    ax.scatter(np.repeat(t_snap, n_part), particles.ravel(), s=3, color="C0",
-               alpha=min(0.4, 50 / n_part), lw=0, rasterized=True)
     steps = np.arange(1, len(mean) + 1)
-    if l is not None:
-        ax.plot(steps, l, color="C2", lw=0.6, alpha=0.8)
-        ax.plot(steps, r, color="C2", lw=0.6, alpha=0.8)
-    ax.plot(steps, mean, color="C3", lw=1.2)
-    ax.axhline(truth, color="k", lw=1)
+    if l is not None:  # behind the particles
+        ax.plot(steps, l, color="C2", lw=0.5, alpha=0.7, zorder=1)
+        ax.plot(steps, r, color="C2", lw=0.5, alpha=0.7, zorder=1)
+    ax.scatter(np.repeat(t_snap, n_part), particles.ravel(), s=3, color="C0",
+               alpha=min(0.4, 50 / n_part), lw=0, rasterized=True, zorder=2)
+    ax.plot(steps, mean, color="C3", lw=1.2, zorder=3)
+    ax.axhline(truth, color="k", lw=1, zorder=3)
     if log:
         ax.set_yscale("log")
         ticks = [v for v in (0.3, 0.5, 1, 2, 3, 5, 10, 20, 50) if ylim[0] <= v <= ylim[1]]
