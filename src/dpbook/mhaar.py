@@ -171,22 +171,31 @@ class _Vec:
     def data(self, context, aryty, value):
         return context.make_array(aryty)(context, self.b, value=value).data
 
-    def _addr(self, p, j):
+    def _addr(self, p, j, vt=None):
+        et = self.dbl if vt is None or vt is self.vd else self.i64
         if getattr(p.type, "is_opaque", False):
-            return self.b.gep(p, [j], inbounds=True, source_etype=self.dbl)
+            return self.b.gep(p, [j], inbounds=True, source_etype=et)
         return self.b.gep(p, [j], inbounds=True)
 
-    def load(self, p, j):
-        a = self._addr(p, j)
+    def load(self, p, j, vt=None):
+        vt = self.vd if vt is None else vt
+        a = self._addr(p, j, vt)
         if getattr(p.type, "is_opaque", False):
-            return self.b.load(a, typ=self.vd, align=8)
-        return self.b.load(self.b.bitcast(a, self.vd.as_pointer()), align=8)
+            return self.b.load(a, typ=vt, align=8)
+        return self.b.load(self.b.bitcast(a, vt.as_pointer()), align=8)
 
-    def store(self, v, p, j):
-        a = self._addr(p, j)
+    def store(self, v, p, j, vt=None):
+        vt = self.vd if vt is None else vt
+        a = self._addr(p, j, vt)
         if not getattr(p.type, "is_opaque", False):
-            a = self.b.bitcast(a, self.vd.as_pointer())
+            a = self.b.bitcast(a, vt.as_pointer())
         self.b.store(v, a, align=8)
+
+    def splat_int(self, x):
+        v = self.b.insert_element(ir.Constant(self.vi, ir.Undefined), x,
+                                  ir.Constant(ir.IntType(32), 0))
+        return self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), _W),
+                                                       [0] * _W))
 
     def scalar(self, p, k):
         a = self._addr(p, ir.Constant(self.i64, k))
@@ -239,6 +248,65 @@ class _Vec:
         e = b.shl(b.sub(b.bitcast(kk, self.vi), ir.Constant(self.vi, [_MAGIC_BIAS] * _W)),
                   ir.Constant(self.vi, [52] * _W))
         return b.fmul(p, b.bitcast(e, self.vd))
+
+
+@intrinsic
+def _mix_lanes(typingctx, keys, out, inc, count):
+    """out[j] = mix64(keys[j] + inc) (SplitMix64 output ``inc / GAMMA`` of stream keys[j])
+    for j < count, a multiple of _W; uint64 arrays."""
+
+    def codegen(context, builder, signature, args):
+        v = _Vec(context, builder)
+        pk = v.data(context, signature.args[0], args[0])
+        po = v.data(context, signature.args[1], args[1])
+        vi = v.vi
+        b = builder
+
+        def c(x):
+            return ir.Constant(vi, [x] * _W)
+
+        inc = v.splat_int(args[2])
+        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[3],
+                                     ir.Constant(v.i64, _W)) as (j, _):
+            z = b.add(v.load(pk, j, vi), inc)
+            z = b.mul(b.xor(z, b.lshr(z, c(30))), c(0xBF58476D1CE4E5B9))
+            z = b.mul(b.xor(z, b.lshr(z, c(27))), c(0x94D049BB133111EB))
+            v.store(b.xor(z, b.lshr(z, c(31))), po, j, vi)
+        return context.get_dummy_value()
+
+    return types.void(keys, out, types.uint64, count), codegen
+
+
+@intrinsic
+def _count_le_lanes(typingctx, c, g, k, rows, count):
+    """k[j] = #{i < rows : c[i, j] <= g[j]} for j < count (a multiple of _W); c is a
+    C-contiguous 2-d float array, k an int64 array (the inverse-cdf index of a cumulative
+    sum row-wise)."""
+
+    def codegen(context, builder, signature, args):
+        v = _Vec(context, builder)
+        b = builder
+        cty = signature.args[0]
+        carr = context.make_array(cty)(context, builder, value=args[0])
+        stride = b.extract_value(carr.shape, 1)
+        pc = carr.data
+        pg = v.data(context, signature.args[1], args[1])
+        pk = v.data(context, signature.args[2], args[2])
+        acc = cgutils.alloca_once(builder, v.vi)
+        one = ir.Constant(v.vi, [1] * _W)
+        zero = ir.Constant(v.vi, [0] * _W)
+        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[4],
+                                     ir.Constant(v.i64, _W)) as (j, _):
+            gv = v.load(pg, j)
+            b.store(zero, acc)
+            with cgutils.for_range(builder, args[3]) as loop:
+                row = v.load(pc, b.add(b.mul(loop.index, stride), j))
+                le = b.fcmp_ordered("<=", row, gv)
+                b.store(b.add(b.load(acc), b.select(le, one, zero)), acc)
+            v.store(b.load(acc), pk, j, v.vi)
+        return context.get_dummy_value()
+
+    return types.void(c, g, k, rows, count), codegen
 
 
 @intrinsic
@@ -344,12 +412,10 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
     for j in range(cn):
         zb[0, j] = z[j]
     for i in range(1, n_aux):
-        inc = uint64(i) * _GAMMA
-        for j in range(cn):
-            words[i, j] = _rng.mix64(keys[j] + inc)
+        _mix_lanes(keys, words[i], uint64(i) * _GAMMA, cn)
     # fast path of the ziggurat of rng.normal.  This loop stays scalar on purpose: the
     # table look-ups would become vector gathers, which are slower here than scalar
-    # loads (the compress-store into ``pos`` keeps LLVM from vectorising it)
+    # loads (the store into ``pos`` at a running index keeps LLVM from vectorising it)
     nbad = 0
     for i in range(1, n_aux):
         for j in range(cn):
@@ -359,8 +425,9 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
             rabs = (u >> _U64_ONE) & _MASK52
             zb[i, j] = (float(np.int64(rabs)) * _WI[idx]
                         * (1.0 - 2.0 * float(np.int64(u & _U64_ONE))))
-            pos[nbad] = i * cn + j
-            nbad += rabs >= _KI[idx]
+            if rabs >= _KI[idx]:
+                pos[nbad] = i * cn + j
+                nbad += 1
     for q in range(nbad):
         # ziggurat rejection steps (about 1% of the draws), on a stream of their own
         i = pos[q] // cn
@@ -413,12 +480,8 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
         v = (float(np.int64(_rng.mix64(keys[j] + inc) >> _SH11)) + 0.5) * _TWO53_INV
         g0[j] = v * s0[j]
         g1[j] = v * s1[j]
-        k0[j] = 0
-        k1[j] = 0
-    for i in range(n_aux - 1):
-        for j in range(cn):
-            k0[j] += c0[i, j] <= g0[j]
-            k1[j] += c1[i, j] <= g1[j]
+    _count_le_lanes(c0, g0, k0, n_aux - 1, cn)
+    _count_le_lanes(c1, g1, k1, n_aux - 1, cn)
     for j in range(cn):
         zrej[j] = zb[k0[j], j]
         zacc[j] = zb[k1[j], j]
