@@ -310,10 +310,10 @@ for eps in EPS:
     lines.append(
         f"* **ε = {eps:g}.** The posterior sd of μ settles below σ/2 {a_text} with "
         f"adaptive truncation and {f_text} without, {faster} for the adaptive sampler.  "
-        f"At t = n the sd is {fin.loc[eps, 'SMC-adaptive']:.3g} versus "
-        f"{fin.loc[eps, 'SMC-non-adaptive']:.3g}.  The mean absolute error of the "
-        f"posterior mean is {err.loc[eps, 'SMC-adaptive']:.3g} versus "
-        f"{err.loc[eps, 'SMC-non-adaptive']:.3g}.")
+        f"At t = n the sd is {fin.loc[eps, 'SMC-adaptive']:#.3g} versus "
+        f"{fin.loc[eps, 'SMC-non-adaptive']:#.3g}.  The mean absolute error of the "
+        f"posterior mean is {err.loc[eps, 'SMC-adaptive']:#.3g} versus "
+        f"{err.loc[eps, 'SMC-non-adaptive']:#.3g}.")
 ratio = fin["SMC-non-adaptive"] / fin["SMC-adaptive"]
 lines.append(
     f"\nThe ratio of the final posterior sd of μ, non-adaptive over adaptive, ranges "
