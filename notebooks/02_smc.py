@@ -550,7 +550,9 @@ pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
 # fastest update in each block of `n // 20` consecutive steps, over all runs.  A straight
 # line through these minima separates a fixed cost per update (Python, resampling,
 # starting the parallel kernel) from a part that grows linearly in $t$.  Summed over the
-# updates, the linear part makes a run quadratic in $n$.
+# updates, the linear part makes a run quadratic in $n$.  With a short stream and few
+# particles (quick mode) the fixed part can dominate; at the paper's sizes the linear
+# part does.
 
 # %%
 block = max(n // 20, 1)
