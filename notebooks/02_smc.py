@@ -341,11 +341,11 @@ save(fig, "marginals_fixed",
      f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%")
 
 # %% [markdown]
-# The table puts numbers on the pictures: posterior mean, standard deviation and median
-# of each parameter, from the particles and from the grid.  "diff / sd" is the error of
-# the SMC mean in units of the exact posterior standard deviation, the natural scale for
-# judging it; "sd ratio" and "IQR ratio" compare the spreads (SMC / exact), the second
-# by the interquartile range.
+# The table puts numbers on the pictures: posterior mean and standard deviation of each
+# parameter, from the particles and from the grid.  "diff / sd" is the error of the SMC
+# mean in units of the exact posterior standard deviation, the natural scale for judging
+# it, and "median diff / sd" the same for the median; "sd ratio" and "IQR ratio" compare
+# the spreads (SMC / exact), the second by the interquartile range.
 
 # %%
 def compare(name, t):
@@ -361,8 +361,8 @@ def compare(name, t):
                      "mean SMC": s_mean, "mean exact": e_mean, "diff": s_mean - e_mean,
                      "diff / sd": (s_mean - e_mean) / e_sd,
                      "sd SMC": s_sd, "sd exact": e_sd, "sd ratio": s_sd / e_sd,
-                     "median SMC": weighted_quantile(values, w, 0.5),
-                     "median exact": grid_quantile(*marg[key], 0.5),
+                     "median diff / sd": (weighted_quantile(values, w, 0.5)
+                                          - grid_quantile(*marg[key], 0.5)) / e_sd,
                      "IQR ratio": np.ptp(weighted_quantile(values, w, [0.25, 0.75]))
                      / np.ptp(grid_quantile(*marg[key], [0.25, 0.75]))})
     return rows
@@ -440,12 +440,11 @@ def spread(case):
         means = np.array([s.summary()[key]["mean"] for s in repeats[case]])
         sds = np.array([s.summary()[key]["sd"] for s in repeats[case]])
         rows.append({"case": case, "parameter": key, "exact mean": post.mean()[j],
-                     "SMC mean, average": means.mean(), "SMC mean, min": means.min(),
-                     "SMC mean, max": means.max(),
-                     "(max - min) / exact sd": np.ptp(means) / post.sd()[j],
+                     "SMC mean (average)": means.mean(),
                      "(average - exact) / exact sd": (means.mean() - post.mean()[j])
                      / post.sd()[j],
-                     "exact sd": post.sd()[j], "SMC sd, average": sds.mean()})
+                     "(max - min) / exact sd": np.ptp(means) / post.sd()[j],
+                     "exact sd": post.sd()[j], "SMC sd (average)": sds.mean()})
     return rows
 
 
