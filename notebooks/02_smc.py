@@ -99,10 +99,10 @@ size
 # $$
 # p^\epsilon_{s_{1:t}}(\theta, x_{1:t} \mid y_{1:t}) \propto \eta(\theta)
 # \prod_{k=1}^t p_\theta(x_k)\,
-# \mathrm{Laplace}\big(y_k - T_{l_k}^{r_k}(x_k);\ (r_k - l_k)/\epsilon\big),
-# \qquad t = 1, 2, \dots \qquad \text{(eq. 5)}
+# \mathrm{Laplace}\big(y_k - T_{l_k}^{r_k}(x_k);\ (r_k - l_k)/\epsilon\big)
 # $$
 #
+# for $t = 1, 2, \dots$ (eq. 5).
 # Keeping $x_{1:t}$ in the state is what makes each factor easy: given $x_k$, the release
 # is just Laplace noise around the clipped value.  The price is that the state grows by
 # one coordinate per individual.  A particle $i$ is a pair $(\theta^{(i)}, x^{(i)}_{1:t})$
@@ -130,9 +130,12 @@ size
 # factors then cancel against the proposal,
 #
 # $$
+# \begin{aligned}
 # \frac{p_\theta(x'_k)\,\mathrm{Laplace}(y_k - T(x'_k))\; p_\theta(x_k)}
 #      {p_\theta(x_k)\,\mathrm{Laplace}(y_k - T(x_k))\; p_\theta(x'_k)}
-# = \exp\Big(\frac{\epsilon}{r_k - l_k}\big(|y_k - T(x_k)| - |y_k - T(x'_k)|\big)\Big),
+# &= \frac{\mathrm{Laplace}(y_k - T(x'_k))}{\mathrm{Laplace}(y_k - T(x_k))} \\
+# &= \exp\Big(\frac{\epsilon}{r_k - l_k}\big(|y_k - T(x_k)| - |y_k - T(x'_k)|\big)\Big),
+# \end{aligned}
 # $$
 #
 # a Laplace likelihood ratio: the proposal is accepted for sure when its clipped value is
@@ -142,11 +145,12 @@ size
 # conjugate priors both full conditionals are standard:
 #
 # $$
-# \mu \mid \sigma, x \sim \mathcal{N}\Big(\frac{v}{\sigma^2} \sum_k x_k,\ v\Big),\quad
-# v = \Big(\frac{1}{10^4} + \frac{t-1}{\sigma^2}\Big)^{-1};
-# \qquad
-# \sigma^2 \mid \mu, x \sim \mathcal{IG}\Big(1 + \frac{t-1}{2},\
+# \begin{aligned}
+# \mu \mid \sigma, x &\sim \mathcal{N}\Big(\frac{v}{\sigma^2} \sum_k x_k,\ v\Big),\quad
+# v = \Big(\frac{1}{10^4} + \frac{t-1}{\sigma^2}\Big)^{-1}, \\
+# \sigma^2 \mid \mu, x &\sim \mathcal{IG}\Big(1 + \frac{t-1}{2},\
 #   1 + \frac12 \sum_k (x_k - \mu)^2\Big).
+# \end{aligned}
 # $$
 #
 # A Gibbs step is an MH step whose proposal is the full conditional, accepted with
@@ -198,8 +202,8 @@ pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best['b']:.3f}]
               for name, policy in policies.items()}).T
 
 # %% [markdown]
-# The adaptive intervals are a small fraction of $\sigma$ wide, so their releases carry
-# far less noise than those of the fixed interval.  The figure follows both runs over
+# The adaptive intervals are much narrower than the fixed one, which is $20\sigma$ wide,
+# so their releases carry far less noise.  The figure follows both runs over
 # time: the SMC posterior mean with a band of $\pm 2$ posterior standard deviations, the
 # true values, and (for $\mu$) the releases and the adaptive intervals.
 
@@ -236,8 +240,11 @@ save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N
 # integrated out of (5) in closed form.  Given $\theta$, one release has density
 #
 # $$
-# p^\epsilon_{l,r}(y \mid \theta) = \Phi(\alpha)\, L(y - l) + \big(1 - \Phi(\beta)\big)\,
-# L(y - r) + \int_l^r \mathcal{N}(x; \mu, \sigma^2)\, L(y - x)\, dx,
+# \begin{aligned}
+# p^\epsilon_{l,r}(y \mid \theta) = {}& \Phi(\alpha)\, L(y - l)
+#   + \big(1 - \Phi(\beta)\big)\, L(y - r) \\
+# & + \int_l^r \mathcal{N}(x; \mu, \sigma^2)\, L(y - x)\, dx,
+# \end{aligned}
 # $$
 #
 # with $\alpha = (l - \mu)/\sigma$, $\beta = (r - \mu)/\sigma$ and $L$ the Laplace density
