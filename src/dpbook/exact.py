@@ -508,6 +508,24 @@ def _axis(lo, hi, n, center=None, scale=None):
     return x, w
 
 
+def _spline_quantiles(grid, dens, q):
+    from scipy.interpolate import CubicSpline
+    from scipy.optimize import brentq
+
+    cdf = CubicSpline(grid, dens).antiderivative()
+    at_nodes = np.maximum.accumulate(cdf(grid))
+    targets = q.ravel() * at_nodes[-1]
+    idx = np.clip(np.searchsorted(at_nodes, targets), 1, grid.size - 1)
+    vals = []
+    for t, i in zip(targets, idx):
+        if t <= 0 or t >= at_nodes[-1]:
+            vals.append(grid[0] if t <= 0 else grid[-1])
+        else:
+            vals.append(brentq(lambda x, t=t: cdf(x) - t, grid[i - 1], grid[i],
+                               xtol=1e-14 * (abs(grid[i]) + 1)))
+    return np.reshape(vals, q.shape)
+
+
 @dataclass(frozen=True)
 class ExactPosterior:
     """Posterior (5) of theta = (mu, sigma) on a grid (see :func:`exact_posterior`).
@@ -551,6 +569,20 @@ class ExactPosterior:
         v_mu = np.sum(self.w_mu * self.marginal_mu() * (self.mu_grid - m[0]) ** 2)
         v_sig = np.sum(self.w_sigma * self.marginal_sigma() * (self.sigma_grid - m[1]) ** 2)
         return np.sqrt(np.array([v_mu, v_sig]))
+
+    def quantile(self, q):
+        """Marginal posterior quantiles of (mu, sigma): shape (2,) or (len(q), 2).
+
+        Robust summaries: unlike sd(sigma) (see :func:`exact_posterior`) they do not
+        depend on how far the box reaches into the tails.  The marginal density is
+        interpolated by a cubic spline on the grid nodes, whose antiderivative
+        (normalised) is inverted by root finding.
+        """
+        q = np.asarray(q, dtype=float)
+        if not np.all((q >= 0) & (q <= 1)):
+            raise ValueError("quantile levels must lie in [0, 1]")
+        return np.stack([_spline_quantiles(self.mu_grid, self.marginal_mu(), q),
+                         _spline_quantiles(self.sigma_grid, self.marginal_sigma(), q)], axis=-1)
 
     def summary(self):
         """{"mu": {"mean", "sd"}, "sigma": {"mean", "sd"}} as plain floats."""
