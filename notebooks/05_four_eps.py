@@ -55,9 +55,7 @@ mode = "quick"  # "quick": a small experiment (well under a minute); "full": the
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
 
 # %%
-import fcntl
 import time
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -69,8 +67,6 @@ from dpbook.experiment import ensure_results
 from dpbook.figures import figure_saver, repo_root
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
-# the experiment imports tqdm.auto even with progress=False; no widgets are wanted here
-warnings.filterwarnings("ignore", message="IProgress not found")
 CONFIG = {
     "quick": dict(eps=(1, 2, 5, 10), runs=5, n=200, particles=200, mhaar_iters=5_000),
     # the paper's Section 6 (the defaults of make_config and of `dpbook experiment`)
@@ -82,20 +78,8 @@ STORE = repo_root() / "results" / (("paper" if mode == "full" else mode)
 save = figure_saver("05_four_eps", mode=mode, seed=seed)
 
 
-def load_experiment(out, **config):
-    """Load the experiment in ``out``, running (or resuming) it first if incomplete.
-
-    The chapters sharing the store may execute at the same time.  An exclusive lock on
-    ``out/.lock`` makes the second one wait for the first and then only load.
-    """
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
-        return ensure_results(out=out, progress=False, seed=seed, **config)
-
-
 start = time.perf_counter()
-estimates, trajectories = load_experiment(STORE, **CONFIG)
+estimates, trajectories = ensure_results(out=STORE, progress=False, seed=seed, **CONFIG)
 elapsed = time.perf_counter() - start
 config, manifest = trajectories.config, trajectories.manifest
 print(f"store {STORE.relative_to(repo_root())}: {len(estimates)} tasks, "

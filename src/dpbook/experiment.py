@@ -48,6 +48,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import struct
 import subprocess
 import sys
@@ -200,7 +201,27 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "sigma": sig_f,
         "keep_particles": _count("keep_particles", keep_particles, 0),
         "every": EVERY,
+        "algorithm": algorithm_fingerprint(),
     }
+
+
+# The modules whose code decides the numbers in a store.  A store made by other code is
+# stale: its results cannot be mixed with new ones (see ensure_results).
+_ALGORITHM_MODULES = ("mechanisms", "population", "policies", "online", "smc", "rng",
+                      "mhaar", "fisher", "exact", "validation")
+
+
+def algorithm_fingerprint() -> str:
+    """A short hash of the source of the modules that produce the estimates."""
+    import hashlib
+
+    h = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _ALGORITHM_MODULES:
+        path = here / f"{name}.py"
+        h.update(name.encode())
+        h.update(path.read_bytes() if path.exists() else b"")
+    return h.hexdigest()[:16]
 
 
 def _tasks(config) -> list[Task]:
@@ -717,7 +738,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
 
 
 def _progress(total, initial, enabled):
-    from tqdm.auto import tqdm
+    # plain text on stderr: notebooks executed by papermill must not get widgets
+    from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, disable=not enabled, unit="task",
                 desc="experiment", dynamic_ncols=True, smoothing=0.1)
@@ -739,12 +761,37 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
 
     ``kwargs`` are the configuration arguments of :func:`run_experiment` (eps, runs, n,
     ...; the paper's values by default).  Returns ``(estimates, trajectories)`` as
-    :func:`load_results`.  A directory holding another configuration is an error.
+    :func:`load_results`.
+
+    Several processes (for example two chapters executed side by side) may call this for
+    the same store: an exclusive lock on ``out/.lock`` makes the later ones wait and then
+    load.  A store made by other algorithm code (see :func:`algorithm_fingerprint`) with
+    otherwise the same configuration is stale: it is moved aside to
+    ``out.stale-<fingerprint>`` (nothing is deleted) and the experiment is rerun.  A store
+    of another configuration is an error, as in :func:`run_experiment`.
     """
-    if not is_complete(out, **kwargs):
-        run_experiment(out=out, progress=progress, workers=workers, scheduler=scheduler,
-                       **kwargs)
-    return load_results(out)
+    import fcntl
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        config = make_config(**kwargs)
+        manifest = _read_manifest(out)
+        old = (manifest or {}).get("config", {})
+        if old and old.get("algorithm") != config["algorithm"] and \
+                {k: v for k, v in old.items() if k != "algorithm"} == \
+                {k: v for k, v in config.items() if k != "algorithm"}:
+            aside = out.with_name(f"{out.name}.stale-{old.get('algorithm') or 'unknown'}")
+            shutil.rmtree(aside, ignore_errors=True)
+            aside.mkdir()
+            for item in out.iterdir():
+                if item.name != ".lock":
+                    item.rename(aside / item.name)
+        if not is_complete(out, **kwargs):
+            run_experiment(out=out, progress=progress, workers=workers, scheduler=scheduler,
+                           **kwargs)
+        return load_results(out)
 
 
 class Trajectories:
