@@ -112,6 +112,7 @@ _U64_FF = np.uint64(0xFF)
 _U64_ONE = np.uint64(1)
 _MASK52 = np.uint64(0x000FFFFFFFFFFFFF)
 _SH8 = np.uint64(8)
+_SH9 = np.uint64(9)
 _SH11 = np.uint64(11)
 _GAMMA = _rng._GAMMA
 _KI = _rng._KI
@@ -399,9 +400,9 @@ def _normalise(p):
 
 
 @njit(inline="always")
-def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, zb):
+def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, wb, zb):
     """Step 2 for lanes j < cn = len(z) (observations t0 + j): zb[0, j] = z[j] and
-    zb[1:n_aux, j] fresh N(0, 1) draws of the stream (m, t0 + j)."""
+    zb[1:n_aux, j] fresh N(0, 1) draws of the stream (m, t0 + j).  wb: scratch like zb."""
     cn = z.shape[0]
     for j in range(cn):
         keys[j] = _rng.stream_key(key, m, t0 + j)
@@ -411,21 +412,24 @@ def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, zb):
         zb[0, j] = z[j]
     for i in range(1, n_aux):
         _mix_lanes(keys, words[i], uint64(i) * _GAMMA, cn)
-    # fast path of the ziggurat of rng.normal.  This loop stays scalar on purpose: the
-    # table look-ups would become vector gathers, which are slower here than scalar
-    # loads (the store into ``pos`` at a running index keeps LLVM from vectorising it)
+    # fast path of the ziggurat of rng.normal.  The table look-ups stay scalar on
+    # purpose: vector gathers are slower here than scalar loads (the store into ``pos``
+    # at a running index keeps LLVM from vectorising this loop)
     nbad = 0
     for i in range(1, n_aux):
         for j in range(cn):
             u = words[i, j]
             idx = np.int64(u & _U64_FF)
-            u = u >> _SH8
-            rabs = (u >> _U64_ONE) & _MASK52
-            zb[i, j] = (float(np.int64(rabs)) * _WI[idx]
-                        * (1.0 - 2.0 * float(np.int64(u & _U64_ONE))))
-            if rabs >= _KI[idx]:
+            wb[i, j] = _WI[idx]
+            if ((u >> _SH9) & _MASK52) >= _KI[idx]:
                 pos[nbad] = i * cn + j
                 nbad += 1
+    # x = rabs * w_idx with the sign bit of the word (vectorised)
+    for i in range(1, n_aux):
+        for j in range(cn):
+            u = words[i, j]
+            x = float(np.int64((u >> _SH9) & _MASK52)) * wb[i, j]
+            zb[i, j] = _bits_to_f64(_f64_to_bits(x) | (np.int64((u >> _SH8) & _U64_ONE) << 63))
     for q in range(nbad):
         # ziggurat rejection steps (about 1% of the draws), on a stream of their own
         i = pos[q] // cn
@@ -443,7 +447,7 @@ def _aux_normals_array(key, m, n, n_aux):
     words = np.empty((n_aux, n), dtype=np.uint64)
     pos = np.empty(n_aux * n, dtype=np.int64)
     zb = np.empty((n_aux, n))
-    _aux_normals(key, m, 0, n_aux, z, keys, words, pos, zb)
+    _aux_normals(key, m, 0, n_aux, z, keys, words, pos, np.empty((n_aux, n)), zb)
     return zb[1:]
 
 
@@ -468,7 +472,7 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
     """
     cn = y.shape[0]
     mu0, sg0, mu1, sg1 = th[0], th[1], th[2], th[3]
-    _aux_normals(key, m, t0, n_aux, z, keys, words, pos, zb)
+    _aux_normals(key, m, t0, n_aux, z, keys, words, pos, c0, zb)  # c0 is free until step 3
     s0 = sv[0]
     s1 = sv[1]
     if fast:
