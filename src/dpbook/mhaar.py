@@ -76,9 +76,12 @@ either mode, and however the iterations are split into calls of the compiled cha
 * n is padded to a multiple of 8 with a harmless dummy observation that is never used.
 
 Cost: n N draws per iteration (2e9 for the Section 6 run: n = 1000, N = 20, 10^5
-iterations), about 9 ns of CPU each on this machine (a 2.5 GHz Cascade Lake VM):
-~2.5 ns the scalar ziggurat, ~3.3 ns the two exponentials (theta, theta') and clips, the
-rest the SplitMix64 words, the resampling and the bookkeeping (benchmarks/bench_mhaar.py).
+iterations), 8-12 ns of CPU each on the 2-core development VM (2.5 GHz Cascade Lake; the
+speed varies with the load of the host): ~2-2.5 ns the ziggurat (scalar table look-ups)
+and its rejection steps, ~3 ns the two clipped Laplace weights (theta, theta'), ~0.7 ns
+the SplitMix64 words, ~0.9 ns the resampling, ~0.9 ns per-observation overhead.  One
+Section 6 run took 16-18 s on 1 thread and 8.3 s on 2 threads with the machine otherwise
+idle (benchmarks/bench_mhaar.py, results/mhaar.json).
 """
 
 from __future__ import annotations
