@@ -52,31 +52,20 @@ mode = "quick"  # "quick": a small experiment (well under a minute); "full": the
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
 
 # %%
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 
-from dpbook.experiment import ensure_results, summarize
+from dpbook.experiment import book_experiment, summarize
 from dpbook.figures import figure_saver, repo_root
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
-CONFIG = {
-    "quick": dict(eps=(1, 2, 5, 10), runs=5, n=200, particles=200, mhaar_iters=5_000),
-    # the paper's Section 6 (the defaults of make_config and of `dpbook experiment`)
-    "full": dict(eps=(1, 2, 5, 10), runs=30, n=1000, particles=1000, mhaar_iters=100_000),
-}[mode]
-# full mode, seed 0: the store that `dpbook experiment` writes with its defaults
-STORE = repo_root() / "results" / (("paper" if mode == "full" else mode)
-                                   + ("" if seed == 0 else f"-seed{seed}"))
 save = figure_saver("06_boxplots", mode=mode, seed=seed)
 
 
-start = time.perf_counter()
-estimates, trajectories = ensure_results(out=STORE, progress=False, seed=seed, **CONFIG)
-elapsed = time.perf_counter() - start
+estimates, trajectories, STORE, elapsed = book_experiment(mode, seed)
 config = trajectories.config
 print(f"store {STORE.relative_to(repo_root())}: {len(estimates)} tasks, "
       f"ready after {elapsed:.1f} s")

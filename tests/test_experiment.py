@@ -328,3 +328,17 @@ def test_ensure_results_serialises_concurrent_callers(ref, tmp_path):
     thread.join(60)
     assert done.is_set()
     _same(df, result["est"])
+
+
+def test_book_experiment_store_names(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(ex, "ensure_results",
+                        lambda out, **kw: (seen.append((Path(out), kw)), (None, None))[1])
+    for mode, seed, name in [("full", 0, "paper"), ("quick", 0, "quick"),
+                             ("quick", 3, "quick-seed3")]:
+        _, _, path, _ = ex.book_experiment(mode, seed, root=tmp_path)
+        assert path == tmp_path / "results" / name
+    assert seen[0][1]["runs"] == 30 and seen[0][1]["mhaar_iters"] == 100_000
+    assert seen[2][1]["seed"] == 3
+    with pytest.raises(ValueError, match="mode"):
+        ex.book_experiment("medium")

@@ -794,6 +794,33 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
         return load_results(out)
 
 
+# The experiment of chapters 5 and 6 in each book mode: "full" is Section 6 of the paper
+# (the defaults of make_config and of `dpbook experiment`), "quick" a small version.
+BOOK_CONFIGS = {
+    "quick": dict(eps=(1, 2, 5, 10), runs=5, n=200, particles=200, mhaar_iters=5_000),
+    "full": dict(eps=(1, 2, 5, 10), runs=30, n=1000, particles=1000, mhaar_iters=100_000),
+}
+
+
+def book_experiment(mode="quick", seed=0, root=None, progress=False):
+    """The shared store of chapters 5 and 6: ``(estimates, trajectories, path, seconds)``.
+
+    The store is ``results/paper`` for the full mode with seed 0 (what ``dpbook
+    experiment`` writes with its defaults, so it can be computed ahead, e.g. on a Dask
+    cluster), ``results/quick`` for the quick mode and ``results/<name>-seed<seed>``
+    otherwise.  It is run (or resumed) only when incomplete; see :func:`ensure_results`.
+    """
+    from .figures import repo_root
+
+    if mode not in BOOK_CONFIGS:
+        raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
+    name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}")
+    path = (repo_root() if root is None else Path(root)) / "results" / name
+    start = time.perf_counter()
+    est, tr = ensure_results(out=path, progress=progress, seed=seed, **BOOK_CONFIGS[mode])
+    return est, tr, path, time.perf_counter() - start
+
+
 class Trajectories:
     """Lazy access to the per-task arrays of an experiment store.
 
