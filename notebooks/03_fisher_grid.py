@@ -153,7 +153,7 @@ pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
                      "Monte Carlo (eq. 8 + Algorithm 4)": mc0.F[ij],
                      "Monte Carlo standard error": mc0.se[ij],
                      "(MC - exact) / se": (mc0.F[ij] - exact0.F[ij]) / mc0.se[ij]}
-              for name, ij in entries.items()}).T
+              for name, ij in entries.items()}).T.round(4)
 
 # %% [markdown]
 # (The exact $F_{\mu\sigma}$ vanishes, up to rounding, for any interval symmetric about
@@ -221,7 +221,8 @@ values = exact[EPS[0]].a_values
 step = values[1] - values[0]
 best_exact = {eps: exact[eps].best("mu") for eps in EPS}
 best_mc = {eps: mc[eps].best("mu") for eps in EPS}
-pd.Series({k: f"{v:.1f} s" for k, v in timings.items() if "grids" in k})
+for name in timings:
+    print(f"{name}: {timings[name]:.1f} s")
 
 # %% [markdown]
 # The heat maps show $F_{\mu\mu}$ over the triangle $a < b$ ($a$ across, $b$ up; the
