@@ -221,7 +221,7 @@ values = exact[EPS[0]].a_values
 step = values[1] - values[0]
 best_exact = {eps: exact[eps].best("mu") for eps in EPS}
 best_mc = {eps: mc[eps].best("mu") for eps in EPS}
-for name in timings:
+for name in [k for k in timings if "grids" in k]:
     print(f"{name}: {timings[name]:.1f} s")
 
 # %% [markdown]
