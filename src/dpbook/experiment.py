@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .validation import check_eps
+from .validation import check_count, check_eps
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar")
 _METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
@@ -113,16 +113,7 @@ class Task:
 
 # ----------------------------------------------------------------------- validation
 def _count(name, value, minimum=1) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    try:
-        v = int(value)
-        ok = v == value
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok or v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return v
+    return check_count(name, value, minimum)
 
 
 def _eps_list(eps) -> list[float]:

@@ -157,10 +157,7 @@ def _check_lims(lims):
 
 
 def _check_count(name, value, minimum):
-    try:
-        return check_count(name, value, minimum)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}") from None
+    return check_count(name, value, minimum)
 
 
 def _as_generator(rng):

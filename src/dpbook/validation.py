@@ -13,13 +13,7 @@ import numpy as np
 
 def check_eps(eps) -> float:
     """Return eps as a float; reject eps <= 0 or not finite."""
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        raise ValueError(f"eps must be a positive finite number, got {eps!r}") from None
-    if not math.isfinite(e) or e <= 0:
-        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
-    return e
+    return check_positive("eps", eps)
 
 
 def check_positive(name: str, value) -> float:
@@ -33,9 +27,16 @@ def check_positive(name: str, value) -> float:
 
 
 def check_count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or int(value) != value or int(value) < minimum:
+    """Return value as an int; reject booleans, non-integers and values below minimum."""
+    ok = not isinstance(value, bool)
+    try:
+        v = int(value)
+        ok = ok and v == value
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or v < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return v
 
 
 def check_finite(name: str, values) -> np.ndarray:
