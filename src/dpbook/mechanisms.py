@@ -9,7 +9,9 @@ because the sensitivity of T_l^r is r - l).  The authors' original MATLAB code d
 V with a sampler parameterised by the standard deviation (scale b/sqrt(2)); dpbook
 draws the paper's Laplace(1/eps).
 
-The Gaussian mechanism (V ~ N(0, 1/eps^2), Section 2 and 7) is provided too.
+The Gaussian mechanism (V ~ N(0, 1/eps^2), Section 2 and 7) is provided too.  A
+:class:`Mechanism` object carries everything the estimators need about the noise (log
+density, cdf, sampler); :func:`get_mechanism` maps a name to it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ def noise_scale(l, r, eps):
     return (np.asarray(r, float) - np.asarray(l, float)) / eps
 
 
-def check_mechanism(mechanism: str) -> str:
+def check_mechanism(mechanism) -> str:
+    if isinstance(mechanism, Mechanism):
+        return mechanism.name
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
     return mechanism
@@ -49,11 +53,7 @@ def release(x, l, r, eps, rng: np.random.Generator, mechanism: str = "laplace"):
     l, r = check_interval(l, r)
     c = clip(x, l, r)
     b = noise_scale(l, r, eps)
-    if mechanism == "laplace":
-        v = rng.laplace(0.0, 1.0, size=np.shape(c))
-    else:
-        v = rng.standard_normal(size=np.shape(c))
-    return c + b * v
+    return c + b * get_mechanism(mechanism).sample(rng, size=np.shape(c))
 
 
 def laplace_logpdf(v, scale):
@@ -63,8 +63,99 @@ def laplace_logpdf(v, scale):
 
 def noise_logpdf(y, c, l, r, eps, mechanism: str = "laplace"):
     """log Laplace(y - s(x); Delta s/eps), the noise factor of eq. (5), given T_l^r(X) = c."""
-    b = noise_scale(l, r, eps)
-    if mechanism == "laplace":
-        return laplace_logpdf(np.asarray(y) - c, b)
-    z = (np.asarray(y) - c) / b
-    return -0.5 * z * z - np.log(b) - 0.5 * np.log(2 * np.pi)
+    return get_mechanism(mechanism).logpdf(np.asarray(y) - c, noise_scale(l, r, eps))
+
+
+# ----------------------------------------------------------------- mechanism objects
+class Mechanism:
+    """An additive mechanism: Y = T_l^r(X) + b V with b = (r - l)/eps (eq. 2, 10).
+
+    Only the distribution of the standard noise V changes between mechanisms
+    (Section 7: "all that changes throughout is the conditional distribution of Y_t
+    given x_t, theta, s_t, eps").  Every method takes the noise value v = y - T(x)
+    and the scale b, vectorised.
+    """
+
+    name = ""
+    kink = False  # density not differentiable at 0 (quadrature splits there)
+
+    def logpdf(self, v, scale):
+        raise NotImplementedError
+
+    def pdf(self, v, scale):
+        return np.exp(self.logpdf(v, scale))
+
+    def cdf(self, v, scale):
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, size=None):
+        """Standard noise V (scale 1)."""
+        raise NotImplementedError
+
+    def variance(self, scale):
+        raise NotImplementedError
+
+    def tail(self, scale, tol=1e-16):
+        """A half-width h with P(|b V| > h) < tol (for quadrature ranges)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<mechanism {self.name}>"
+
+
+class LaplaceMechanism(Mechanism):
+    """V ~ Laplace(1/eps) in the paper's notation, i.e. noise Laplace(scale b): eps-DP."""
+
+    name = "laplace"
+    kink = True
+
+    def logpdf(self, v, scale):
+        return laplace_logpdf(v, scale)
+
+    def cdf(self, v, scale):
+        z = np.asarray(v, float) / scale
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)),
+                        1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
+
+    def sample(self, rng, size=None):
+        return rng.laplace(0.0, 1.0, size=size)
+
+    def variance(self, scale):
+        return 2.0 * np.asarray(scale, float) ** 2
+
+    def tail(self, scale, tol=1e-16):
+        return np.asarray(scale, float) * float(-np.log(tol))
+
+
+class GaussianMechanism(Mechanism):
+    """Noise N(0, b^2), b = (r - l)/eps (Gaussian mechanism, Sections 2 and 7)."""
+
+    name = "gaussian"
+
+    def logpdf(self, v, scale):
+        z = np.asarray(v, float) / scale
+        return -0.5 * z * z - np.log(scale) - 0.5 * np.log(2 * np.pi)
+
+    def cdf(self, v, scale):
+        from scipy.special import ndtr
+
+        return ndtr(np.asarray(v, float) / scale)
+
+    def sample(self, rng, size=None):
+        return rng.standard_normal(size=size)
+
+    def variance(self, scale):
+        return np.asarray(scale, float) ** 2
+
+    def tail(self, scale, tol=1e-16):
+        return np.asarray(scale, float) * float(np.sqrt(-2.0 * np.log(tol)))
+
+
+_MECHANISM_OBJECTS = {"laplace": LaplaceMechanism(), "gaussian": GaussianMechanism()}
+
+
+def get_mechanism(mechanism) -> Mechanism:
+    """The Mechanism object for a name ('laplace', 'gaussian') or a Mechanism."""
+    if isinstance(mechanism, Mechanism):
+        return mechanism
+    return _MECHANISM_OBJECTS[check_mechanism(mechanism)]

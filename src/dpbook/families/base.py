@@ -1,0 +1,282 @@
+"""The family interface: what the estimators need to know about P_theta.
+
+The paper's method needs, for a population family {P_theta} (Section 4, p_theta):
+
+* the log density (or mass) log p_theta(x) and its score grad_theta log p_theta(x)
+  (Algorithm 3 step 4 and Algorithm 4 step 4);
+* a sampler x ~ P_theta (Algorithm 2 step 3, the independent MH proposal of
+  Algorithm 3, Algorithm 4 step 2);
+* the cdf, for the probability that X is clipped (exact quadrature references);
+* a prior eta(theta) (eq. 5) and an MCMC move for theta given x_{1:t}
+  (Algorithm 3 step 4): random-walk MH by default, a conjugate Gibbs draw where the
+  family provides one;
+* for a location-scale family (Definition 2) the base distribution g, so that the
+  best interval is computed once (Theorem 3, eq. 11-13).
+
+Conventions (as in ``scipy.stats``): parameters are passed positionally after x, as
+arrays that broadcast against x; ``rng`` is a ``numpy.random.Generator`` passed in
+explicitly.  A particle system holds theta as an (N, d) array; ``theta_args(theta)``
+turns it into the positional arguments, shaped (N, 1) to broadcast against (N, t)
+latent paths.
+
+A new family subclasses :class:`Family` (or :class:`LocationScaleFamily`, which needs
+only the base distribution) in a module of its own: a module dropped into this
+package is found by :func:`dpbook.families.get_family` without touching any other
+module, and a family object defined anywhere (chapter 7 defines one in the notebook)
+can be passed to every algorithm directly.  Families with settings that are not
+estimated (the degrees of freedom of the Student-t) declare them in ``options``
+and take them as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+# Section 6 prior for a location-scale theta = (m, c): m ~ N(0, 10^4), c^2 ~ IG(1, 1)
+LOC_MEAN = 0.0
+LOC_VAR = 1.0e4
+SCALE2_SHAPE = 1.0
+SCALE2_SCALE = 1.0
+
+
+class Family:
+    """A parametric population family {P_theta}; subclass and fill in the model.
+
+    Class attributes
+    ----------------
+    name : the name used on the command line (``--family NAME``).
+    params : parameter names, e.g. ("mu", "sigma").
+    positive : for each parameter, whether it must be > 0 (such parameters are
+        moved on the log scale by the random-walk MH move).
+    discrete : True if the support is the integers (logpdf is then a log pmf).
+    location_scale : True for Definition 2 families, theta = (m, c).
+    """
+
+    name = ""
+    params: tuple = ()
+    positive: tuple = ()
+    discrete = False
+    location_scale = False
+    options: dict = {}  # fixed settings: {name: (type, default, help)}
+    summary = ""  # one line for `dpbook families`
+
+    # ------------------------------------------------------------------ the model
+    def logpdf(self, x, *theta):
+        """log p_theta(x), vectorised (log pmf for a discrete family)."""
+        raise NotImplementedError
+
+    def score(self, x, *theta):
+        """grad_theta log p_theta(x): a tuple with one array per parameter."""
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, *theta, size=None):
+        """x ~ P_theta; ``size`` as in numpy (None: the broadcast shape of theta)."""
+        raise NotImplementedError
+
+    def cdf(self, x, *theta):
+        """P_theta(X <= x)."""
+        raise NotImplementedError
+
+    def sf(self, x, *theta):
+        """P_theta(X > x) (override for accuracy in the upper tail)."""
+        return 1.0 - self.cdf(x, *theta)
+
+    def ppf(self, q, *theta):
+        """The quantile function (used for quadrature ranges and default intervals)."""
+        raise NotImplementedError
+
+    def cdf_grad(self, x, *theta):
+        """grad_theta P_theta(X <= x) (the clipped masses' score in Fisher's identity).
+
+        Default: central finite differences of :meth:`cdf`; families override it with
+        the closed form where there is one.
+        """
+        out = []
+        base = [np.asarray(t, float) for t in theta]
+        for j, t in enumerate(base):
+            h = 1e-6 * np.maximum(1.0, np.abs(t))
+            up = list(base)
+            dn = list(base)
+            up[j] = t + h
+            dn[j] = t - h
+            out.append((self.cdf(x, *up) - self.cdf(x, *dn)) / (2 * h))
+        return tuple(out)
+
+    # ------------------------------------------------------------------ the prior
+    def log_prior(self, *theta):
+        """log eta(theta), a density w.r.t. Lebesgue measure on theta as named."""
+        raise NotImplementedError
+
+    def sample_prior(self, rng: np.random.Generator, size):
+        """theta ~ eta as a (size, d) array."""
+        raise NotImplementedError
+
+    def gibbs(self, rng: np.random.Generator, theta, x):
+        """A conjugate draw theta ~ p(theta | x_{1:t}) for every particle, or None.
+
+        theta: (N, d); x: (N, t) latent paths.  Returning None (the default) makes
+        the SMC use a random-walk MH move (Algorithm 3, step 4) instead.
+        """
+        return None
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def dim(self) -> int:
+        return len(self.params)
+
+    def theta_args(self, theta):
+        """(N, d) particles -> d arrays of shape (N, 1), the positional parameters."""
+        theta = np.asarray(theta, float)
+        return tuple(theta[:, j : j + 1] for j in range(theta.shape[1]))
+
+    def check_theta(self, *theta):
+        """theta as a tuple of floats; ValueError naming a bad parameter."""
+        if len(theta) != self.dim:
+            raise ValueError(f"the {self.name} family has {self.dim} parameters "
+                             f"({', '.join(self.params)}), got {len(theta)}")
+        out = []
+        for name, pos, v in zip(self.params, self.positive, theta):
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                f = float("nan")
+            if not math.isfinite(f) or (pos and f <= 0):
+                kind = "a positive finite" if pos else "a finite"
+                raise ValueError(f"{name} must be {kind} number, got {v!r}")
+            out.append(f)
+        return tuple(out)
+
+    def guess(self, y, l, r, eps, mechanism):
+        """A rough theta from released data (starts MHAAR, centres posterior grids)."""
+        raise NotImplementedError
+
+    def fixed_interval(self, *theta):
+        """The non-adaptive comparison interval [l_c, r_c] for true theta (Section 6
+        uses [mu - 10 sigma, mu + 10 sigma] for the normal)."""
+        lo, hi = self.ppf(1e-6, *theta), self.ppf(1 - 1e-6, *theta)
+        pad = 0.5 * (hi - lo)
+        return float(lo - pad), float(hi + pad)
+
+    def interval_lims(self, *theta):
+        """Range of the (l, r) grid searched for eq. (9) at theta (non-location-scale)."""
+        return float(self.ppf(1e-3, *theta)), float(self.ppf(1 - 1e-3, *theta))
+
+    def support(self, *theta, tail=1e-14):
+        """(lo, hi) outside which P_theta has mass below ``tail`` on each side."""
+        return self.ppf(tail, *theta), self.ppf(1 - tail, *theta)
+
+    def default_theta(self):
+        """The theta used by the command line when none is given."""
+        raise NotImplementedError
+
+    def specialised(self, what: str, mechanism: str):
+        """A faster implementation of an algorithm for this family, or None.
+
+        ``what`` is one of 'smc', 'mhaar', 'fisher_exact', 'posterior'.  Only the
+        normal family provides them (the compiled kernels of the paper's experiment);
+        generic code works for every family without them.
+        """
+        return None
+
+    def describe(self) -> str:
+        return f"{self.name}({', '.join(self.params)})"
+
+    def __repr__(self):
+        return f"<family {self.describe()}>"
+
+
+class LocationScaleFamily(Family):
+    """Definition 2: p(x; m, c) = g((x - m)/c)/c.  Subclasses give the base g only.
+
+    Required: ``base_logpdf(z)``, ``base_dlogpdf(z)`` (d/dz log g), ``base_cdf(z)``,
+    ``base_ppf(q)``, ``base_sample(rng, size)``.  The prior is that of Section 6,
+    m ~ N(0, 10^4) and c^2 ~ IG(1, 1), moved by random-walk MH unless a subclass
+    overrides :meth:`gibbs`.
+    """
+
+    params = ("loc", "scale")
+    positive = (False, True)
+    location_scale = True
+
+    # base distribution g (theta = (0, 1))
+    def base_logpdf(self, z):
+        raise NotImplementedError
+
+    def base_dlogpdf(self, z):
+        raise NotImplementedError
+
+    def base_cdf(self, z):
+        raise NotImplementedError
+
+    def base_sf(self, z):
+        return 1.0 - self.base_cdf(z)
+
+    def base_ppf(self, q):
+        raise NotImplementedError
+
+    def base_sample(self, rng, size=None):
+        raise NotImplementedError
+
+    # the family, by shifting and scaling
+    def logpdf(self, x, m, c):
+        return self.base_logpdf((x - m) / c) - np.log(c)
+
+    def score(self, x, m, c):
+        z = (x - m) / c
+        d = self.base_dlogpdf(z)
+        return -d / c, -(1.0 + z * d) / c
+
+    def sample(self, rng, m, c, size=None):
+        if size is None:
+            size = np.broadcast(np.asarray(m), np.asarray(c)).shape
+        return m + c * self.base_sample(rng, size)
+
+    def cdf(self, x, m, c):
+        return self.base_cdf((x - m) / c)
+
+    def sf(self, x, m, c):
+        return self.base_sf((x - m) / c)
+
+    def ppf(self, q, m, c):
+        return m + c * self.base_ppf(q)
+
+    def cdf_grad(self, x, m, c):
+        z = (x - m) / c
+        g = np.exp(self.base_logpdf(z))
+        return -g / c, -z * g / c
+
+    def log_prior(self, m, c):
+        c = np.asarray(c, float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lp_m = -0.5 * (m - LOC_MEAN) ** 2 / LOC_VAR - 0.5 * np.log(2 * np.pi * LOC_VAR)
+            v = c * c  # c^2 ~ IG(a, b); density of c = IG(c^2) * 2c
+            lp_v = (SCALE2_SHAPE * np.log(SCALE2_SCALE) - special.gammaln(SCALE2_SHAPE)
+                    - (SCALE2_SHAPE + 1) * np.log(v) - SCALE2_SCALE / v)
+            out = lp_m + lp_v + np.log(2 * c)
+        return np.where(c > 0, out, -np.inf)
+
+    def sample_prior(self, rng, size):
+        m = LOC_MEAN + math.sqrt(LOC_VAR) * rng.standard_normal(size)
+        c = np.sqrt(SCALE2_SCALE / rng.gamma(SCALE2_SHAPE, 1.0, size))
+        return np.column_stack([m, c])
+
+    def guess(self, y, l, r, eps, mechanism):
+        """(mean y, sqrt(var y - noise variance)) scaled to the base's spread."""
+        from ..mechanisms import get_mechanism, noise_scale
+
+        y = np.asarray(y, float)
+        noise = float(np.mean(get_mechanism(mechanism).variance(noise_scale(l, r, eps))))
+        v = float(np.var(y)) if y.size > 1 else 1.0
+        spread = math.sqrt(max(v - noise, 1e-4 * max(v, 1e-8)))
+        base_sd = (self.base_ppf(0.8413447460685429) - self.base_ppf(0.15865525393145707)) / 2
+        return float(np.median(y)), spread / base_sd
+
+    def fixed_interval(self, m, c):
+        """[m - 10 c, m + 10 c], the non-adaptive interval of Section 6."""
+        return float(m - 10.0 * c), float(m + 10.0 * c)
+
+    def default_theta(self):
+        return 0.0, 1.0
