@@ -105,6 +105,14 @@ class Family:
             out.append((self.cdf(x, *up) - self.cdf(x, *dn)) / (2 * h))
         return tuple(out)
 
+    def latent_sample(self, rng: np.random.Generator, size):
+        """Draws u of a theta-free latent variable with x = from_latent(u, theta) ~ P_theta
+        (MHAAR's parameterisation).  Default: u ~ U(0, 1) and the quantile function."""
+        return rng.random(size)
+
+    def from_latent(self, u, *theta):
+        return self.ppf(u, *theta)
+
     # ------------------------------------------------------------------ the prior
     def log_prior(self, *theta):
         """log eta(theta), a density w.r.t. Lebesgue measure on theta as named."""
@@ -233,6 +241,13 @@ class LocationScaleFamily(Family):
         if size is None:
             size = np.broadcast(np.asarray(m), np.asarray(c)).shape
         return m + c * self.base_sample(rng, size)
+
+    def latent_sample(self, rng, size):
+        """z ~ g, so that x = m + c z (Definition 2)."""
+        return self.base_sample(rng, size)
+
+    def from_latent(self, z, m, c):
+        return m + c * z
 
     def cdf(self, x, m, c):
         return self.base_cdf((x - m) / c)
