@@ -269,14 +269,19 @@ class ThetaGridIntervals:
     and clamps theta to the grid's range.
 
     Attributes: axes (the theta axes), l, r, score (arrays over the theta grid),
-    seconds (build time), evaluations (Fisher matrices computed).
+    seconds (build time), evaluations (Fisher matrices computed).  :meth:`table` and
+    :meth:`from_table` store and restore it (plain lists, JSON).
     """
 
     def __init__(self, family, eps, mechanism="laplace", *, theta_grid=None, centre=None,
                  span=4.0, points=25, method="exact", score="mu", grid=50, M=1000,
-                 K=10000, seed=0, workers=None):
+                 K=10000, seed=0, workers=None, center=None):
         from .families import as_family
 
+        if center is not None:  # the American spelling, accepted as an alias
+            if centre is not None:
+                raise ValueError("give centre or center, not both")
+            centre = center
         t0 = time.perf_counter()
         self.family = fam = as_family(family)
         self.eps = check_eps(eps)
@@ -296,13 +301,49 @@ class ThetaGridIntervals:
                                    fam.interval_lims(*theta), M, K, seed, workers)
             self.l[idx], self.r[idx], self.score[idx], _ = g.best(score)
         self.evaluations = int(np.prod(shape)) * grid * (grid - 1) // 2
+        self._prepare()
+        self.seconds = time.perf_counter() - t0
+
+    def _prepare(self):
         self._coords = [np.log(a) if lg else a for a, lg in zip(self.axes, self._log)]
         self._interp = None
-        if fam.dim > 1:
+        if self.family.dim > 1:
             from scipy.interpolate import RegularGridInterpolator
 
             self._interp = [RegularGridInterpolator(self._coords, v) for v in (self.l, self.r)]
-        self.seconds = time.perf_counter() - t0
+
+    def table(self) -> dict:
+        """The grid of best intervals as plain lists (JSON), for :meth:`from_table`."""
+        return {"family": self.family.name, "params": list(self.family.params),
+                "eps": self.eps, "mechanism": getattr(self.mechanism, "name", self.mechanism),
+                "score": self.score_name, "axes": [a.tolist() for a in self.axes],
+                "l": self.l.tolist(), "r": self.r.tolist(), "value": self.score.tolist(),
+                "seconds": self.seconds, "evaluations": self.evaluations}
+
+    @classmethod
+    def from_table(cls, family, table: dict):
+        """Rebuild from :meth:`table`'s output without recomputing (no Fisher evaluations)."""
+        from .families import as_family
+
+        self = cls.__new__(cls)
+        self.family = fam = as_family(family)
+        if list(table["params"]) != list(fam.params):
+            raise ValueError(f"table is for parameters {table['params']}, the {fam.name} "
+                             f"family has {list(fam.params)}")
+        self.eps = check_eps(table["eps"])
+        self.mechanism = table["mechanism"]
+        self.score_name = _check_score(table["score"])
+        self.axes = [np.asarray(a, dtype=float) for a in table["axes"]]
+        self._log = [bool(p) for p in fam.positive]
+        self.l, self.r, self.score = (np.asarray(table[k], dtype=float)
+                                      for k in ("l", "r", "value"))
+        shape = tuple(a.size for a in self.axes)
+        if any(v.shape != shape for v in (self.l, self.r, self.score)):
+            raise ValueError("table arrays do not match its theta axes")
+        self.seconds = float(table.get("seconds", 0.0))
+        self.evaluations = int(table.get("evaluations", 0))
+        self._prepare()
+        return self
 
     def interval(self, *theta):
         """(l, r) for theta: eq. (9) interpolated from the grid (clamped at its ends)."""
