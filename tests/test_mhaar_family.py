@@ -1,0 +1,264 @@
+"""MHAAR for any family and mechanism (Alparslan & Yildirim 2022, Algorithm 8; the
+batch baseline of Section 6): dpbook.mhaar_family against exact posteriors."""
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from dpbook import mhaar_family as mf
+from dpbook.families import available, get_family
+from dpbook.families.normal import Normal
+from dpbook.mechanisms import LaplaceMechanism, release
+from dpbook.mhaar import MHAARResult, batch_means_se, mhaar
+from dpbook.mhaar_family import MHAARFamilyResult, mhaar_family, run_mhaar
+
+N, EPS = 40, 5.0
+N_ITER, BURN, BATCHES = 12_000, 0.2, 40
+MECHANISMS = ("laplace", "gaussian")
+CASES = [(name, mech) for name in available() for mech in MECHANISMS]
+
+
+def _family(name):
+    return get_family(name, df=5.0) if name == "student_t" else get_family(name)
+
+
+def _data(fam, mechanism, n=N, eps=EPS, seed=5):
+    """x ~ P_theta at the family's default theta, released through the constant interval
+    family.interval_lims(theta) (its 0.1% and 99.9% quantiles: ~3 sd for the normal), so
+    the clipping matters and the posterior is informative (eps = 5)."""
+    rng = np.random.default_rng(seed)
+    theta = fam.default_theta()
+    lo, hi = fam.interval_lims(*theta)
+    x = fam.sample(rng, *theta, size=n)
+    l, r = np.full(n, lo), np.full(n, hi)
+    return release(x, l, r, eps, rng, mechanism=mechanism), l, r, eps
+
+
+@functools.cache
+def _run(name, mechanism):
+    fam = _family(name)
+    y, l, r, eps = _data(fam, mechanism)
+    res = mhaar_family(y, l, r, eps, family=fam, mechanism=mechanism, n_iter=N_ITER, seed=11,
+                       burn_fraction=BURN)
+    return fam, (y, l, r, eps), res
+
+
+def _mc_se(kept):
+    """Batch-means standard errors of the kept-sample mean and sd, per parameter."""
+    m, sd = kept.mean(axis=0), kept.std(axis=0)
+    se_m = np.array([batch_means_se(kept[:, j], BATCHES) for j in range(kept.shape[1])])
+    # sd = sqrt(mean((x - m)^2)); delta method: se(sd) = se(mean((x - m)^2)) / (2 sd)
+    se_s = np.array([batch_means_se((kept[:, j] - m[j]) ** 2, BATCHES) / (2 * sd[j])
+                     for j in range(kept.shape[1])])
+    return se_m, se_s
+
+
+@pytest.mark.parametrize("name, mechanism", CASES)
+def test_matches_exact_posterior(name, mechanism):
+    """Posterior means and sds agree with the quadrature posterior (dpbook.quadrature).
+
+    Every shipped family (student_t with df = 5), both mechanisms, n = 40, eps = 5.
+    Tolerance: 4 batch-means standard errors (40 batches of the 9600 kept samples; the
+    sd's by the delta method) plus 0.01 posterior sd for the reference.  The reference
+    is a 61-node-per-axis trapezoid grid over the MCMC mean +- 10 MCMC sd (positive
+    parameters cut at 5% of the mean); its density on the box's edge must be e^-8 below
+    the maximum, so the box holds the posterior whatever the MCMC said (with it, the
+    moments move by < 0.005 sd between boxes of +-8 and +-12 sd and grids of 41 and 61
+    nodes, and agree with the default automatic grid to < 0.003 sd).  With clipping the
+    posterior of a scale parameter has a heavy right tail (p(y | theta) tends to a
+    constant as the scale grows): the moments compared are those of the box, beyond
+    which the posterior mass is negligible at these n and eps.
+    """
+    quadrature = pytest.importorskip("dpbook.quadrature")
+    fam, (y, l, r, eps), res = _run(name, mechanism)
+    est_m, est_s = res.mean(), res.sd()
+    box = []
+    for j in range(fam.dim):
+        lo, hi = est_m[j] - 10 * est_s[j], est_m[j] + 10 * est_s[j]
+        box.append((max(lo, 0.05 * est_m[j]) if fam.positive[j] else lo, hi))
+    ref = quadrature.exact_posterior(y, l, r, eps, family=fam, mechanism=mechanism,
+                                     grid=(61,) * fam.dim, bounds=box)
+    assert ref.edge < -8.0, ("box too small", ref.edge)
+    ref_m, ref_s = ref.mean(), ref.sd()
+    se_m, se_s = _mc_se(res.kept())
+    assert 0.05 < res.acceptance_kept < 0.2
+    for j, p in enumerate(fam.params):
+        assert abs(est_m[j] - ref_m[j]) < 4 * se_m[j] + 0.01 * ref_s[j], (p, est_m, ref_m, se_m)
+        assert abs(est_s[j] - ref_s[j]) < 4 * se_s[j] + 0.01 * ref_s[j], (p, est_s, ref_s, se_s)
+        # the tolerance is meaningful: well below the posterior sd
+        assert 4 * se_m[j] < 0.3 * ref_s[j] and 4 * se_s[j] < 0.3 * ref_s[j], (p, se_m, se_s)
+
+
+def test_normal_laplace_matches_closed_form_posterior():
+    """The normal/Laplace run against dpbook.exact (closed-form densities), independent
+    of the generic quadrature."""
+    from dpbook import exact
+
+    fam, (y, l, r, eps), res = _run("normal", "laplace")
+    ref = exact.exact_posterior(y, l, r, eps)
+    se_m, se_s = _mc_se(res.kept())
+    grid_err = 1e-3 * ref.sd()
+    assert np.all(np.abs(res.mean() - ref.mean()) < 4 * se_m + grid_err)
+    assert np.all(np.abs(res.sd() - ref.sd()) < 4 * se_s + grid_err)
+
+
+def test_agrees_with_compiled_sampler():
+    """Generic normal/Laplace and dpbook.mhaar.mhaar (different parameterisation, steps,
+    start and random numbers, same target) agree within 4 combined standard errors."""
+    fam, (y, l, r, eps), res = _run("normal", "laplace")
+    comp = mhaar(y, l, r, eps, n_iter=60_000, seed=3, burn_fraction=BURN)
+    kept_c = np.column_stack([comp.kept_mu, comp.kept_sigma])
+    se_g, ses_g = _mc_se(res.kept())
+    se_c, ses_c = _mc_se(kept_c)
+    assert np.all(np.abs(res.mean() - kept_c.mean(axis=0)) < 4 * np.hypot(se_g, se_c))
+    assert np.all(np.abs(res.sd() - kept_c.std(axis=0)) < 4 * np.hypot(ses_g, ses_c))
+    s, sc = res.summary(), comp.summary()
+    assert set(s) == set(sc) == {"mu", "sigma"}
+
+
+def test_run_mhaar_dispatch():
+    fam = _family("normal")
+    y, l, r, eps = _data(fam, "laplace", n=30)
+    a = run_mhaar(y, l, r, eps, n_iter=300, seed=4)  # normal/Laplace: the compiled sampler
+    assert isinstance(a, MHAARResult)
+    b = mhaar(y, l, r, eps, n_iter=300, seed=4)
+    np.testing.assert_array_equal(a.mu_samples, b.mu_samples)
+    c = run_mhaar(y, l, r, eps, family="normal", mechanism="gaussian", n_iter=50, seed=4)
+    assert isinstance(c, MHAARFamilyResult) and c.params == ("mu", "sigma")
+    d = run_mhaar(y, l, r, eps, family="laplace", n_iter=50, seed=4)
+    assert isinstance(d, MHAARFamilyResult) and d.family.startswith("laplace")
+    with pytest.raises(ValueError, match="steps"):
+        run_mhaar(y, l, r, eps, n_iter=50, steps=[0.1, 0.1])
+    with pytest.raises(ValueError, match="mechanism"):
+        run_mhaar(y, l, r, eps, mechanism="cauchy")
+
+
+@pytest.mark.parametrize("name", ["poisson", "student_t"])
+def test_same_seed_bit_identical(name):
+    fam = _family(name)
+    y, l, r, eps = _data(fam, "laplace", n=30)
+    kw = dict(family=fam, n_iter=200)
+    a = mhaar_family(y, l, r, eps, seed=7, **kw)
+    b = mhaar_family(y, l, r, eps, seed=7, **kw)
+    ss = np.random.SeedSequence(7)
+    c = mhaar_family(y, l, r, eps, seed=ss, **kw)
+    d = mhaar_family(y, l, r, eps, seed=ss, **kw)  # a SeedSequence is not consumed
+    for res in (b, c, d):
+        np.testing.assert_array_equal(a.samples, res.samples)
+        np.testing.assert_array_equal(a.accepted, res.accepted)
+        np.testing.assert_array_equal(a.steps, res.steps)
+    e = mhaar_family(y, l, r, eps, seed=8, **kw)
+    assert not np.array_equal(a.samples, e.samples)
+    assert 0 < a.accepted.sum() < a.n_iter
+
+
+class _GenericNormal(Normal):
+    """The normal family through the generic latent map (from_latent overridden)."""
+
+    def from_latent(self, z, m, c):
+        return m + c * z
+
+
+class _GenericLaplaceNoise(LaplaceMechanism):
+    """Laplace noise through mechanism.logpdf (with its constants)."""
+
+
+def test_generic_paths_match_fast_paths():
+    """The in-place location-scale map and the mechanisms' log densities without their
+    constants give the chain of the generic calls (family.from_latent, mechanism.logpdf),
+    up to rounding."""
+    fam = _family("normal")
+    y, l, r, eps = _data(fam, "laplace", n=30)
+    a = mhaar_family(y, l, r, eps, family=fam, n_iter=300, seed=2)
+    b = mhaar_family(y, l, r, eps, family=_GenericNormal(), mechanism=_GenericLaplaceNoise(),
+                     n_iter=300, seed=2)
+    np.testing.assert_array_equal(a.accepted, b.accepted)
+    np.testing.assert_allclose(a.samples, b.samples, rtol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [0.3, 4.0, 250.0])
+@pytest.mark.parametrize("n", [200, 1000])
+def test_discrete_quantile_table_equals_ppf(lam, n):
+    """The cdf-table look-up of discrete families (binary search for 5 x 200 draws, guide
+    table for 5 x 1000) gives family.ppf's values exactly."""
+    fam = _family("poisson")
+    xmap = mf._latent_mapper(fam)
+    rng = np.random.default_rng(0)
+    th = np.array([[lam], [1.3 * lam]])
+    args = (th[:, 0, None, None],)
+    for _ in range(3):  # the tables are cached and widened across calls
+        u = rng.random((5, n))
+        u[0, :3] = [1e-12, 1 - 1e-12, 0.5]
+        out = np.empty((2, 5, n))
+        xmap(u, args, out)
+        np.testing.assert_array_equal(out, fam.from_latent(u[None], *args))
+
+
+def test_pilot_steps_without_noise_or_clipping():
+    """With negligible noise and clipping the default steps are the posterior sds of
+    (mu, log sigma), sigma/sqrt(n) and 1/sqrt(2n) (module docstring), up to the pilot's
+    Monte Carlo error (2000 draws: ~5%)."""
+    fam = _family("normal")
+    n = 400
+    rng = np.random.default_rng(1)
+    x = rng.normal(3.0, 2.0, n)
+    l, r = np.full(n, -1e3), np.full(n, 1e3)
+    res = mhaar_family(x, l, r, 1e9, family=fam, n_iter=1, seed=0)
+    sigma0 = res.theta0[1]
+    np.testing.assert_allclose(res.steps[0], [sigma0 / math.sqrt(n), 1 / math.sqrt(2 * n)],
+                               rtol=0.15)
+
+
+def test_result_and_adaptation():
+    fam = _family("laplace")
+    y, l, r, eps = _data(fam, "gaussian", n=30)
+    res = mhaar_family(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=500, seed=0)
+    assert res.samples.shape == (500, 2) and res.steps.shape == (500, 2)
+    assert res.n_kept == 100 and res.kept().shape == (100, 2)
+    np.testing.assert_allclose(res.mean(), res.samples[400:].mean(axis=0))
+    s = res.summary()
+    assert set(s) == {"loc", "scale"} and s["scale"]["sd"] == pytest.approx(res.sd()[1])
+    assert np.all(res.samples[:, 1] > 0)
+    # steps fixed for the first 10% of the iterations, then adapted by one common factor
+    assert np.all(res.steps[:50] == res.steps[0]) and np.any(res.steps[50] != res.steps[49])
+    np.testing.assert_allclose(res.steps[:, 0] / res.steps[:, 1],
+                               res.steps[0, 0] / res.steps[0, 1])
+    assert 0.0 <= res.acceptance <= 1.0 and "mcse" in res.diagnostics(n_batches=10)
+    fixed = mhaar_family(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=200, seed=0,
+                         steps=[0.3, 0.2], adapt=False)
+    assert np.all(fixed.steps == [0.3, 0.2])
+    # scalar interval ends broadcast
+    sc = mhaar_family(y, float(l[0]), float(r[0]), eps, family=fam, mechanism="gaussian",
+                      n_iter=500, seed=0)
+    np.testing.assert_array_equal(res.samples, sc.samples)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(eps=0.0), "eps"),
+    (dict(eps=float("nan")), "eps"),
+    (dict(l=2.0, r=2.0), "l < r"),
+    (dict(y=[1.0, float("inf")]), "y must be finite"),
+    (dict(y=[]), "non-empty"),
+    (dict(n_iter=0), "n_iter"),
+    (dict(n_iter=2.5), "n_iter"),
+    (dict(n_aux=1), "n_aux"),
+    (dict(burn_fraction=1.0), "burn_fraction"),
+    (dict(burn_fraction="x"), "burn_fraction"),
+    (dict(seed=-1), "seed"),
+    (dict(seed=1.5), "seed"),
+    (dict(seed=True), "seed"),
+    (dict(steps=[0.1]), "steps"),
+    (dict(steps=[0.1, -0.2]), "steps"),
+    (dict(steps="big"), "steps"),
+    (dict(family="gamma"), "unknown family"),
+    (dict(family=3), "family"),
+    (dict(mechanism="cauchy"), "mechanism"),
+])
+def test_bad_inputs(kw, msg):
+    args = dict(y=[0.1, 0.5, -0.3], l=-2.0, r=2.0, eps=1.0)
+    args.update(kw)
+    y, l, r, eps = (args.pop(k) for k in ("y", "l", "r", "eps"))
+    with pytest.raises(ValueError, match=msg):
+        mhaar_family(y, l, r, eps, n_iter=args.pop("n_iter", 10), **args)
