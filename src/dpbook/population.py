@@ -64,3 +64,22 @@ def normal_population(n, mu, sigma, eps, seed=None, mechanism="laplace") -> Popu
     data_ss, noise_ss = ss.spawn(2)
     x = np.random.default_rng(data_ss).normal(mu, sigma, size=n)
     return Population(x, eps, np.random.default_rng(noise_ss), mechanism)
+
+
+def family_population(family, theta, n, eps, seed=None, mechanism="laplace") -> Population:
+    """n individuals X_t ~ P_theta i.i.d. for any family, released with eps-DP (eq. 10).
+
+    ``family``: a name or a :class:`dpbook.families.Family`; ``theta``: its parameters
+    in the order of ``family.params`` (a number for a one-parameter family).  As in
+    :func:`normal_population`, the sensitive values and the privacy noise come from two
+    independent child streams of ``seed``.
+    """
+    from .families import as_family
+
+    fam = as_family(family)
+    theta = fam.check_theta(*((theta,) if np.ndim(theta) == 0 else tuple(theta)))
+    n = check_count("n", n)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    data_ss, noise_ss = ss.spawn(2)
+    x = np.asarray(fam.sample(np.random.default_rng(data_ss), *theta, size=n), float)
+    return Population(x, eps, np.random.default_rng(noise_ss), mechanism)

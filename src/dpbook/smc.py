@@ -317,6 +317,9 @@ class SMC:
     every : particles are recorded every ``every``-th step (paper Figure 2: 20).
     """
 
+    params = ("mu", "sigma")  # as FamilySMC: the parameter names, columns of theta
+    mechanism = "laplace"
+
     def __init__(self, eps, n_particles=1000, n_max=1000, seed=0, every=20):
         self.eps = check_eps(eps)
         self.N = check_count("number of particles", n_particles, 2)
@@ -340,6 +343,18 @@ class SMC:
         self._logw = np.zeros(N)
         self.t = 0
         self.history = SMCHistory()
+
+    @property
+    def family(self):
+        """The normal family object (the model this compiled SMC implements)."""
+        from .families import get_family
+
+        return get_family("normal")
+
+    @property
+    def theta(self):
+        """The particles as an (N, 2) array of (mu, sigma) (a copy), as FamilySMC.theta."""
+        return np.column_stack([self.mu, self.sigma])
 
     @property
     def mu(self):

@@ -1,0 +1,426 @@
+"""Sequential Monte Carlo for the posterior (5) with any family and mechanism.
+
+Algorithms 2 and 3 of the paper for a population family {P_theta} given by a
+:class:`dpbook.families.Family` and an additive mechanism (Laplace or Gaussian noise,
+Section 7: "all that changes throughout is the conditional distribution of Y_t given
+x_t, theta, s_t, eps").  This is the resample-move SMC of Gilks & Berzuini (2001)
+written with numpy, vectorised over particles and time; the normal family with the
+Laplace mechanism also has the compiled :class:`dpbook.smc.SMC`, which
+:func:`make_smc` picks when it applies.
+
+The estimator sees only the releases (y_t, l_t, r_t) and eps: it never touches the
+population.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .families import as_family
+from .mechanisms import GaussianMechanism, LaplaceMechanism, check_mechanism, clip, get_mechanism
+from .validation import check_count, check_eps, check_finite, check_interval
+
+# Optimal random-walk scaling for a d-dimensional Gaussian target (Roberts, Gelman &
+# Gilks 1997), applied to the particles' covariance as in Chopin (2002).
+_RW_SCALE2 = 2.38**2
+_INFO_SAMPLE = 128  # particles averaged for the information matrix of the RW proposal
+
+
+class FamilySMCHistory:
+    """What :class:`FamilySMC` records: for every parameter p, ``mean_<p>`` and ``sd_<p>``
+    every step and ``snapshot_<p>`` (particles) every ``every`` steps; and ``ess``,
+    ``acceptance`` (x moves), ``theta_acceptance``, ``snapshot_t``, ``snapshot_w``."""
+
+    def __init__(self, params):
+        self.params = tuple(params)
+        for p in self.params:
+            setattr(self, f"mean_{p}", [])
+            setattr(self, f"sd_{p}", [])
+            setattr(self, f"snapshot_{p}", [])
+        self.ess = []
+        self.acceptance = []
+        self.theta_acceptance = []
+        self.snapshot_t = []
+        self.snapshot_w = []
+
+    def __repr__(self):
+        return f"<FamilySMCHistory {self.params}, {len(self.ess)} steps>"
+
+
+# The shipped mechanisms have a fused compiled MH sweep (kind codes below); any other
+# Mechanism object goes through its own vectorised logpdf (same algorithm).
+_KIND = {LaplaceMechanism: 0, GaussianMechanism: 1}
+
+
+@njit(cache=True)
+def _logg(kind, v, invb, lnorm):
+    """log g_b(v) = lnorm - |v|/b (Laplace) or lnorm - (v/b)^2/2 (Gaussian)."""
+    z = v * invb
+    if kind == 0:
+        return lnorm - abs(z)
+    return lnorm - 0.5 * z * z
+
+
+@njit(cache=True)
+def _mh_row(kind, i, a, x_old, ll_old, x_new, ll_new, xp, e, y, l, r, invb, lnorm):
+    """The MH moves of particle i, started from its ancestor a's path (see _mh_sweep)."""
+    n_acc = 0
+    for k in range(xp.shape[1]):
+        xk = xp[i, k]
+        lp = _logg(kind, y[k] - min(max(xk, l[k]), r[k]), invb[k], lnorm[k])
+        lc = ll_old[a, k]
+        if lp - lc > -e[i, k]:
+            x_new[i, k] = xk
+            ll_new[i, k] = lp
+            n_acc += 1
+        else:
+            x_new[i, k] = x_old[a, k]
+            ll_new[i, k] = lc
+    return n_acc
+
+
+def _mh_sweep_py(kind, anc, x_old, ll_old, x_new, ll_new, xp, e, y, l, r, invb, lnorm):
+    """Algorithm 3 steps 1-3 for all particles i and k < t, after resampling: particle i
+    starts from its ancestor's path x_old[anc[i]] (with its log-likelihoods ll_old) and
+    x_k moves to xp[i, k] ~ P_theta w.p. min(1, exp(ll' - ll)), i.e. if
+    ll' - ll > -e[i, k] with e ~ Exp(1).  Returns the number of accepted moves (the
+    result does not depend on the number of threads: every (i, k) is independent)."""
+    acc = np.zeros(xp.shape[0], np.int64)
+    for i in prange(xp.shape[0]):
+        acc[i] = _mh_row(kind, i, anc[i], x_old, ll_old, x_new, ll_new, xp, e, y, l, r,
+                         invb, lnorm)
+    return acc.sum()
+
+
+# threads only pay off for large sweeps (starting them costs more than small ones)
+_mh_sweep_serial = njit(cache=True)(_mh_sweep_py)
+_mh_sweep_parallel = njit(cache=True, parallel=True)(_mh_sweep_py)
+_PARALLEL_MIN = 1 << 18  # particles x time steps
+
+
+@njit(cache=True)
+def _weights(kind, x, y, l, r, invb, lnorm, out):
+    """Step 4 of Algorithm 2: out[i] = log g_b(y_t - T(x_t^(i)))."""
+    for i in range(x.shape[0]):
+        out[i] = _logg(kind, y - min(max(x[i], l), r), invb, lnorm)
+
+
+def _systematic(rng: np.random.Generator, w):
+    """Systematic resampling: ancestor indices for normalised weights w (one uniform)."""
+    n = w.shape[0]
+    pos = rng.random() + np.arange(n)
+    idx = np.searchsorted(np.cumsum(w) * n, pos, side="left")
+    return np.minimum(idx, n - 1)
+
+
+class FamilySMC:
+    """Online posterior (5) of theta given (y_t, l_t, r_t), t = 1, 2, ..., any family.
+
+    One :meth:`update` is Algorithm 2 at time t:
+
+    1. systematic resampling with the weights of time t-1 (not at t = 0);
+    2. rejuvenation with Algorithm 3, targeting the posterior at time t-1:
+       (i) for every k < t an independent MH move of x_k with proposal x'_k ~ P_theta,
+       so the acceptance ratio is the mechanism's likelihood ratio
+       g_b(y_k - T(x'_k)) / g_b(y_k - T(x_k)), b = (r_k - l_k)/eps;
+       (ii) a move of theta with invariant law p(theta | x_{1:t-1}), proportional to
+       eta(theta) prod_k p_theta(x_k): ``family.gibbs`` where it gives a conjugate
+       draw, else random-walk MH (step 4 of Algorithm 3) in unconstrained coordinates
+       (log theta_j for the family's positive parameters, with the log-Jacobian).
+       The random walk is Gaussian with covariance (2.38^2/d) Sigma computed from the
+       weighted particles of time t-1 (adaptive, in the style of Chopin 2002):
+       Sigma = (C^-1 + J)^-1 with C their weighted covariance (in those coordinates)
+       and J the weighted average of their latent paths' empirical Fisher information
+       (see ``_rw_chol``).  C alone, the plain Chopin choice, is the spread of the
+       *marginal* posterior, far wider than the move's target p(theta | x) when the
+       noise dominates (acceptance ~0.2% measured at eps = 1, against ~40% with J).
+       Sigma depends only on the past and is fixed within the time step, so every
+       move is a valid MH move for the target; ``n_theta_moves`` moves are made (of
+       either kind);
+    3. propagation x_t ~ P_theta;
+    4. weighting w_t proportional to g_b(y_t - T(x_t)), b = (r_t - l_t)/eps (eq. 5).
+
+    Parameters
+    ----------
+    eps : privacy parameter.
+    family : a family name, a :class:`dpbook.families.Family`, or None (normal).
+    mechanism : 'laplace' or 'gaussian' (or a Mechanism object).
+    n_particles : N.
+    n_max : capacity of the latent paths (number of observations that will come).
+    seed : int or numpy SeedSequence of the numpy Generator that draws everything, in
+        a fixed order, so the same seed gives bit-identical output.
+    every : particles are recorded every ``every``-th step.
+    n_theta_moves : theta moves per time step.
+
+    Latent paths are an (N, n_max) array; the MH moves of all x_k, k < t, of all
+    particles are one vectorised step (cost O(N t) per update, O(N n^2) in all): the
+    proposals and Exp(1) variates are numpy draws; the accept/reject sweep with the
+    resampling gather is one compiled loop for the shipped mechanisms, numpy on
+    ``Mechanism.logpdf`` for any other (the same algorithm and the same draws).
+    """
+
+    def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
+                 seed=0, every=20, n_theta_moves=1):
+        self.eps = check_eps(eps)
+        self.family = as_family(family)
+        self.mechanism = check_mechanism(mechanism)
+        self._mech = get_mechanism(mechanism)
+        self.params = tuple(self.family.params)
+        self.N = check_count("number of particles", n_particles, 2)
+        self.n_max = check_count("n_max", n_max, 1)
+        self.every = check_count("every", every, 1)
+        self.n_theta_moves = check_count("n_theta_moves", n_theta_moves, 1)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer,
+                                                           np.random.SeedSequence)):
+            raise ValueError(f"seed must be an int or a numpy SeedSequence, got {seed!r}")
+        if not isinstance(seed, np.random.SeedSequence) and seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self._rng = np.random.default_rng(seed)
+        N, d = self.N, self.family.dim
+        self._pos = np.array(self.family.positive, dtype=bool)
+        self.theta = np.asarray(self.family.sample_prior(self._rng, N), float).reshape(N, d)
+        self.w = np.full(N, 1.0 / N)
+        # latent paths and their log g_b(y_k - T(x_k)); two buffers each, so that
+        # resampling and the MH sweep write the new paths without a gather copy
+        self._x = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
+        self._ll = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
+        self._kind = _KIND.get(type(self._mech), -1)
+        self._invb = np.ones(self.n_max)
+        self._lnorm = np.zeros(self.n_max)  # log g_b(0)
+        self._y = np.zeros(self.n_max)
+        self._l = np.zeros(self.n_max)
+        self._r = np.zeros(self.n_max)
+        self._b = np.ones(self.n_max)
+        self.t = 0
+        self.history = FamilySMCHistory(self.params)
+
+    # ------------------------------------------------------------------ helpers
+    def _paths(self):
+        """The latent paths x_{1:t} of the N particles as an (N, t) array (a copy)."""
+        return self._x[0][:, : self.t].copy()
+
+    def _loglik(self, x, k0, k1):
+        """log g_b(y_k - T(x_k)) for the columns k0..k1-1 of x (the noise factor of (5))."""
+        sl = slice(k0, k1)
+        return self._mech.logpdf(self._y[sl] - clip(x, self._l[sl], self._r[sl]), self._b[sl])
+
+    def _to_free(self, theta):
+        phi = theta.copy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            phi[:, self._pos] = np.log(theta[:, self._pos])
+        return phi
+
+    def _from_free(self, phi):
+        theta = phi.copy()
+        with np.errstate(over="ignore"):
+            theta[:, self._pos] = np.exp(phi[:, self._pos])
+        return theta
+
+    def _rw_chol(self):
+        """Cholesky factor of the random-walk covariance (2.38^2/d) Sigma_rw, computed from
+        the weighted particles of time t-1 (before resampling), in unconstrained phi.
+
+        Sigma_rw = (C^-1 + J)^-1: C is the weighted covariance of the particles (the
+        marginal posterior spread, Chopin 2002) and J the weighted average over particles
+        of the empirical Fisher information sum_k s_k s_k^T of their latent paths
+        (s_k = grad_phi log p_theta(x_k)).  The move's target is the conditional
+        p(theta | x_{1:t-1}), which is much narrower than the marginal posterior when
+        the noise dominates; J brings the scale down to it, while C keeps the matrix
+        well defined for small t (J has rank <= t).  J is averaged over _INFO_SAMPLE
+        particles picked deterministically at evenly spaced points of the weights' cdf
+        (a stratified sample of the weighted particles: no random draw, and a cost
+        independent of N).
+        """
+        fam = self.family
+        theta, w = self.theta, self.w
+        phi = self._to_free(theta)
+        d = phi.shape[1]
+        c = phi - w @ phi
+        cov = (c * w[:, None]).T @ c
+        cov = cov + 1e-12 * (1.0 + np.abs(np.diag(cov)).max()) * np.eye(d)
+        m = min(self.N, _INFO_SAMPLE)
+        idx = np.minimum(np.searchsorted(np.cumsum(w), (np.arange(m) + 0.5) / m), self.N - 1)
+        th = theta[idx]
+        x = self._x[0][idx, : self.t]
+        with np.errstate(all="ignore"):
+            s = np.stack([np.broadcast_to(g, x.shape) for g in
+                          fam.score(x, *fam.theta_args(th))])
+            s = np.where(self._pos[:, None, None], s * th.T[:, :, None], s)
+        s = np.where(np.isfinite(s), s, 0.0)
+        info = np.empty((d, d))
+        for a in range(d):
+            for b in range(a + 1):
+                info[a, b] = info[b, a] = (s[a] * s[b]).sum() / m
+        prec = np.linalg.inv(cov) + info
+        sig = np.linalg.inv(prec) * (_RW_SCALE2 / d)
+        sig = 0.5 * (sig + sig.T)
+        ridge = 1e-12 * (1.0 + np.abs(np.diag(sig)).max())
+        for _ in range(12):
+            try:
+                return np.linalg.cholesky(sig + ridge * np.eye(d))
+            except np.linalg.LinAlgError:
+                ridge *= 100.0
+        return math.sqrt(ridge) * np.eye(d)
+
+    def _log_target(self, theta, phi, x):
+        """log eta(theta) + sum_k log p_theta(x_k) + log-Jacobian, in unconstrained phi."""
+        fam = self.family
+        with np.errstate(all="ignore"):
+            lp = np.asarray(fam.log_prior(*theta.T), float)
+            if x.shape[1]:
+                lp = lp + fam.logpdf(x, *fam.theta_args(theta)).sum(axis=1)
+            lp = lp + phi[:, self._pos].sum(axis=1)
+        return np.where(np.isnan(lp), -np.inf, lp)
+
+    def _move_theta(self, x, chol):
+        """Algorithm 3 step 4: n_theta_moves moves of theta given x; acceptance rate."""
+        N = self.N
+        acc = 0.0
+        for _ in range(self.n_theta_moves):
+            new = self.family.gibbs(self._rng, self.theta, x)
+            if new is not None:
+                self.theta = np.asarray(new, float).reshape(self.theta.shape)
+                acc += 1.0
+                continue
+            phi = self._to_free(self.theta)
+            cur = self._log_target(self.theta, phi, x)
+            phip = phi + self._rng.standard_normal(phi.shape) @ chol.T
+            thp = self._from_free(phip)
+            prop = self._log_target(thp, phip, x)
+            e = self._rng.standard_exponential(N)
+            ok = prop - cur > -e  # u < exp(prop - cur) with u = exp(-e)
+            self.theta[ok] = thp[ok]
+            acc += ok.mean()
+        return acc / self.n_theta_moves
+
+    # ------------------------------------------------------------------ Algorithm 2
+    def update(self, y, l, r):
+        """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
+        y = float(check_finite("y", y))
+        l, r = check_interval(l, r)
+        l, r = float(l), float(r)
+        t = self.t
+        if t >= self.n_max:
+            raise ValueError(f"SMC was built for n_max={self.n_max} observations")
+        self._y[t], self._l[t], self._r[t] = y, l, r
+        self._b[t] = b = (r - l) / self.eps
+        self._invb[t] = 1.0 / b
+        self._lnorm[t] = float(self._mech.logpdf(0.0, b))
+        fam, rng, N = self.family, self._rng, self.N
+        x_acc = th_acc = float("nan")
+        if t > 0:
+            chol = self._rw_chol()
+            # 1. resampling
+            anc = _systematic(rng, self.w)
+            self.theta = self.theta[anc]
+            # 2. rejuvenation (Algorithm 3): independent MH of every x_k, k < t, with
+            # proposal P_theta, which cancels: the ratio is the likelihood ratio only ...
+            xp = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, t)), float)
+            e = rng.standard_exponential((N, t))
+            x_old, x_new = self._x
+            ll_old, ll_new = self._ll
+            if self._kind >= 0:
+                sweep = _mh_sweep_parallel if N * t >= _PARALLEL_MIN else _mh_sweep_serial
+                n_acc = sweep(self._kind, anc, x_old, ll_old, x_new, ll_new,
+                              np.ascontiguousarray(xp), e, self._y, self._l, self._r,
+                              self._invb, self._lnorm)
+            else:
+                x, ll = x_old[anc, :t], ll_old[anc, :t]
+                llp = self._loglik(xp, 0, t)
+                ok = llp - ll > -e  # u < exp(llp - ll) with u = exp(-e)
+                x_new[:, :t] = np.where(ok, xp, x)
+                ll_new[:, :t] = np.where(ok, llp, ll)
+                n_acc = int(ok.sum())
+            self._x = [x_new, x_old]
+            self._ll = [ll_new, ll_old]
+            x_acc = n_acc / (N * t)
+            # ... then theta given x_{1:t-1}
+            th_acc = float(self._move_theta(x_new[:, :t], chol))
+        # 3. propagation x_t ~ P_theta
+        xt = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, 1)), float)
+        xt = np.ascontiguousarray(xt[:, 0])
+        self._x[0][:, t] = xt
+        # 4. weighting
+        if self._kind >= 0:
+            logw = np.empty(N)
+            _weights(self._kind, xt, y, l, r, self._invb[t], self._lnorm[t], logw)
+        else:
+            logw = self._loglik(xt[:, None], t, t + 1)[:, 0]
+        self._ll[0][:, t] = logw
+        w = np.exp(logw - logw.max())
+        self.w = w / w.sum()
+        self.t = t + 1
+        self._record(t, x_acc, th_acc)
+
+    def _record(self, t, x_acc, th_acc):
+        h, w, th = self.history, self.w, self.theta
+        m = w @ th
+        sd = np.sqrt(np.maximum(w @ (th - m) ** 2, 0.0))
+        for j, p in enumerate(self.params):
+            getattr(h, f"mean_{p}").append(float(m[j]))
+            getattr(h, f"sd_{p}").append(float(sd[j]))
+        h.ess.append(float(1.0 / (w @ w)))
+        h.acceptance.append(x_acc)
+        h.theta_acceptance.append(th_acc)
+        if (t + 1) % self.every == 0:
+            h.snapshot_t.append(t + 1)
+            for j, p in enumerate(self.params):
+                getattr(h, f"snapshot_{p}").append(th[:, j].copy())
+            h.snapshot_w.append(w.copy())
+
+    def thompson_draw(self, rng: np.random.Generator):
+        """Step 1 of Section 5.1: theta^(i) with probability w^(i), as a tuple of floats."""
+        i = rng.choice(self.N, p=self.w)
+        return tuple(float(v) for v in self.theta[i])
+
+    def summary(self):
+        """{param: {"mean", "sd"}} of the current weighted particles."""
+        h = self.history
+        return {p: {"mean": getattr(h, f"mean_{p}")[-1], "sd": getattr(h, f"sd_{p}")[-1]}
+                for p in self.params}
+
+    def __repr__(self):
+        return (f"<FamilySMC {self.family.describe()}, {self.mechanism} mechanism, "
+                f"N={self.N}, t={self.t}>")
+
+
+_COMPILED_KW = ("n_particles", "n_max", "seed", "every")
+
+
+def make_smc(eps, family=None, mechanism="laplace", generic=False, **kw):
+    """The SMC of Algorithm 2 for a family and mechanism.
+
+    The family's specialised implementation (``family.specialised("smc", mechanism)``,
+    the compiled :class:`dpbook.smc.SMC` for the normal family with the Laplace
+    mechanism) when there is one and ``generic`` is False; else :class:`FamilySMC`.
+    ``kw``: n_particles, n_max, seed, every (and n_theta_moves for FamilySMC).
+    """
+    fam = as_family(family)
+    mech = check_mechanism(mechanism)
+    cls = None if generic else fam.specialised("smc", mech)
+    if cls is None:
+        return FamilySMC(eps, family=fam, mechanism=mechanism, **kw)
+    extra = sorted(set(kw) - set(_COMPILED_KW))
+    if extra:
+        raise ValueError(f"the specialised {fam.name} SMC takes no {extra[0]!r} "
+                         "(use generic=True)")
+    return cls(eps, **kw)
+
+
+def smc_posterior_family(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000,
+                         seed=0, generic=False):
+    """Run the SMC over a released data set (y, l, r) in time order; return the SMC.
+
+    ``generic=True`` uses :class:`FamilySMC` even where a specialised SMC exists.
+    """
+    from .validation import check_observations
+
+    y, l, r = check_observations(y, l, r)
+    smc = make_smc(eps, family, mechanism, generic=generic, n_particles=n_particles,
+                   n_max=len(y), seed=seed)
+    for t in range(len(y)):
+        smc.update(y[t], l[t], r[t])
+    return smc
