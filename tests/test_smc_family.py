@@ -217,6 +217,8 @@ def test_online_poisson_fixed_gaussian_mechanism():
     assert run.smc.params == ("lam",) and np.all(run.l == run.l[0])
     s = run.smc.summary()["lam"]
     assert abs(s["mean"] - 10.0) < 5 * s["sd"]  # 40 releases locate lam
+    with pytest.raises(ValueError, match="location-scale"):
+        AdaptivePolicy(-1.0, 1.0).next_interval(run.smc, np.random.default_rng(0))
 
 
 def test_online_default_is_the_compiled_smc_unchanged():

@@ -45,5 +45,9 @@ class AdaptivePolicy:
         self.a, self.b = float(a), float(b)
 
     def next_interval(self, posterior, rng: np.random.Generator):
-        m, c = posterior.thompson_draw(rng)
+        draw = posterior.thompson_draw(rng)
+        if len(draw) != 2:
+            raise ValueError("AdaptivePolicy needs a location-scale family, theta = (m, c); "
+                             f"the posterior has {len(draw)} parameter(s)")
+        m, c = draw
         return m + self.a * c, m + self.b * c

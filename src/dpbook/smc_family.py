@@ -219,7 +219,7 @@ class FamilySMC:
             theta[:, self._pos] = np.exp(phi[:, self._pos])
         return theta
 
-    def _rw_chol(self):
+    def _rw_chol(self, theta, w, x):
         """Cholesky factor of the random-walk covariance (2.38^2/d) Sigma_rw, computed from
         the weighted particles of time t-1 (before resampling), in unconstrained phi.
 
@@ -235,7 +235,6 @@ class FamilySMC:
         independent of N).
         """
         fam = self.family
-        theta, w = self.theta, self.w
         phi = self._to_free(theta)
         d = phi.shape[1]
         c = phi - w @ phi
@@ -244,7 +243,7 @@ class FamilySMC:
         m = min(self.N, _INFO_SAMPLE)
         idx = np.minimum(np.searchsorted(np.cumsum(w), (np.arange(m) + 0.5) / m), self.N - 1)
         th = theta[idx]
-        x = self._x[0][idx, : self.t]
+        x = x[idx]
         with np.errstate(all="ignore"):
             s = np.stack([np.broadcast_to(g, x.shape) for g in
                           fam.score(x, *fam.theta_args(th))])
@@ -275,16 +274,20 @@ class FamilySMC:
             lp = lp + phi[:, self._pos].sum(axis=1)
         return np.where(np.isnan(lp), -np.inf, lp)
 
-    def _move_theta(self, x, chol):
-        """Algorithm 3 step 4: n_theta_moves moves of theta given x; acceptance rate."""
+    def _move_theta(self, x, prev):
+        """Algorithm 3 step 4: n_theta_moves moves of theta given x; acceptance rate.
+        ``prev``: (theta, w, x) of time t-1, for the random walk's covariance."""
         N = self.N
         acc = 0.0
+        chol = None
         for _ in range(self.n_theta_moves):
             new = self.family.gibbs(self._rng, self.theta, x)
             if new is not None:
                 self.theta = np.asarray(new, float).reshape(self.theta.shape)
                 acc += 1.0
                 continue
+            if chol is None:  # only families without a Gibbs move need it
+                chol = self._rw_chol(*prev)
             phi = self._to_free(self.theta)
             cur = self._log_target(self.theta, phi, x)
             phip = phi + self._rng.standard_normal(phi.shape) @ chol.T
@@ -312,7 +315,7 @@ class FamilySMC:
         fam, rng, N = self.family, self._rng, self.N
         x_acc = th_acc = float("nan")
         if t > 0:
-            chol = self._rw_chol()
+            prev = (self.theta, self.w, self._x[0][:, :t])  # the sweep leaves them intact
             # 1. resampling
             anc = _systematic(rng, self.w)
             self.theta = self.theta[anc]
@@ -338,7 +341,7 @@ class FamilySMC:
             self._ll = [ll_new, ll_old]
             x_acc = n_acc / (N * t)
             # ... then theta given x_{1:t-1}
-            th_acc = float(self._move_theta(x_new[:, :t], chol))
+            th_acc = float(self._move_theta(x_new[:, :t], prev))
         # 3. propagation x_t ~ P_theta
         xt = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, 1)), float)
         xt = np.ascontiguousarray(xt[:, 0])
