@@ -101,7 +101,7 @@ from .validation import check_count, check_eps, check_observations
 PILOT_DRAWS = 2000  # latent draws of the step pilot
 PILOT_H = 0.05  # central-difference step of the pilot (log coordinates; x sd(X) otherwise)
 MAX_LOG_STEP = 1.0  # initial steps of log coordinates at most this (a factor e per move)
-MAX_TABLE = 1_000_000  # largest cdf table of the discrete quantile path
+MAX_TABLE = 100_000  # largest cdf table of the discrete quantile path
 SMALL_SEARCH = 4096  # fewer draws: binary search instead of the guide table
 
 # seconds per 1000 iterations, n = 1000, N = 20 (see the module docstring)
@@ -191,9 +191,11 @@ class _DiscreteQuantile:
     """x = min{k integer : F(k) >= u} by a cdf table with a guide table.
 
     The table of theta holds F(k), k = lo - 1 .. hi; it serves draws in [umin, umax] when
-    F(lo - 1) < umin and F(hi) >= umax.  The range (lo, hi) is widened (from family.ppf
-    at the draws' extremes) only when that check fails; the tables of the last two
+    F(lo - 1) < umin and F(hi) >= umax.  The range (lo, hi), common to all thetas, is
+    reset (from family.ppf at the draws' extremes, merged with the old range unless that
+    would more than double it) only when that check fails; the tables of the last two
     thetas are kept (the current theta's is reused from one iteration to the next).
+    Ranges wider than MAX_TABLE use family.from_latent.
     Look-up of more than SMALL_SEARCH draws by indexed search (Chen & Asau 1974):
     guide[j] = min{i : F_i >= j/G}, so the answer for u in [j/G, (j+1)/G) is guide[j] plus
     a few steps, taken only by the draws that need them (a binary search over 20 000
@@ -215,7 +217,11 @@ class _DiscreteQuantile:
             return False
         lo, hi = int(q[0]), int(q[1])
         if self.lo is not None:
-            lo, hi = min(lo, self.lo), max(hi, self.hi)
+            # merge with the old range (it serves the other theta of the iteration) unless
+            # the chain has moved away from it
+            ulo, uhi = min(lo, self.lo), max(hi, self.hi)
+            if uhi - ulo <= 2 * (hi - lo) + 16:
+                lo, hi = ulo, uhi
         if (lo, hi) != (self.lo, self.hi):
             self.lo, self.hi = lo, hi
             self.cache.clear()
