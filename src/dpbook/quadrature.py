@@ -79,9 +79,9 @@ _CUT_NODES = 4  # x nodes between consecutive cuts of the Laplace running sums
 _SUPPORT_TAIL = 1e-14  # family.support(theta, tail): x outside carries negligible mass
 _Q_LEVELS = np.array([1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.15, 0.3, 0.5,
                       0.7, 0.85, 0.95, 0.99, 0.999, 1 - 1e-4, 1 - 1e-6, 1 - 1e-9, 1 - 1e-12])
-# noise half-widths mechanism.tail(b, tol): Laplace b (0.5, 2, 6, 15, 39), Gaussian b (1,
-# 2, 3.5, 5.5, 8.7): across a panel the noise factor falls by a bounded amount
-_NOISE_TOLS = (math.exp(-0.5), math.exp(-2.0), math.exp(-6.0), math.exp(-15.0), 1e-17)
+# noise half-widths mechanism.tail(b, tol): Laplace b (2, 6, 15, 39), Gaussian b (2, 3.5,
+# 5.5, 8.7): across a panel the noise factor falls by a bounded amount
+_NOISE_TOLS = (math.exp(-2.0), math.exp(-6.0), math.exp(-15.0), 1e-17)
 _UNIFORM_SPACING = 2.0  # largest Fisher panel, in noise scales b, inside the support
 _MAX_UNIFORM = 2000
 _CHUNK = 300_000  # elements per chunk of the pointwise rule (cache-sized: ~2x faster)
@@ -106,7 +106,7 @@ def _setup(family, mechanism):
 
 def _check_theta(fam, theta):
     """theta as a tuple of float arrays (scalars pass family.check_theta)."""
-    if np.ndim(theta) == 0 and fam.dim == 1:
+    if not isinstance(theta, (tuple, list)) and fam.dim == 1:
         theta = (theta,)
     try:
         theta = tuple(theta)
@@ -192,8 +192,17 @@ def _panel_nodes(pts, n, compact=True):
     return nodes.reshape(shape), logw.reshape(shape)
 
 
-def _middle_continuous(y, l, r, b, th, info, fam, mech, nodes):
-    """Nodes and log weights of the x-integral over [l, r] (see the module docstring)."""
+def _far(y, b, info, mech):
+    """Where y lies beyond the family's quantile range by more than 6 b (Laplace) or
+    3.5 b (Gaussian): the peak of p_theta(x) g(y - x) may then be between them."""
+    q = info[2]
+    gap = mech.tail(b, _NOISE_TOLS[1])
+    return (y < q[..., 0] - gap) | (y > q[..., -1] + gap)
+
+
+def _middle_continuous(y, l, r, b, th, info, fam, mech, nodes, peak):
+    """Nodes and log weights of the x-integral over [l, r] (see the module docstring);
+    ``peak``: add breakpoints around the peak of the integrand (all elements far)."""
     s_lo, s_hi, q = info
     offs = _noise_offsets(mech, b)
     reach = offs[..., -1]
@@ -201,11 +210,11 @@ def _middle_continuous(y, l, r, b, th, info, fam, mech, nodes):
     c = np.minimum(r, np.maximum(s_hi, y + reach))
     c = np.maximum(a, c)
     shape = np.broadcast_shapes(y.shape, a.shape, np.shape(q)[:-1])
-    parts = [a[..., None], c[..., None], y[..., None], y[..., None] - offs,
-             y[..., None] + offs, q]
-    far = (y < q[..., 0] - reach) | (y > q[..., -1] + reach)
-    if np.any(far):
-        parts.append(_peak_breaks(far, y, b, th, q, a, c, shape, fam, mech))
+    # the noise factor peaks at u = T_l^r(y) on [l, r] and decays on the scale b from it
+    u = np.clip(y, l, r)[..., None]
+    parts = [a[..., None], c[..., None], u, u - offs, u + offs, q]
+    if peak:
+        parts.append(_peak_breaks(np.ones(shape, bool), y, b, th, q, a, c, shape, fam, mech))
     pts = np.concatenate([np.broadcast_to(p, shape + (p.shape[-1],)) for p in parts], axis=-1)
     pts = np.sort(np.clip(pts, a[..., None], c[..., None]), axis=-1)
     return _panel_nodes(pts, nodes)
@@ -270,13 +279,41 @@ def _middle_discrete(l, r, info):
 
 
 def _core(y, l, r, eps, th, info, fam, mech, want_score, nodes=None):
-    """log p(y | theta) and (optionally) the score for broadcastable arrays, no checks."""
+    """log p(y | theta) and (optionally) the score for broadcastable arrays, no checks.
+
+    Elements whose y is far from the family's bulk (they need the peak search and more
+    panels) are done apart from the others, so that they do not widen every row.
+    """
     nodes = NODES if nodes is None else nodes
+    y, l, r = (np.asarray(a, float) for a in (y, l, r))
+    if fam.discrete:
+        return _core_group(y, l, r, eps, th, info, fam, mech, want_score, nodes, False)
+    far = _far(y, (r - l) / eps, info, mech)
+    if not far.any() or far.all():
+        return _core_group(y, l, r, eps, th, info, fam, mech, want_score, nodes, far.all())
+    shape = far.shape
+    nq = info[2].shape[-1]
+    flat = [np.broadcast_to(a, shape).ravel() for a in (y, l, r, *th, info[0], info[1])]
+    q = np.broadcast_to(info[2], shape + (nq,)).reshape(-1, nq)
+    logp = np.empty(far.size)
+    sc = np.empty((far.size, fam.dim)) if want_score else None
+    for peak in (True, False):
+        group = far.ravel() if peak else ~far.ravel()
+        yg, lg, rg, *rest = (a[group] for a in flat)
+        thg, infog = rest[:-2], (rest[-2], rest[-1], q[group])
+        lp, s = _core_group(yg, lg, rg, eps, thg, infog, fam, mech, want_score, nodes, peak)
+        logp[group] = lp
+        if want_score:
+            sc[group] = s
+    return logp.reshape(shape), (sc.reshape(shape + (fam.dim,)) if want_score else None)
+
+
+def _core_group(y, l, r, eps, th, info, fam, mech, want_score, nodes, peak):
     b = (r - l) / eps
     if fam.discrete:
         x, logw = _middle_discrete(l, r, info)
     else:
-        x, logw = _middle_continuous(y, l, r, b, th, info, fam, mech, nodes)
+        x, logw = _middle_continuous(y, l, r, b, th, info, fam, mech, nodes, peak)
     the = [np.asarray(t)[..., None] for t in th]
     with np.errstate(divide="ignore", invalid="ignore"):
         lt = fam.logpdf(x, *the)
@@ -374,10 +411,18 @@ def _fisher_breaks(l, r, b, info, fam, mech, outer):
     if q is not None:
         parts.append(np.broadcast_to(q, (l.size, q.size)))
     n_u = int(min(np.max(np.ceil((c - a) / (_UNIFORM_SPACING * b)), initial=0) + 1, _MAX_UNIFORM))
-    parts.append(a[:, None] + (c - a)[:, None] * np.linspace(0.0, 1.0, max(n_u, 2)))
+    uniform = True
     if fam.discrete:
         k, logw = _middle_discrete(l, r, info)
-        parts.append(np.where(np.isfinite(logw), k, l[:, None]))
+        k = np.where(np.isfinite(logw), k, l[:, None])
+        parts.append(k)
+        if n_u > (1 + 2 * offs.shape[-1]) * k.shape[-1]:
+            # b << 1: p(y) is a comb of width-b peaks; break around each integer instead
+            uniform = False
+            parts += [(k[:, :, None] + sgn * offs[:, None, :]).reshape(l.size, -1)
+                      for sgn in (-1.0, 1.0)]
+    if uniform:
+        parts.append(a[:, None] + (c - a)[:, None] * np.linspace(0.0, 1.0, max(n_u, 2)))
     lo, hi = l, r
     if outer:
         t = mech.tail(b, 1e-16)
@@ -411,11 +456,13 @@ def _atom_vectors(fam, l, r, th, shift):
 
 
 def _outer_sum(w, v):
-    """sum_j w_j v_j v_j^T / v_j[0] over the last-but-one axis; v (P, J, 1 + d)."""
+    """sum_j w_j p_j s_j s_j^T, p_j = v_j[0] and s_j = v_j[1:]/p_j (the score), over the
+    last-but-one axis; v (P, J, 1 + d).  Nodes with p < 1e-280 (relative to the largest
+    density ~1 after scaling) contribute nothing and are skipped, not divided by."""
     p = v[..., 0]
-    s = v[..., 1:]
-    wt = np.where(p > 0, w / np.where(p > 0, p, 1.0), 0.0)
-    return np.einsum("pj,pji,pjk->pik", wt, s, s)
+    ok = p > 1e-280
+    s = v[..., 1:] / np.where(ok, p, 1.0)[..., None]
+    return np.einsum("pj,pji,pjk->pik", np.where(ok, w * p, 0.0), s, s)
 
 
 def _fisher_laplace(l, r, eps, th, info, fam, mech):
@@ -507,9 +554,10 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     l, r = check_interval(l, r)
     if theta is None:
         theta = (0.0, 1.0) if fam.location_scale else fam.default_theta()
-    th = tuple(float(t) for t in _check_theta(fam, theta))
-    if any(np.ndim(t) for t in _check_theta(fam, theta)):
+    th = _check_theta(fam, theta)
+    if any(np.ndim(t) for t in th):
         raise ValueError("fisher_exact needs one theta (a tuple of scalars)")
+    th = tuple(float(t) for t in th)
     shape = np.broadcast_shapes(l.shape, r.shape)
     lf = np.broadcast_to(l, shape).ravel()
     rf = np.broadcast_to(r, shape).ravel()
@@ -539,6 +587,7 @@ POSTERIOR_NODES = 8  # x nodes a panel for the likelihood on a grid (log p error
 _POST_LEVELS = np.array([1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9])
 _DROP = 25.0  # the box holds where the log posterior is within this of its maximum
 _SCAN = 21  # coarse scan points per parameter while the box is searched
+_SCAN_NODES = 6  # x nodes a panel while it is searched (log p error ~1e-8)
 _MAX_BOX_STEPS = 60
 
 
@@ -546,12 +595,14 @@ _MAX_BOX_STEPS = 60
 class GridPosterior:
     """A posterior density on a product grid (see :func:`exact_posterior`).
 
-    ``axes[j]`` are the nodes of parameter ``params[j]`` (uniform), ``weights[j]`` their
-    trapezoid weights, ``log_post`` the log density (w.r.t. d theta) on the grid,
-    normalised so that sum exp(log_post) prod_j weights[j] = 1.  ``log_evidence`` is log
-    of the integral of eta(theta) prod_t p(y_t | theta) over the box; ``edge`` the
-    largest log density on the box's boundary minus the largest overall (about -25 or
-    below when the box holds the posterior).
+    ``axes[j]`` are the nodes of parameter ``params[j]``, uniform in theta_j, or in
+    log theta_j where ``log_axes[j]`` (positive parameters); ``weights[j]`` their
+    trapezoid weights (in that coordinate, times the Jacobian); ``log_post`` the log
+    density (w.r.t. d theta) on the grid, normalised so that
+    sum exp(log_post) prod_j weights[j] = 1.  ``log_evidence`` is log of the integral of
+    eta(theta) prod_t p(y_t | theta) over the box; ``edge`` the largest log density on
+    the box's boundary minus the largest overall, w.r.t. d log theta_j for positive
+    parameters (about -25 or below when the box holds the posterior).
     """
 
     params: tuple
@@ -560,6 +611,7 @@ class GridPosterior:
     log_evidence: float
     edge: float
     weights: list = field(repr=False)
+    log_axes: tuple = ()
 
     def _density(self):
         return np.exp(self.log_post)
@@ -602,14 +654,20 @@ class GridPosterior:
     def quantile(self, q):
         """Marginal posterior quantiles: shape (d,) for a scalar q, (len(q), d) otherwise.
 
-        The density is linear between nodes (the trapezoid rule's own interpolant), so
-        the cdf is piecewise quadratic and is inverted exactly.
+        The marginal density (w.r.t. the grid's coordinate: theta_j, or log theta_j) is
+        interpolated by a cubic spline through the nodes, whose antiderivative is
+        inverted by root finding (error ~h^4, h the node spacing).
         """
         qa = np.asarray(q, dtype=float)
         if not np.all((qa >= 0) & (qa <= 1)):
             raise ValueError("quantile levels must lie in [0, 1]")
-        cols = [_linear_density_quantiles(*self.marginal(j), qa.ravel())
-                for j in range(len(self.axes))]
+        cols = []
+        for j in range(len(self.axes)):
+            x, p = self.marginal(j)
+            if j < len(self.log_axes) and self.log_axes[j]:
+                cols.append(np.exp(_spline_quantiles(np.log(x), p * x, qa.ravel())))
+            else:
+                cols.append(_spline_quantiles(x, p, qa.ravel()))
         out = np.stack(cols, axis=-1)
         return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(self.axes),))
 
@@ -619,20 +677,21 @@ class GridPosterior:
         return {p: {"mean": float(a), "sd": float(b)} for p, a, b in zip(self.params, m, s)}
 
 
-def _linear_density_quantiles(x, p, q):
-    h = np.diff(x)
-    cells = 0.5 * h * (p[:-1] + p[1:])
-    cdf = np.concatenate([[0.0], np.cumsum(cells)])
-    target = q * cdf[-1]
-    i = np.clip(np.searchsorted(cdf, target, side="right") - 1, 0, x.size - 2)
-    rest = target - cdf[i]
-    p0, slope = p[i], (p[i + 1] - p[i]) / h[i]
-    # solve p0 t + slope t^2 / 2 = rest for t in [0, h]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        disc = np.sqrt(np.maximum(p0 * p0 + 2 * slope * rest, 0.0))
-        t = np.where(np.abs(slope) * h[i] > 1e-12 * np.maximum(p0, 1e-300),
-                     2 * rest / (p0 + disc), rest / np.maximum(p0, 1e-300))
-    return x[i] + np.clip(t, 0.0, h[i])
+def _spline_quantiles(t, dens, q):
+    from scipy.interpolate import CubicSpline
+    from scipy.optimize import brentq
+
+    cdf = CubicSpline(t, dens).antiderivative()
+    at_nodes = np.maximum.accumulate(cdf(t))  # a spline may dip below 0 in a tail
+    out = []
+    for target in q * at_nodes[-1]:
+        i = int(np.clip(np.searchsorted(at_nodes, target), 1, t.size - 1))
+        if target <= 0 or target >= at_nodes[-1] or at_nodes[i] <= at_nodes[i - 1]:
+            out.append(t[0] if target <= 0 else t[i] if target < at_nodes[-1] else t[-1])
+            continue
+        out.append(brentq(lambda v, c=target: cdf(v) - c, t[i - 1], t[i],
+                          xtol=1e-13 * (abs(t[i]) + 1.0)))
+    return np.array(out)
 
 
 def _loglik(cols, y, l, r, eps, fam, mech, nodes):
@@ -690,10 +749,14 @@ def _auto_box(y, l, r, eps, fam, mech, nodes):
             proj = np.any(np.moveaxis(region, j, 0).reshape(_SCAN, -1), axis=1)
             idx = np.flatnonzero(proj)
             i0, i1 = idx[0], idx[-1]
-            quarter = 0.25 * (hi[j] - lo[j])  # a touched side moves out by at least this,
-            u_top = us[j][top[j]]  # or to twice its distance from the maximum
-            new_lo = lo[j] - max(u_top - lo[j], quarter) if i0 == 0 else us[j][i0 - 1]
-            new_hi = hi[j] + max(hi[j] - u_top, quarter) if i1 == _SCAN - 1 else us[j][i1 + 1]
+            # a touched side moves out to twice its distance from the maximum, by at
+            # least a quarter of the box (the whole box if the maximum is on that side)
+            width = hi[j] - lo[j]
+            u_top = us[j][top[j]]
+            step_lo = width if top[j] == 0 else max(u_top - lo[j], 0.25 * width)
+            step_hi = width if top[j] == _SCAN - 1 else max(hi[j] - u_top, 0.25 * width)
+            new_lo = lo[j] - step_lo if i0 == 0 else us[j][i0 - 1]
+            new_hi = hi[j] + step_hi if i1 == _SCAN - 1 else us[j][i1 + 1]
             if i0 == 0 or i1 == _SCAN - 1 or i1 - i0 < 5:
                 done = False
             lo[j], hi[j] = new_lo, new_hi
@@ -758,7 +821,7 @@ def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", grid=None, b
         raise ValueError(f"exact_posterior grids one or two parameters; {fam.name} has {fam.dim}")
     sizes = _check_grid(grid, fam.dim)
     if bounds is None:
-        box = _auto_box(y, l, r, eps, fam, mech, POSTERIOR_NODES)
+        box = _auto_box(y, l, r, eps, fam, mech, _SCAN_NODES)
     else:
         box = _check_bounds(bounds, fam)
     axes, weights = [], []
@@ -783,4 +846,5 @@ def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", grid=None, b
     edge = max(float(np.max(np.moveaxis(lpu, j, 0)[[0, -1]])) for j in range(lp.ndim))
     edge -= float(np.max(lpu))
     return GridPosterior(params=tuple(fam.params), axes=axes, log_post=lp - log_z,
-                         log_evidence=log_z, edge=edge, weights=weights)
+                         log_evidence=log_z, edge=edge, weights=weights,
+                         log_axes=tuple(bool(p) for p in fam.positive))
