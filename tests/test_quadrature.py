@@ -253,6 +253,28 @@ def test_fisher_symmetric_psd_and_shapes(key, mech):
     np.testing.assert_allclose(A.reshape(6, fam.dim, fam.dim), F[:6], rtol=1e-13, atol=0)
 
 
+def test_fisher_tends_to_the_censored_information():
+    """eps -> inf: F -> the information of X censored at l and r (Laplace mechanism; the
+    running sums resolve b = 2e-4 here).  The gap closes like ~eps^-0.85 (4.8e-2, 7e-3,
+    1e-3 at eps = 1e2, 1e3, 1e4)."""
+    fam = get_family("student_t", df=5)
+    th = (0.0, 1.0)
+
+    def outer(x):
+        s = np.array(fam.score(x, *th))
+        return np.einsum("i...,j...->...ij", s, s) * np.exp(fam.logpdf(x, *th))[..., None, None]
+
+    cens = integrate.quad_vec(outer, -1.0, 1.0, epsrel=1e-12)[0]
+    for x, sgn, mass in ((-1.0, 1.0, fam.cdf(-1.0, *th)), (1.0, -1.0, fam.sf(1.0, *th))):
+        g = sgn * np.array(fam.cdf_grad(x, *th))
+        cens = cens + np.outer(g, g) / mass
+    err = [np.max(np.abs(quad.fisher_exact(-1.0, 1.0, eps, th, fam) - cens))
+           for eps in (1e2, 1e3, 1e4)]
+    assert err[0] > err[1] > err[2] and err[2] < 0.05 * err[0]
+    with pytest.raises(ValueError, match="too large"):
+        quad.fisher_exact(-1.0, 1.0, 1e4, th, fam, "gaussian")
+
+
 def test_poisson_fisher_tends_to_the_noiseless_information():
     """Wide interval, tiny noise: F -> 1/lam, the Poisson's own information."""
     F = quad.fisher_exact(-0.5, 60.5, 1e4, (10.0,), "poisson")
@@ -359,6 +381,11 @@ def test_grid_posterior_api():
     fixed = quad.exact_posterior(y, l, r, 5.0, "student_t", "gaussian", grid=(21, 21),
                                  bounds=[tuple(box[0]), tuple(box[1])])
     assert fixed.axes[0][0] == box[0][0] and fixed.axes[1][-1] == box[1][1]
+    # explicit nodes (trapezoid in theta): the same moments
+    axes = [np.linspace(*post.quantile([1e-6, 1 - 1e-6])[:, j], 121) for j in range(2)]
+    given = quad.exact_posterior(y, l, r, 5.0, "student_t", "gaussian", theta_grid=axes)
+    assert all(np.array_equal(a, b) for a, b in zip(given.axes, axes))
+    assert np.all(np.abs(given.mean() - post.mean()) < 1e-3 * post.sd())
     # one parameter: 201 nodes by default
     assert quad.exact_posterior([3.0, 5.0], 0.0, 20.0, 2.0, "poisson").axes[0].size == 201
 
@@ -393,6 +420,12 @@ def test_posterior_deterministic():
     (lambda: quad.exact_posterior([1.0], 0.0, 2.0, 1.0, bounds=[(0, 1)]), "bounds"),
     (lambda: quad.exact_posterior([1.0], 0.0, 2.0, 1.0, bounds=[(0, 1), (0, 1)]), "> 0"),
     (lambda: quad.exact_posterior([1.0], 0.0, 2.0, 1.0, bounds=[(1, 0), (1, 2)]), "lo < hi"),
+    (lambda: quad.exact_posterior([1.0], 0.0, 2.0, 1.0, theta_grid=[[0, 1, 2], [0, 1, 2]]),
+     "> 0"),
+    (lambda: quad.exact_posterior([1.0], 0.0, 2.0, 1.0, theta_grid=[[0, 2, 1], [1, 2, 3]]),
+     "increasing"),
+    (lambda: quad.exact_posterior([1.0], 0.0, 2.0, 1.0, grid=5, theta_grid=[[0, 1, 2]] * 2),
+     "not both"),
 ])
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
