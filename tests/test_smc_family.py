@@ -99,6 +99,23 @@ def test_matches_exact_posterior(name, mech):
         _GENERIC_NORMAL_LAPLACE["runs"] = (y, l, r, m, sd)
 
 
+def test_several_theta_moves():
+    """n_theta_moves = 3 random-walk moves a step: the same posterior."""
+    fam, mech = _family("laplace"), "gaussian"
+    y, l, r = _data(fam, mech)
+    ref_mean, ref_sd = _reference(fam, mech, y, l, r)
+    runs = []
+    for seed in range(R):
+        s = FamilySMC(EPS, fam, mech, n_particles=N_PART, n_max=N_DATA, seed=seed,
+                      n_theta_moves=3)
+        for t in range(N_DATA):
+            s.update(y[t], l[t], r[t])
+        runs.append(s)
+    m, sd = _stats(runs, fam.params)
+    _close(m, ref_mean, "mean")
+    _close(sd, ref_sd, "sd")
+
+
 def test_generic_agrees_with_compiled_smc():
     """FamilySMC on the normal family, Laplace mechanism, against the compiled SMC."""
     fam = _family("normal")

@@ -279,23 +279,26 @@ class FamilySMC:
         ``prev``: (theta, w, x) of time t-1, for the random walk's covariance."""
         N = self.N
         acc = 0.0
-        chol = None
+        chol = cur = None
         for _ in range(self.n_theta_moves):
             new = self.family.gibbs(self._rng, self.theta, x)
             if new is not None:
                 self.theta = np.asarray(new, float).reshape(self.theta.shape)
                 acc += 1.0
+                cur = None
                 continue
             if chol is None:  # only families without a Gibbs move need it
                 chol = self._rw_chol(*prev)
             phi = self._to_free(self.theta)
-            cur = self._log_target(self.theta, phi, x)
+            if cur is None:
+                cur = self._log_target(self.theta, phi, x)
             phip = phi + self._rng.standard_normal(phi.shape) @ chol.T
             thp = self._from_free(phip)
             prop = self._log_target(thp, phip, x)
             e = self._rng.standard_exponential(N)
             ok = prop - cur > -e  # u < exp(prop - cur) with u = exp(-e)
             self.theta[ok] = thp[ok]
+            cur = np.where(ok, prop, cur)
             acc += ok.mean()
         return acc / self.n_theta_moves
 
