@@ -1,6 +1,9 @@
 """The ``dpbook`` command line.
 
-Sub-commands: ``fisher``, ``best-interval``, ``posterior``, ``experiment``.
+Sub-commands: ``fisher``, ``best-interval``, ``posterior``, ``experiment``, ``families``.
+Every computing sub-command takes ``--family NAME`` (with the family's options, such
+as ``--df``) and ``--mechanism laplace|gaussian``; the defaults are the paper's normal
+family and Laplace mechanism, which use the compiled kernels.
 Bad input gives one line ``dpbook: error: <what is wrong>`` and exit status 2.
 """
 
@@ -41,6 +44,40 @@ def _any_float(text):
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+def add_family_arguments(p):
+    """--family, the families' options (e.g. --df) and --mechanism on a sub-command."""
+    from .families import available
+    from .mechanisms import MECHANISMS
+
+    fams = available()
+    p.add_argument("--family", default="normal", metavar="NAME",
+                   help=f"population family: {', '.join(fams)} (default normal)")
+    seen = set()
+    for cls in fams.values():
+        for opt, (typ, default, text) in cls.options.items():
+            if opt not in seen:
+                seen.add(opt)
+                p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}",
+                               type=_finite_float if typ is float else typ, default=None,
+                               help=f"{text} (default {default})")
+    p.add_argument("--mechanism", choices=MECHANISMS, default="laplace",
+                   help="privacy mechanism (default laplace)")
+
+
+def family_from_args(args):
+    """The Family object and mechanism name chosen on the command line."""
+    from .families import get_family
+
+    opts = {k[len("family_opt_"):]: v for k, v in vars(args).items()
+            if k.startswith("family_opt_") and v is not None}
+    return get_family(args.family, **opts), args.mechanism
+
+
+def _is_paper_model(family, mechanism) -> bool:
+    """The normal family with the Laplace mechanism: the compiled, closed-form paths."""
+    return family.specialised("smc", mechanism) is not None
+
+
 def _print(result: dict, as_json: bool, lines):
     if as_json:
         print(json.dumps(result))
@@ -48,45 +85,108 @@ def _print(result: dict, as_json: bool, lines):
         print("\n".join(lines))
 
 
+def _theta_from_args(args, family):
+    """--theta values (checked), or the family's default point for the sub-command."""
+    if getattr(args, "theta", None) is not None:
+        return family.check_theta(*args.theta)
+    return (0.0, 1.0) if family.location_scale else tuple(family.default_theta())
+
+
+def _matrix_lines(F, params):
+    w = max(len(p) for p in params)
+    return [f"  F[{p:<{w}}, {q:<{w}}] = {F[i, j]:.6g}" for i, p in enumerate(params)
+            for j, q in enumerate(params) if j >= i]
+
+
 def cmd_fisher(args):
-    from .fisher import fisher_information
     from .validation import check_count, check_eps, check_interval
 
+    family, mechanism = family_from_args(args)
     check_eps(args.eps)
     check_interval(args.a, args.b, name="interval [a, b]")
     check_count("M", args.M)
     check_count("K", args.K)
+    theta = _theta_from_args(args, family)
     rng = np.random.default_rng(args.seed)
-    est = fisher_information(args.a, args.b, args.eps, 0.0, 1.0, method=args.method,
-                             M=args.M, K=args.K, rng=rng)
+    if _is_paper_model(family, mechanism):
+        from .fisher import fisher_information
+
+        est = fisher_information(args.a, args.b, args.eps, *theta, method=args.method,
+                                 M=args.M, K=args.K, rng=rng)
+    elif args.method == "exact":
+        from .fisher import FisherEstimate
+        from .quadrature import fisher_exact
+
+        est = FisherEstimate(F=np.asarray(fisher_exact(args.a, args.b, args.eps, theta,
+                                                       family, mechanism)))
+    else:
+        from .fisher import fisher_mc_family
+
+        est = fisher_mc_family(args.a, args.b, args.eps, theta, family, mechanism,
+                               M=args.M, K=args.K, rng=rng)
     F = np.asarray(getattr(est, "F", est), dtype=float)
     se = getattr(est, "se", None)
     out = {"F": F.tolist(), "eps": args.eps, "a": args.a, "b": args.b, "method": args.method,
-           "theta": [0.0, 1.0]}
+           "theta": list(theta), "family": family.name, "params": list(family.params),
+           "mechanism": mechanism}
     if se is not None:
         out["se"] = np.asarray(se, dtype=float).tolist()
-    lines = [f"Fisher information of Y = clip(X, {args.a}, {args.b}) + noise, X ~ N(0, 1), "
-             f"eps = {args.eps} ({args.method})",
-             f"  F_mumu    = {F[0, 0]:.6g}   F_musigma    = {F[0, 1]:.6g}",
-             f"  F_sigmamu = {F[1, 0]:.6g}   F_sigmasigma = {F[1, 1]:.6g}"]
+    if _is_paper_model(family, mechanism) and theta == (0.0, 1.0):
+        lines = [f"Fisher information of Y = clip(X, {args.a}, {args.b}) + noise, "
+                 f"X ~ N(0, 1), eps = {args.eps} ({args.method})",
+                 f"  F_mumu    = {F[0, 0]:.6g}   F_musigma    = {F[0, 1]:.6g}",
+                 f"  F_sigmamu = {F[1, 0]:.6g}   F_sigmasigma = {F[1, 1]:.6g}"]
+    else:
+        th = ", ".join(f"{p}={v:g}" for p, v in zip(family.params, theta))
+        lines = [f"Fisher information of Y = clip(X, {args.a}, {args.b}) + {mechanism} noise, "
+                 f"X ~ {family.describe()} at {th}, eps = {args.eps} ({args.method})",
+                 *_matrix_lines(F, family.params)]
     _print(out, args.json, lines)
 
 
 def cmd_best_interval(args):
-    from .fisher import best_interval
     from .validation import check_count, check_eps, check_interval
 
+    family, mechanism = family_from_args(args)
     check_eps(args.eps)
-    check_interval(*args.lims, name="--lims")
     check_count("grid", args.grid, 2)
-    lo, hi = args.lims
-    res = best_interval(args.eps, method=args.method, grid=args.grid, lims=(lo, hi),
-                        score=args.score, M=args.M, K=args.K, seed=args.seed)
-    out = {k: (None if v is None else float(v)) for k, v in res.items()}
-    out.update(eps=args.eps, method=args.method, score_name=args.score)
-    lines = [f"best interval for eps = {args.eps} ({args.method}, score {args.score}, "
-             f"{args.grid} x {args.grid} grid on [{lo}, {hi}]):",
-             f"  [a*, b*] = [{out['a']:.4g}, {out['b']:.4g}]   score = {out['score']:.6g}"]
+    theta = _theta_from_args(args, family)
+    if args.lims is not None:
+        check_interval(*args.lims, name="--lims")
+        lims = tuple(args.lims)
+    else:
+        lims = (-3.0, 3.0) if family.location_scale else family.interval_lims(*theta)
+    lo, hi = lims
+    kw = dict(method=args.method, grid=args.grid, lims=lims, score=args.score, M=args.M,
+              K=args.K, seed=args.seed)
+    if _is_paper_model(family, mechanism):
+        from .fisher import best_interval
+
+        res = best_interval(args.eps, **kw)
+    else:
+        from .intervals import best_interval_family
+
+        res = best_interval_family(args.eps, family=family, mechanism=mechanism,
+                                   theta=None if family.location_scale else theta, **kw)
+    a = res.get("a", res.get("l"))
+    b = res.get("b", res.get("r"))
+    out = {"a": float(a), "b": float(b), "score": float(res["score"]),
+           "se": None if res.get("se") is None else float(res["se"])}
+    out.update(eps=args.eps, method=args.method, score_name=args.score, family=family.name,
+               mechanism=mechanism)
+    if family.location_scale:
+        head = (f"best interval for eps = {args.eps} ({args.method}, score {args.score}, "
+                f"{args.grid} x {args.grid} grid on [{lo:g}, {hi:g}]"
+                + ("" if _is_paper_model(family, mechanism) else
+                   f"; {family.describe()}, {mechanism} mechanism") + "):")
+        lines = [head, f"  [a*, b*] = [{a:.4g}, {b:.4g}]   score = {out['score']:.6g}"]
+    else:
+        out["theta"] = list(theta)
+        th = ", ".join(f"{p}={v:g}" for p, v in zip(family.params, theta))
+        lines = [f"best interval for eps = {args.eps} at {th} ({family.describe()}, "
+                 f"{mechanism} mechanism, {args.method}, {args.grid} x {args.grid} grid on "
+                 f"[{lo:g}, {hi:g}]):",
+                 f"  [l*, r*] = [{a:.4g}, {b:.4g}]   score = {out['score']:.6g}"]
     _print(out, args.json, lines)
 
 
@@ -122,40 +222,79 @@ def read_releases(path):
 
 
 def cmd_posterior(args):
-    from .validation import check_eps
+    from .validation import check_count, check_eps
 
+    family, mechanism = family_from_args(args)
     check_eps(args.eps)
+    check_count("particles", args.particles, 2)
+    check_count("iters", args.iters)
     y, l, r = read_releases(args.data)
     t0 = time.perf_counter()
     if args.method == "smc":
-        from .smc import smc_posterior
+        from .smc_family import smc_posterior_family
 
-        s = smc_posterior(y, l, r, args.eps, n_particles=args.particles, seed=args.seed).summary()
+        s = smc_posterior_family(y, l, r, args.eps, family=family, mechanism=mechanism,
+                                 n_particles=args.particles, seed=args.seed).summary()
     elif args.method == "mhaar":
-        from .mhaar import mhaar
+        from .mhaar_family import run_mhaar
 
-        s = mhaar(y, l, r, args.eps, n_iter=args.iters, seed=args.seed).summary()
-    else:
+        s = run_mhaar(y, l, r, args.eps, family=family, mechanism=mechanism,
+                      n_iter=args.iters, seed=args.seed).summary()
+    elif _is_paper_model(family, mechanism):
         from .exact import exact_posterior
 
         s = exact_posterior(y, l, r, args.eps).summary()
-    out = {"mu": {k: float(v) for k, v in s["mu"].items()},
-           "sigma": {k: float(v) for k, v in s["sigma"].items()},
-           "seconds": time.perf_counter() - t0, "method": args.method, "n": int(len(y)),
-           "eps": args.eps}
-    lines = [f"posterior ({args.method}, n = {len(y)}, eps = {args.eps}):",
-             f"  mu    = {out['mu']['mean']:.4f} (sd {out['mu']['sd']:.4f})",
-             f"  sigma = {out['sigma']['mean']:.4f} (sd {out['sigma']['sd']:.4f})",
-             f"  {out['seconds']:.2f} s"]
+    else:
+        from .quadrature import exact_posterior
+
+        s = exact_posterior(y, l, r, args.eps, family=family, mechanism=mechanism).summary()
+    out = {p: {k: float(v) for k, v in s[p].items()} for p in family.params}
+    out.update(seconds=time.perf_counter() - t0, method=args.method, n=int(len(y)),
+               eps=args.eps, family=family.name, mechanism=mechanism)
+    w = max(len(p) for p in family.params)
+    head = f"posterior ({args.method}, n = {len(y)}, eps = {args.eps}"
+    if not _is_paper_model(family, mechanism):
+        head += f", {family.describe()}, {mechanism} mechanism"
+    lines = [head + "):"]
+    lines += [f"  {p:<{w}} = {out[p]['mean']:.4f} (sd {out[p]['sd']:.4f})"
+              for p in family.params]
+    lines.append(f"  {out['seconds']:.2f} s")
     _print(out, args.json, lines)
+
+
+def cmd_families(args):
+    from .families import available
+
+    rows = []
+    for name, cls in available().items():
+        fam = cls()
+        rows.append({"name": name, "params": list(fam.params),
+                     "location_scale": bool(fam.location_scale),
+                     "discrete": bool(fam.discrete),
+                     "options": {k: {"default": d, "help": h}
+                                 for k, (_, d, h) in cls.options.items()},
+                     "summary": cls.summary})
+    lines = ["families (--family NAME):"]
+    for row in rows:
+        opts = "".join(f" --{k} (default {v['default']:g})" for k, v in row["options"].items())
+        kind = "location-scale" if row["location_scale"] else "not location-scale"
+        lines.append(f"  {row['name']:<10} ({', '.join(row['params'])}; {kind}){opts}")
+        lines.append(f"  {'':<10} {row['summary']}")
+    lines.append("mechanisms (--mechanism): laplace (default), gaussian; noise scale "
+                 "(r - l)/eps")
+    _print({"families": rows, "mechanisms": ["laplace", "gaussian"]}, args.json, lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dpbook", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    f = sub.add_parser("fisher", help="Fisher information at theta = (0, 1) for [a, b]")
+    f = sub.add_parser("fisher", help="Fisher information of one release for [a, b]")
     f.add_argument("--eps", type=_any_float, required=True)
+    f.add_argument("--theta", type=_finite_float, nargs="+", default=None,
+                   help="parameter values (default: (0, 1) for a location-scale family, "
+                        "else the family's default)")
+    add_family_arguments(f)
     f.add_argument("--a", type=_finite_float, required=True)
     f.add_argument("--b", type=_finite_float, required=True)
     f.add_argument("--method", choices=("exact", "mc"), default="exact")
@@ -169,7 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--eps", type=_any_float, required=True)
     b.add_argument("--method", choices=("exact", "mc"), default="exact")
     b.add_argument("--grid", type=int, default=50)
-    b.add_argument("--lims", type=_finite_float, nargs=2, default=(-3.0, 3.0))
+    b.add_argument("--lims", type=_finite_float, nargs=2, default=None,
+                   help="grid range (default -3 3, or the family's range at theta)")
+    b.add_argument("--theta", type=_finite_float, nargs="+", default=None,
+                   help="theta at which eq. (9) is solved (families that are not "
+                        "location-scale)")
+    add_family_arguments(b)
     b.add_argument("--score", choices=("mu", "trace"), default="mu")
     b.add_argument("--M", type=int, default=1000)
     b.add_argument("--K", type=int, default=10000)
@@ -177,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_best_interval)
 
-    q = sub.add_parser("posterior", help="posterior of (mu, sigma) from released data")
+    q = sub.add_parser("posterior", help="posterior of theta from released data")
+    add_family_arguments(q)
     q.add_argument("--method", choices=("smc", "mhaar", "exact"), required=True)
     q.add_argument("--eps", type=_any_float, required=True)
     q.add_argument("--particles", type=int, default=1000)
@@ -186,6 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q.add_argument("data", help="CSV file with header y,l,r")
     q.set_defaults(func=cmd_posterior)
+
+    fl = sub.add_parser("families", help="list the population families and mechanisms")
+    fl.add_argument("--json", action="store_true")
+    fl.set_defaults(func=cmd_families)
 
     try:
         from .experiment import add_experiment_parser

@@ -148,15 +148,71 @@ def _method_list(methods) -> list[str]:
     return [m for m in METHODS if m in items]
 
 
+def _family_config(family, mechanism, theta, mu, sigma) -> dict:
+    """The population part of the configuration: family, its options, mechanism, theta.
+
+    The normal family (the default) keeps the paper's ``mu``/``sigma`` keys; any other
+    family gives its true theta as ``theta`` (default: the family's default_theta()).
+    """
+    from .families import as_family, available
+    from .mechanisms import check_mechanism
+
+    fam = as_family(family)
+    mech = check_mechanism(mechanism)
+    opts = {k: getattr(fam, k) for k in fam.options}
+    out = {"family": fam.name, "family_options": opts, "mechanism": mech,
+           "params": list(fam.params), "family_registered": fam.name in available()}
+    if fam.name == "normal" and theta is None:
+        theta = (mu, sigma)
+    elif theta is None:
+        theta = fam.default_theta()
+    elif np.ndim(theta) == 0:
+        theta = (theta,)
+    out["theta"] = list(fam.check_theta(*theta))
+    if not out["family_registered"]:
+        out["family_source"] = _source_hash(type(fam))
+    return out
+
+
+def _source_hash(cls) -> str:
+    """A hash of a class's source (results of an edited family are not reused)."""
+    import hashlib
+    import inspect
+
+    try:
+        text = inspect.getsource(cls)
+    except (OSError, TypeError):  # no source available: fall back to the bytecode
+        text = repr(sorted((k, v.__code__.co_code.hex() if hasattr(v, "__code__") else repr(v))
+                           for k, v in vars(cls).items() if not k.startswith("__")))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _family_of(config, family_obj=None):
+    """The Family object of a configuration (the object itself for an unregistered one)."""
+    from .families import get_family
+
+    if family_obj is not None:
+        return family_obj
+    if not config.get("family_registered", True):
+        raise ValueError(f"family {config['family']!r} is not a shipped family: pass the "
+                         f"Family object (family=...) to run its tasks")
+    return get_family(config.get("family", "normal"), **config.get("family_options", {}))
+
+
 def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
-                interval_K=10000) -> dict:
+                interval_K=10000, family=None, mechanism="laplace", theta=None) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
-    how the tasks are executed (workers, scheduler, progress) is not.
+    how the tasks are executed (workers, scheduler, progress) is not.  ``family``
+    (name or Family object; default the normal), ``mechanism`` and the true ``theta``
+    choose the population; for the normal family ``mu`` and ``sigma`` give theta.
     """
+    pop = _family_config(family, mechanism, theta, mu, sigma)
+    if pop["family"] != "normal":
+        mu, sigma = 0.0, 1.0  # unused: theta is in pop
     try:
         mu_f = float(mu) if not isinstance(mu, bool) else float("nan")
     except (TypeError, ValueError):
@@ -171,7 +227,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
     if interval_method not in ("exact", "mc"):
         raise ValueError(f"interval_method must be 'exact' or 'mc', got {interval_method!r}")
-    return {
+    config = {
         "format": FORMAT,
         "eps": _eps_list(eps),
         "runs": _count("runs", runs),
@@ -194,12 +250,29 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "every": EVERY,
         "algorithm": algorithm_fingerprint(),
     }
+    if pop["family"] == "normal":
+        del pop["theta"]  # it is (mu, sigma)
+    else:
+        del config["mu"], config["sigma"], config["fixed_half_width"]
+    if pop["family"] != "normal" or pop["mechanism"] != "laplace":
+        config.update(pop)  # the paper's configuration keeps its keys unchanged
+    return config
+
+
+def config_theta(config) -> tuple:
+    """The true theta of a configuration."""
+    return tuple(config["theta"]) if "theta" in config else (config["mu"], config["sigma"])
+
+
+def config_params(config) -> tuple:
+    return tuple(config.get("params", ("mu", "sigma")))
 
 
 # The modules whose code decides the numbers in a store.  A store made by other code is
 # stale: its results cannot be mixed with new ones (see ensure_results).
 _ALGORITHM_MODULES = ("mechanisms", "population", "policies", "online", "smc", "rng",
-                      "mhaar", "fisher", "exact", "validation")
+                      "mhaar", "fisher", "exact", "validation", "smc_family",
+                      "mhaar_family", "intervals", "quadrature", "families")
 
 
 def algorithm_fingerprint() -> str:
@@ -209,9 +282,11 @@ def algorithm_fingerprint() -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
     for name in _ALGORITHM_MODULES:
-        path = here / f"{name}.py"
-        h.update(name.encode())
-        h.update(path.read_bytes() if path.exists() else b"")
+        paths = sorted((here / name).glob("*.py")) if (here / name).is_dir() else \
+            [here / f"{name}.py"]
+        for path in paths:
+            h.update(str(path.relative_to(here)).encode())
+            h.update(path.read_bytes() if path.exists() else b"")
     return h.hexdigest()[:16]
 
 
@@ -240,52 +315,71 @@ def run_task(spec: dict) -> dict:
     the spec, not on the process, thread count or order in which tasks run.
     """
     _set_threads(spec.get("numba_threads"))
-    _warm_up(spec["method"])
-    from .population import normal_population
+    from .families import as_family
+    from .population import family_population
 
+    if "family_pickle" in spec:  # a family defined outside dpbook, shipped by value
+        import cloudpickle
+
+        family = cloudpickle.loads(spec["family_pickle"])
+    else:
+        family = _family_of(spec)
+    mechanism = spec.get("mechanism", "laplace")
+    fast = family.specialised("smc", mechanism) is not None
+    if fast:
+        _warm_up(spec["method"])
+    family = as_family(family)
+    params = family.params
     method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
-    n, mu, sigma = spec["n"], spec["mu"], spec["sigma"]
+    n, theta = spec["n"], tuple(spec["theta"])
     dss, ass = data_seed(root, eps, run), task_seed(root, method, eps, run)
     row = {"method": method, "eps": eps, "run": run, "seed": _seed_str(ass),
-           "data_seed": _seed_str(dss), "n": n, "mu_true": mu, "sigma_true": sigma,
+           "data_seed": _seed_str(dss), "n": n,
+           **{f"{p}_true": float(v) for p, v in zip(params, theta)},
            "a": math.nan, "b": math.nan, "l_c": math.nan, "r_c": math.nan,
            "particles": math.nan, "iters": math.nan}
     arrays = {}
-    lc, rc = mu - spec["fixed_half_width"] * sigma, mu + spec["fixed_half_width"] * sigma
+    lc, rc = spec["fixed"]
     t0 = time.perf_counter()
-    pop = normal_population(n, mu, sigma, eps, seed=dss)
+    # the normal/Laplace population is the paper's (bit-identical to earlier stores)
+    pop = family_population(family, theta, n, eps, seed=dss, mechanism=mechanism)
     if method in ("smc-adaptive", "smc-fixed"):
         from .online import run_online
         from .policies import AdaptivePolicy, FixedPolicy
 
-        if method == "smc-adaptive":
+        if method == "smc-adaptive" and "table" in spec:
+            from .intervals import ThetaGridIntervals, ThetaGridPolicy
+
+            policy = ThetaGridPolicy(ThetaGridIntervals.from_table(family, spec["table"]))
+        elif method == "smc-adaptive":
             policy = AdaptivePolicy(spec["a"], spec["b"])
             row.update(a=float(spec["a"]), b=float(spec["b"]))
         else:
             policy = FixedPolicy(lc, rc)
             row.update(l_c=lc, r_c=rc)
         res = run_online(pop, policy, n, n_particles=spec["particles"], seed=ass,
-                         every=spec["every"])
+                         every=spec["every"], family=family)
         seconds = time.perf_counter() - t0
         s, h = res.smc.summary(), res.smc.history
         acc = np.asarray(h.acceptance[1:], dtype=float)
         row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
                    acceptance=float(acc.mean()) if acc.size else math.nan)
         arrays.update(y=res.y, l=res.l, r=res.r)
-        for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess", "acceptance"):
+        keys = [f"{k}_{p}" for k in ("mean", "sd") for p in params] + ["ess", "acceptance"]
+        for k in keys:
             arrays[k] = np.asarray(getattr(h, k), dtype=float)
         if spec["keep"] and h.snapshot_t:
             arrays["snapshot_t"] = np.asarray(h.snapshot_t, dtype=np.int64)
-            arrays["snapshot_mu"] = np.asarray(h.snapshot_mu, dtype=float)
-            arrays["snapshot_sigma"] = np.asarray(h.snapshot_sigma, dtype=float)
+            for p in params:
+                arrays[f"snapshot_{p}"] = np.asarray(getattr(h, f"snapshot_{p}"), dtype=float)
             arrays["snapshot_w"] = np.asarray(h.snapshot_w, dtype=float)
     elif method == "mhaar":
-        from .mhaar import mhaar
+        from .mhaar_family import run_mhaar
 
         y = np.array([pop.release(lc, rc) for _ in range(n)])
         l, r = np.full(n, lc), np.full(n, rc)
-        res = mhaar(y, l, r, eps, n_iter=spec["mhaar_iters"], n_aux=spec["mhaar_aux"],
-                    seed=ass)
+        res = run_mhaar(y, l, r, eps, family=family, mechanism=mechanism,
+                        n_iter=spec["mhaar_iters"], n_aux=spec["mhaar_aux"], seed=ass)
         s = res.summary()
         seconds = time.perf_counter() - t0
         row.update(l_c=lc, r_c=rc, iters=spec["mhaar_iters"])
@@ -297,12 +391,13 @@ def run_task(spec: dict) -> dict:
             if v is not None and np.ndim(v) == 0:
                 row[f"mhaar_{k}"] = float(v)
         arrays.update(y=y, l=l, r=r)
-        arrays.update(_mhaar_chain(res))
+        arrays.update(_mhaar_chain(res, params))
     else:  # pragma: no cover - validated before
         raise ValueError(f"unknown method {method!r}")
-    row.update(mu_hat=float(s["mu"]["mean"]), sigma_hat=float(s["sigma"]["mean"]),
-               mu_sd=float(s["mu"]["sd"]), sigma_sd=float(s["sigma"]["sd"]),
-               seconds=seconds)
+    for p in params:
+        row[f"{p}_hat"] = float(s[p]["mean"])
+        row[f"{p}_sd"] = float(s[p]["sd"])
+    row["seconds"] = seconds
     return {"row": row, "arrays": arrays}
 
 
@@ -330,23 +425,18 @@ def _warm_up(method):
     _WARM.add(family)
 
 
-def _mhaar_chain(res) -> dict:
-    """A thinned (mu, sigma) chain from an MHAAR result, if it exposes one."""
-    for mu_name, sig_name in (("mu_samples", "sigma_samples"), ("mu", "sigma")):
-        m, s = getattr(res, mu_name, None), getattr(res, sig_name, None)
-        if m is not None and s is not None and np.ndim(m) == 1 and np.size(m) > 1:
-            m, s = np.asarray(m, float), np.asarray(s, float)
-            step = max(1, -(-m.size // CHAIN_POINTS))
-            return {"chain_mu": m[::step], "chain_sigma": s[::step],
-                    "chain_iter": np.arange(0, m.size, step, dtype=np.int64)}
-    theta = getattr(res, "theta", getattr(res, "thetas", None))
-    if theta is not None and np.ndim(theta) == 2 and 2 in np.shape(theta):
-        th = np.asarray(theta, float)
-        th = th if th.shape[1] == 2 else th.T
-        step = max(1, -(-th.shape[0] // CHAIN_POINTS))
-        return {"chain_mu": th[::step, 0], "chain_sigma": th[::step, 1],
-                "chain_iter": np.arange(0, th.shape[0], step, dtype=np.int64)}
-    return {}
+def _mhaar_chain(res, params=("mu", "sigma")) -> dict:
+    """A thinned chain of theta from an MHAAR result: chain_<param>, chain_iter."""
+    if getattr(res, "samples", None) is not None:
+        th = np.asarray(res.samples, float).reshape(len(res.samples), -1)
+    elif getattr(res, "mu_samples", None) is not None:
+        th = np.column_stack([res.mu_samples, res.sigma_samples]).astype(float)
+    else:
+        return {}
+    step = max(1, -(-th.shape[0] // CHAIN_POINTS))
+    out = {f"chain_{p}": th[::step, j] for j, p in enumerate(params)}
+    out["chain_iter"] = np.arange(0, th.shape[0], step, dtype=np.int64)
+    return out
 
 
 # ------------------------------------------------------------------------ the store
@@ -395,10 +485,12 @@ def _collect(out: Path, config: dict | None = None):
             if p.name.startswith(".") or (wanted is not None and p.name not in wanted):
                 continue
             rows.append(_read_row(p))
-    cols = ["method", "eps", "run", "seed", "data_seed", "mu_hat", "sigma_hat", "mu_sd",
-            "sigma_sd", "seconds", "a", "b", "l_c", "r_c", "n", "particles", "iters",
-            "ess_final", "acceptance", "mhaar_step_mu", "mhaar_step_var", "mu_true",
-            "sigma_true"]
+    ps = config_params(config) if config is not None else ("mu", "sigma")
+    cols = (["method", "eps", "run", "seed", "data_seed"]
+            + [f"{p}_hat" for p in ps] + [f"{p}_sd" for p in ps]
+            + ["seconds", "a", "b", "l_c", "r_c", "n", "particles", "iters",
+               "ess_final", "acceptance", "mhaar_step_mu", "mhaar_step_var"]
+            + [f"{p}_true" for p in ps])
     df = pd.DataFrame(rows)
     for c in cols:
         if c not in df.columns:
@@ -474,8 +566,9 @@ def _check_same_config(out: Path, manifest: dict | None, config: dict):
                          f"directory or remove it")
 
 
-def _best_intervals(config: dict, manifest: dict | None) -> dict:
-    """(a*, b*) per eps (eq. 13), reused from the manifest when it has them."""
+def _best_intervals(config: dict, manifest: dict | None, family_obj=None) -> dict:
+    """(a*, b*) per eps (eq. 13), reused from the manifest when it has them; for a family
+    that is not location-scale, the table of best (l, r) over a theta grid (eq. 9)."""
     if "smc-adaptive" not in config["methods"]:
         return {}
     known = (manifest or {}).get("intervals", {})
@@ -485,14 +578,33 @@ def _best_intervals(config: dict, manifest: dict | None) -> dict:
         if k in known:
             out[k] = known[k]
             continue
-        from .fisher import best_interval
-
         iseed = int(np.random.SeedSequence(config["seed"], spawn_key=(
             _INTERVAL_CODE, eps_code(e))).generate_state(1)[0])
         t0 = time.perf_counter()
-        res = best_interval(e, method=config["interval_method"], grid=config["interval_grid"],
-                            lims=tuple(config["interval_lims"]), score=config["interval_score"],
-                            M=config["interval_M"], K=config["interval_K"], seed=iseed)
+        kw = dict(method=config["interval_method"], grid=config["interval_grid"],
+                  M=config["interval_M"], K=config["interval_K"], seed=iseed)
+        fam = _family_of(config, family_obj)
+        mech = config.get("mechanism", "laplace")
+        if not fam.location_scale:
+            # eq. (9) depends on theta: best intervals on a theta grid, interpolated
+            from .intervals import ThetaGridIntervals
+
+            tg = ThetaGridIntervals(fam, e, mechanism=mech, center=config_theta(config),
+                                    **kw)
+            out[k] = {"table": tg.table(), "seed": iseed,
+                      "seconds": time.perf_counter() - t0}
+            continue
+        if fam.specialised("fisher_exact", mech) is not None:
+            from .fisher import best_interval
+
+            res = best_interval(e, lims=tuple(config["interval_lims"]),
+                                score=config["interval_score"], **kw)
+        else:
+            from .intervals import best_interval_family
+
+            res = best_interval_family(e, family=fam, mechanism=mech,
+                                       lims=tuple(config["interval_lims"]),
+                                       score=config["interval_score"], **kw)
         out[k] = {"a": float(res["a"]), "b": float(res["b"]),
                   "score": None if res.get("score") is None else float(res["score"]),
                   "se": None if res.get("se") is None else float(res["se"]),
@@ -500,14 +612,32 @@ def _best_intervals(config: dict, manifest: dict | None) -> dict:
     return out
 
 
-def _spec(config: dict, intervals: dict, task: Task, threads) -> dict:
-    spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed", "mu",
-                                   "sigma", "every", "fixed_half_width")}
-    spec.update(method=task.method, eps=task.eps, run=task.run,
+def _spec(config: dict, intervals: dict, task: Task, threads, family_obj=None) -> dict:
+    spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
+                                   "every")}
+    for k in ("family", "family_options", "family_registered", "mechanism"):
+        if k in config:
+            spec[k] = config[k]
+    theta = config_theta(config)
+    if "fixed_half_width" in config:  # Section 6: [mu - 10 sigma, mu + 10 sigma]
+        h = config["fixed_half_width"]
+        fixed = (theta[0] - h * theta[1], theta[0] + h * theta[1])
+    else:
+        fixed = _family_of(config, family_obj).fixed_interval(*theta)
+    spec.update(method=task.method, eps=task.eps, run=task.run, theta=list(theta),
+                fixed=[float(v) for v in fixed],
                 keep=task.run < config["keep_particles"], numba_threads=threads)
+    if family_obj is not None and not config.get("family_registered", True):
+        # by value (cloudpickle), so that worker processes need not import its module
+        import cloudpickle
+
+        spec["family_pickle"] = cloudpickle.dumps(family_obj)
     if task.method == "smc-adaptive":
         iv = intervals[repr(task.eps)]
-        spec.update(a=iv["a"], b=iv["b"])
+        if "table" in iv:
+            spec["table"] = iv["table"]
+        else:
+            spec.update(a=iv["a"], b=iv["b"])
     return spec
 
 
@@ -641,8 +771,15 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                    methods=METHODS, seed=0, out="results/paper", scheduler=None,
                    interval_method="exact", mu=50.0, sigma=10 ** 0.5, progress=True,
                    workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
-                   interval_K=10000, scheduler_timeout=10.0):
+                   interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
+                   theta=None):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
+
+    ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
+    the true ``theta`` run the same comparison for another population (default: the
+    paper's normal with the Laplace mechanism, theta = (mu, sigma)).  A Family object
+    that is not a shipped family (say, defined in a notebook) is sent to the workers by
+    value (cloudpickle), and a hash of its source is part of the configuration.
 
     Tasks already stored in ``out`` for the same configuration are skipped.  With
     ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
@@ -658,7 +795,9 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          mhaar_iters=mhaar_iters, methods=methods, seed=seed,
                          interval_method=interval_method, mu=mu, sigma=sigma,
                          keep_particles=keep_particles, interval_grid=interval_grid,
-                         interval_M=interval_M, interval_K=interval_K)
+                         interval_M=interval_M, interval_K=interval_K, family=family,
+                         mechanism=mechanism, theta=theta)
+    family_obj = None if config.get("family_registered", True) else family
     if workers is not None:
         workers = _count("workers", workers)
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
@@ -672,7 +811,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
 
     client = _connect(scheduler, scheduler_timeout) if scheduler else None
     try:
-        intervals = _best_intervals(config, manifest)
+        intervals = _best_intervals(config, manifest, family_obj)
         (out / "tasks").mkdir(parents=True, exist_ok=True)
         for p in (out / "tasks").glob(".tmp-*"):  # debris of a killed writer
             p.unlink(missing_ok=True)
@@ -700,7 +839,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
         _write_json(out / "manifest.json", new)
 
         threads = None if executor == "serial" else 1
-        specs = [(t, _spec(config, intervals, t, threads)) for t in pending]
+        specs = [(t, _spec(config, intervals, t, threads, family_obj)) for t in pending]
         bar = _progress(len(tasks), len(tasks) - len(pending), progress)
 
         def on_done(task, result):
@@ -853,7 +992,8 @@ class Trajectories:
         return self[method, eps, run]
 
     def particles(self, method, eps, run, resample=True):
-        """(t, mu, sigma) at every ``every``-th step; mu, sigma have shape [len(t), N].
+        """(t, mu, sigma) at every ``every``-th step; mu, sigma have shape [len(t), N]
+        (for another family: t and one array per parameter).
 
         With ``resample=True`` the particles are resampled (systematic resampling with a
         seed fixed by the task) to equal weights, as in the paper's Figure 2; otherwise
@@ -863,9 +1003,10 @@ class Trajectories:
         if "snapshot_t" not in d:
             raise KeyError(f"no particles stored for {(method, eps, run)} "
                            f"(keep_particles={self.config['keep_particles']})")
-        t, mu, sig, w = d["snapshot_t"], d["snapshot_mu"], d["snapshot_sigma"], d["snapshot_w"]
+        t, w = d["snapshot_t"], d["snapshot_w"]
+        ths = [d[f"snapshot_{p}"] for p in config_params(self.config)]
         if not resample:
-            return t, mu, sig, w
+            return (t, *ths, w)
         rng = np.random.default_rng(np.random.SeedSequence(self.config["seed"], spawn_key=(
             _RESAMPLE_CODE, _METHOD_CODE[method], eps_code(eps), int(run))))
         N = w.shape[1]
@@ -874,7 +1015,7 @@ class Trajectories:
         cw[:, -1] = 1.0
         idx = np.stack([np.searchsorted(cw[k], u[k], side="right") for k in range(len(t))])
         idx = np.minimum(idx, N - 1)
-        return t, np.take_along_axis(mu, idx, 1), np.take_along_axis(sig, idx, 1)
+        return (t, *(np.take_along_axis(a, idx, 1) for a in ths))
 
     def steps(self, methods=None, eps=None):
         """Long DataFrame of the per-step SMC trajectories (method, eps, run, t, ...)."""
@@ -885,8 +1026,8 @@ class Trajectories:
             if m == "mhaar" or (methods and m not in methods) or (eps and e not in eps):
                 continue
             d = self[m, e, r]
-            cols = {k: d[k] for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess",
-                                      "acceptance", "l", "r", "y") if k in d}
+            keys = [k for k in d if k.startswith(("mean_", "sd_"))]
+            cols = {k: d[k] for k in keys + ["ess", "acceptance", "l", "r", "y"] if k in d}
             f = pd.DataFrame(cols)
             f.insert(0, "t", np.arange(1, len(f) + 1))
             f.insert(0, "run", r)
@@ -918,17 +1059,19 @@ def load_results(out="results/paper"):
 
 
 def summarize(estimates, mu=None, sigma=None):
-    """Per method and eps: runs, mean, bias and RMSE of mu_hat and sigma_hat."""
+    """Per method and eps: runs, mean, bias and RMSE of every parameter's estimate
+    (columns <param>_hat against <param>_true; mu/sigma override the truth)."""
     import pandas as pd
 
     rows = []
     if len(estimates) == 0:
         return pd.DataFrame(rows)
+    params = [c[:-5] for c in estimates.columns if c.endswith("_true")]
+    given = {"mu": mu, "sigma": sigma}
     for (m, e), g in estimates.groupby(["method", "eps"], sort=False):
-        mt = float(g["mu_true"].iloc[0]) if mu is None else mu
-        st = float(g["sigma_true"].iloc[0]) if sigma is None else sigma
         row = {"method": m, "eps": float(e), "runs": int(len(g))}
-        for p, truth in (("mu", mt), ("sigma", st)):
+        for p in params:
+            truth = float(g[f"{p}_true"].iloc[0]) if given.get(p) is None else given[p]
             v = g[f"{p}_hat"].to_numpy(float)
             row[f"{p}_mean"] = float(v.mean())
             row[f"{p}_bias"] = float(v.mean() - truth)
@@ -967,6 +1110,12 @@ def add_experiment_parser(subparsers):
     p.add_argument("--workers", type=int, default=None,
                    help="local worker processes (default: every core)")
     p.add_argument("--interval-method", choices=("exact", "mc"), default="exact")
+    p.add_argument("--theta", type=_float, nargs="+", default=None, metavar="V",
+                   help="true parameter values (default: the paper's mu = 50, "
+                        "sigma^2 = 10 for the normal, else the family's default)")
+    from .cli import add_family_arguments
+
+    add_family_arguments(p)
     p.add_argument("--keep-particles", type=int, default=1,
                    help="store particles for the first K runs (default 1)")
     p.add_argument("--no-progress", action="store_true")
@@ -976,8 +1125,19 @@ def add_experiment_parser(subparsers):
 
 
 def cmd_experiment(args):
+    from .cli import family_from_args
+
     t0 = time.perf_counter()
-    df = run_experiment(eps=args.eps, runs=args.runs, n=args.n, particles=args.particles,
+    family, mechanism = family_from_args(args)
+    if args.theta is None:
+        extra = {}
+    elif family.name == "normal":  # the paper's configuration keys
+        family.check_theta(*args.theta)
+        extra = {"mu": args.theta[0], "sigma": args.theta[1]}
+    else:
+        extra = {"theta": args.theta}
+    df = run_experiment(family=family, mechanism=mechanism, **extra,
+                        eps=args.eps, runs=args.runs, n=args.n, particles=args.particles,
                         mhaar_iters=args.mhaar_iters, methods=args.methods, seed=args.seed,
                         out=args.out, scheduler=args.scheduler,
                         interval_method=args.interval_method,
@@ -998,12 +1158,15 @@ def cmd_experiment(args):
     if args.json:
         print(json.dumps(result))
         return result
-    lines = [f"{'method':<13} {'eps':>6} {'runs':>4}  {'mu mean':>9} {'bias':>8} {'rmse':>8}"
-             f"  {'sigma mean':>10} {'bias':>8} {'rmse':>8}  {'s/task':>7}"]
+    head = f"{'method':<13} {'eps':>6} {'runs':>4}"
+    for p in family.params:
+        head += f"  {p + ' mean':>10} {'bias':>8} {'rmse':>8}"
+    lines = [head + f"  {'s/task':>7}"]
     for r in result["summary"]:
-        lines.append(f"{r['method']:<13} {r['eps']:>6g} {r['runs']:>4}  {r['mu_mean']:>9.4f} "
-                     f"{r['mu_bias']:>8.4f} {r['mu_rmse']:>8.4f}  {r['sigma_mean']:>10.4f} "
-                     f"{r['sigma_bias']:>8.4f} {r['sigma_rmse']:>8.4f}  {r['seconds']:>7.2f}")
+        line = f"{r['method']:<13} {r['eps']:>6g} {r['runs']:>4}"
+        for p in family.params:
+            line += f"  {r[p + '_mean']:>10.4f} {r[p + '_bias']:>8.4f} {r[p + '_rmse']:>8.4f}"
+        lines.append(line + f"  {r['seconds']:>7.2f}")
     lines.append(f"results: {out / 'estimates.parquet'} (manifest {out / 'manifest.json'})")
     print("\n".join(lines))
     sys.stdout.flush()
