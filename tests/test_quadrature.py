@@ -445,8 +445,7 @@ def test_posterior_grid_converges_when_the_box_is_wide():
     ridges (towards large scales, and flat likelihood where every value is clipped): the
     automatic box is far wider than the posterior's bulk, and the nodes must crowd where
     the mass is.  81 and 161 nodes per axis agree to 1e-2 of the 10-90% spread (measured
-    6e-3; with
-    uniform nodes on the same box, 81 nodes missed the median by 5% of the spread)."""
+    6e-3; with uniform nodes on the same box, 81 nodes missed the median by 5%)."""
     rng = np.random.default_rng(11)
     n = 60
     x = 50.0 + 3.0 * rng.gumbel(size=n)

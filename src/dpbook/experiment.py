@@ -895,8 +895,9 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
 
     Several processes (for example two chapters executed side by side) may call this for
     the same store: an exclusive lock on ``out/.lock`` makes the later ones wait and then
-    load.  A store made by other algorithm code (see :func:`algorithm_fingerprint`) with
-    otherwise the same configuration is stale: it is moved aside to
+    load.  A store made by other algorithm code (see :func:`algorithm_fingerprint`, and
+    the source of a family defined outside dpbook) with otherwise the same configuration
+    is stale: it is moved aside to
     ``out.stale-<fingerprint>`` (nothing is deleted) and the experiment is rerun.  A store
     of another configuration is an error, as in :func:`run_experiment`.
     """
@@ -909,9 +910,10 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
         config = make_config(**kwargs)
         manifest = _read_manifest(out)
         old = (manifest or {}).get("config", {})
-        if old and old.get("algorithm") != config["algorithm"] and \
-                {k: v for k, v in old.items() if k != "algorithm"} == \
-                {k: v for k, v in config.items() if k != "algorithm"}:
+        code = ("algorithm", "family_source")  # what changes with the code, not the setup
+        if old and any(old.get(k) != config.get(k) for k in code) and \
+                {k: v for k, v in old.items() if k not in code} == \
+                {k: v for k, v in config.items() if k not in code}:
             aside = out.with_name(f"{out.name}.stale-{old.get('algorithm') or 'unknown'}")
             shutil.rmtree(aside, ignore_errors=True)
             aside.mkdir()
