@@ -31,7 +31,7 @@ from numba import njit, prange, types, uint64
 from numba.extending import intrinsic
 
 from . import rng as _rng
-from .validation import check_count, check_eps, check_finite, check_interval
+from .validation import check_count, check_eps, check_release
 
 # Section 6 priors: mu ~ N(MU0, MU_VAR), sigma^2 ~ IG(SIG_SHAPE, SIG_SCALE)
 MU0 = 0.0
@@ -373,12 +373,8 @@ class SMC:
 
     def update(self, y, l, r):
         """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
-        y = float(check_finite("y", y))
-        l, r = check_interval(l, r)
-        l, r = float(l), float(r)
         t = self.t
-        if t >= self.n_max:
-            raise ValueError(f"SMC was built for n_max={self.n_max} observations")
+        y, l, r = check_release(y, l, r, t, self.n_max)
         self._y[t], self._l[t], self._r[t] = y, l, r
         self._invb[t] = self.eps / (r - l)
         N = self.N

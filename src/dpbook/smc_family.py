@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from .families import as_family
 from .mechanisms import GaussianMechanism, LaplaceMechanism, check_mechanism, clip, get_mechanism
-from .validation import check_count, check_eps, check_finite, check_interval
+from .validation import check_count, check_eps, check_release
 
 # Optimal random-walk scaling for a d-dimensional Gaussian target (Roberts, Gelman &
 # Gilks 1997), applied to the particles' covariance as in Chopin (2002).
@@ -305,12 +305,8 @@ class FamilySMC:
     # ------------------------------------------------------------------ Algorithm 2
     def update(self, y, l, r):
         """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
-        y = float(check_finite("y", y))
-        l, r = check_interval(l, r)
-        l, r = float(l), float(r)
         t = self.t
-        if t >= self.n_max:
-            raise ValueError(f"SMC was built for n_max={self.n_max} observations")
+        y, l, r = check_release(y, l, r, t, self.n_max)
         self._y[t], self._l[t], self._r[t] = y, l, r
         self._b[t] = b = (r - l) / self.eps
         self._invb[t] = 1.0 / b

@@ -55,6 +55,15 @@ def check_interval(l, r, name: str = "interval"):
     return l, r
 
 
+def check_release(y, l, r, t, n_max):
+    """One release (y, l, r) for an online estimator at time t < n_max, as floats."""
+    y = float(check_finite("y", y))
+    l, r = check_interval(l, r)
+    if t >= n_max:
+        raise ValueError(f"SMC was built for n_max={n_max} observations")
+    return y, float(l), float(r)
+
+
 def check_observations(y, l, r):
     """Validate a released data set (y, l, r): equal lengths, finite, l < r."""
     y = check_finite("y", y)
