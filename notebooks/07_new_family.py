@@ -166,7 +166,7 @@ fisher_check
 # $F^\epsilon_{a,b}(0, 1)$ (eq. 13) is the best for every $(m, c)$.  We take the paper's
 # score, the location entry $F_{mm}$, and search the grid of $[-3, 3]^2$ exactly.
 # The Gumbel density is skewed, so nothing forces its best interval to be symmetric
-# about the location as the normal's is ({ref}`ch-fisher-grid`); the line under the
+# about the location as the normal's is ({ref}`ch-fisher-grid`); the line above the
 # table says where the grid maximiser is asymmetric.
 
 # %%
