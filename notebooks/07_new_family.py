@@ -85,7 +85,7 @@ size
 # random-walk move of $\theta$ given the latent $x_{1:t}$ are inherited.  A family that
 # is not location-scale subclasses `Family` instead and writes `logpdf`, `score`,
 # `sample`, `cdf`, `ppf`, `log_prior` and `sample_prior` directly
-# (`dpbook/families/poisson.py` is an example of 80 lines).
+# (`dpbook/families/poisson.py` is an example in under 100 lines).
 
 # %%
 class Gumbel(LocationScaleFamily):
@@ -208,9 +208,9 @@ save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), 
 # draws $(m, c)$ from the SMC posterior and asks for $[m + a^* c, m + b^* c]$; the fixed
 # policy always asks for $[m - 10c, m + 10c]$ at the true $(m, c)$ (Section 6's
 # comparison).  The SMC is `FamilySMC`: the same resample-move algorithm as
-# {ref}`ch-smc`, with an
-# independent Metropolis-Hastings move of every latent $x_k$ proposed from the family and
-# a random-walk move of $\theta$ (the normal family has a conjugate Gibbs move instead).
+# {ref}`ch-smc`, with an independent Metropolis-Hastings move of every latent $x_k$
+# proposed from the family and a random-walk move of $\theta$ (the normal family has a
+# conjugate Gibbs move instead).
 # Only the population sees the sensitive values.
 
 # %%
@@ -340,8 +340,8 @@ print(f"adaptive RMSE of the location is smaller at {int((ratio > 1).sum())} of 
 # needs time to appear: the first intervals come from the vague prior, and at small ε
 # the best interval is so narrow that a release far from it says little more than "the
 # value is above (or below) the interval".  With the quick mode's $n$ the adaptive runs
-# at the smallest ε may still be looking for the population; the paper's $n = 1000$
-# (full mode) gives them the time.
+# at the smallest ε may still be looking for the population; a larger $n$ (400 in full
+# mode, 1000 in the paper) gives them more time.
 
 # %% [markdown]
 # ## Families that are not location-scale, and other mechanisms
