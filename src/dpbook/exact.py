@@ -508,22 +508,25 @@ def _axis(lo, hi, n, center=None, scale=None):
     return x, w
 
 
-def _spline_quantiles(grid, dens, q):
+def _spline_quantiles(t, dens, q):
+    """Quantiles q (any shape) of the density ``dens`` on the nodes t: a cubic spline
+    through the nodes, its antiderivative inverted by root finding (also used by
+    :mod:`dpbook.quadrature`)."""
     from scipy.interpolate import CubicSpline
     from scipy.optimize import brentq
 
-    cdf = CubicSpline(grid, dens).antiderivative()
-    at_nodes = np.maximum.accumulate(cdf(grid))
-    targets = q.ravel() * at_nodes[-1]
-    idx = np.clip(np.searchsorted(at_nodes, targets), 1, grid.size - 1)
-    vals = []
-    for t, i in zip(targets, idx):
-        if t <= 0 or t >= at_nodes[-1]:
-            vals.append(grid[0] if t <= 0 else grid[-1])
-        else:
-            vals.append(brentq(lambda x, t=t: cdf(x) - t, grid[i - 1], grid[i],
-                               xtol=1e-14 * (abs(grid[i]) + 1)))
-    return np.reshape(vals, q.shape)
+    q = np.asarray(q, dtype=float)
+    cdf = CubicSpline(t, dens).antiderivative()
+    at_nodes = np.maximum.accumulate(cdf(t))  # a spline may dip below 0 in a tail
+    out = []
+    for target in q.ravel() * at_nodes[-1]:
+        i = int(np.clip(np.searchsorted(at_nodes, target), 1, t.size - 1))
+        if target <= 0 or target >= at_nodes[-1] or at_nodes[i] <= at_nodes[i - 1]:
+            out.append(t[0] if target <= 0 else t[i] if target < at_nodes[-1] else t[-1])
+            continue
+        out.append(brentq(lambda v, c=target: cdf(v) - c, t[i - 1], t[i],
+                          xtol=1e-13 * (abs(t[i]) + 1.0)))
+    return np.reshape(out, q.shape)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from .exact import _spline_quantiles
 from .families import as_family
 from .mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
 from .validation import check_count, check_eps, check_finite, check_interval, check_observations
@@ -703,23 +704,6 @@ class GridPosterior:
         """{param: {"mean": .., "sd": ..}} as plain floats."""
         m, s = self.mean(), self.sd()
         return {p: {"mean": float(a), "sd": float(b)} for p, a, b in zip(self.params, m, s)}
-
-
-def _spline_quantiles(t, dens, q):
-    from scipy.interpolate import CubicSpline
-    from scipy.optimize import brentq
-
-    cdf = CubicSpline(t, dens).antiderivative()
-    at_nodes = np.maximum.accumulate(cdf(t))  # a spline may dip below 0 in a tail
-    out = []
-    for target in q * at_nodes[-1]:
-        i = int(np.clip(np.searchsorted(at_nodes, target), 1, t.size - 1))
-        if target <= 0 or target >= at_nodes[-1] or at_nodes[i] <= at_nodes[i - 1]:
-            out.append(t[0] if target <= 0 else t[i] if target < at_nodes[-1] else t[-1])
-            continue
-        out.append(brentq(lambda v, c=target: cdf(v) - c, t[i - 1], t[i],
-                          xtol=1e-13 * (abs(t[i]) + 1.0)))
-    return np.array(out)
 
 
 def _loglik(cols, y, l, r, eps, fam, mech, nodes):

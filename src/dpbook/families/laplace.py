@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..mechanisms import LaplaceMechanism
 from .base import LocationScaleFamily
 
 
@@ -22,9 +23,7 @@ class Laplace(LocationScaleFamily):
         return -np.sign(z)  # almost everywhere
 
     def base_cdf(self, z):
-        z = np.asarray(z, float)
-        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)),
-                        1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
+        return LaplaceMechanism().cdf(z, 1.0)  # the same distribution as the noise
 
     def base_sf(self, z):
         return self.base_cdf(-np.asarray(z, float))
