@@ -61,12 +61,12 @@ from dpbook.smc_family import smc_posterior_family
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 # n, N: individuals and particles per run; runs: independent runs per eps; M, K: sizes of
 # eq. (8) / Algorithm 4; grid: intervals per axis of the (a, b) search; EPS: privacy levels.
-# The generic SMC is numpy, not compiled: n = N = 1000 takes about a minute a run, so
-# even the full mode stays below the paper's sizes here.
+# The generic SMC is numpy, not compiled: its cost grows as n^2 N, and n = N = 1000 takes
+# about a minute a run, so even the full mode stays below the paper's sizes here.
 # post_grid: nodes per axis of the exact posterior; reruns: extra SMC runs on the same data
 size = {"quick": dict(n=150, N=200, runs=30, M=1000, K=4000, grid=30, EPS=(1.0, 5.0),
                       post_grid=61, reruns=5),
-        "full": dict(n=400, N=400, runs=30, M=1000, K=10_000, grid=50,
+        "full": dict(n=300, N=300, runs=30, M=1000, K=10_000, grid=50,
                      EPS=(1.0, 5.0, 10.0), post_grid=101, reruns=10)}[mode]
 rng = np.random.default_rng(seed)
 save = figure_saver("07_new_family", mode=mode, seed=seed)
@@ -340,7 +340,7 @@ print(f"adaptive RMSE of the location is smaller at {int((ratio > 1).sum())} of 
 # needs time to appear: the first intervals come from the vague prior, and at small ε
 # the best interval is so narrow that a release far from it says little more than "the
 # value is above (or below) the interval".  With the quick mode's $n$ the adaptive runs
-# at the smallest ε may still be looking for the population; a larger $n$ (400 in full
+# at the smallest ε may still be looking for the population; a larger $n$ (300 in full
 # mode, 1000 in the paper) gives them more time.
 
 # %% [markdown]
