@@ -62,26 +62,36 @@ either mode, and however the iterations are split into calls of the compiled cha
 * Normals: draw i of stream (m, t) is the fast path of the ziggurat of
   :func:`dpbook.rng.normal` applied to the i-th SplitMix64 output of the stream (computed
   for 8 observations at a time); the ~1% rejected draws continue on a stream of their
-  own.  The table look-ups stay scalar: vector gathers are slower on this machine.
+  own.  The table look-ups stay scalar (vector gathers are slower on this machine) and
+  are written in LLVM IR (``_zig_lookup``), which keeps the loop's values in registers.
 * Weights: with d_t the distance from y_t to [l_t, r_t], every c in [l_t, r_t] has
   d_t <= |y_t - c| <= d_t + (r_t - l_t), so the shifted exponents (d_t - |y_t - c|)/b_t
   lie in [-eps, 0]: sum_i h is summed directly (no max-shift) and cannot underflow for
   eps <= ``_FAST_EPS_MAX`` (larger eps use a guarded log-sum-exp kernel).  exp(u) is
   computed as 2^(u log2 e) by an inlined polynomial (relative error < 2e-15) on explicit
-  8-lane (AVX-512) vectors, for both thetas in one pass.
+  8-lane (AVX-512) vectors, for both thetas in one pass, with the loop over the N
+  draws inside the loop over the vectors (the running sums stay in registers).
 * log prod_t sum_i h is the log of a running product kept in [1, 2) x 2^e (two logs per
   block); the acceptance needs only the two totals.
-* Both thetas' indices k_t are drawn in the same pass (inverse cdf of the cumulative
-  weights, one common uniform per t), so after the accept decision the new z is a copy.
+* The indices k_t are drawn by the inverse cdf of the cumulative weights (kept per
+  block), one common uniform per t.  The serial mode draws them after the accept
+  decision, for the chosen theta only, straight into z; the parallel mode draws both
+  thetas' indices inside its one parallel region per iteration and copies the chosen
+  z.  Both give the same k_t (same uniforms, same sums).
 * n is padded to a multiple of 8 with a harmless dummy observation that is never used.
 
 Cost: n N draws per iteration (2e9 for the Section 6 run: n = 1000, N = 20, 10^5
-iterations), 8-12 ns of CPU each on the 2-core development VM (2.5 GHz Cascade Lake; the
-speed varies with the load of the host): ~2-2.5 ns the ziggurat (scalar table look-ups)
-and its rejection steps, ~3 ns the two clipped Laplace weights (theta, theta'), ~0.7 ns
-the SplitMix64 words, ~0.9 ns the resampling, ~0.9 ns per-observation overhead.  One
-Section 6 run took 16-18 s on 1 thread and 8.3 s on 2 threads with the machine otherwise
-idle (benchmarks/bench_mhaar.py, results/mhaar.json).
+iterations), 7-10.5 ns of CPU each on 1 thread of the 2-core development VM (2.5 GHz
+Cascade Lake; the speed varies by up to 1.5 times with the load of the host).  Measured
+in a slow phase of the host: ~4.5-5 ns the ziggurat (keys and SplitMix64 words ~0.8 ns,
+scalar table look-ups ~2.3 ns, conversion ~0.5 ns, rejection steps ~1 ns), ~2.8-3.2 ns
+the two clipped Laplace weights (theta, theta'), ~0.6 ns the resampling (one theta),
+the rest per-observation overhead.  The serial chain is 6-9% faster than the version
+that resampled both thetas (same output bit for bit): 7.5 against 8.1 ns per draw at
+best, a Section 6 run (eps = 1, 1 thread) 20-21 s against 23-24 s in the same slow
+phase (16-18 s for the old version with the host idle).  On 2 threads the old version
+took 8.3 s with the machine otherwise idle (benchmarks/bench_mhaar.py,
+results/mhaar.json).
 """
 
 from __future__ import annotations
@@ -296,6 +306,51 @@ def _mix_lanes(typingctx, keys, out, inc, count):
 
 
 @intrinsic
+def _zig_lookup(typingctx, words, wi, ki, wb, pos, rows, count):
+    """Table look-ups of the ziggurat's fast path, rows 1 .. rows-1, lanes j < count:
+    wb[i, j] = wi[u & 0xFF] for the word u = words[i, j]; the positions i * count + j of
+    the words with (u >> 9) & (2^52 - 1) >= ki[u & 0xFF] (rejected by the fast path) go
+    to pos[0 .. nbad-1] in order; returns nbad.  words, wb: C-contiguous 2-d arrays of
+    the same shape; wi float64 and ki uint64 tables of 256 entries.
+
+    Scalar on purpose (vector gathers are slower on this machine); written in IR so that
+    the loop keeps its few values in registers (in the compiled block function the same
+    loop reloaded the table addresses and masks at every step, 1.5 times slower).
+    """
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i64 = ir.IntType(64)
+        warr = context.make_array(signature.args[0])(context, builder, value=args[0])
+        stride = b.extract_value(warr.shape, 1)
+        pw = warr.data
+        pwi, pki, pwb, ppos = (
+            context.make_array(signature.args[k])(context, builder, value=args[k]).data
+            for k in (1, 2, 3, 4))
+        nbad = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+        with cgutils.for_range_slice(builder, ir.Constant(i64, 1), args[5],
+                                     ir.Constant(i64, 1)) as (i, _):
+            base = b.mul(i, stride)
+            with cgutils.for_range(builder, args[6]) as loop:
+                j = loop.index
+                ij = b.add(base, j)
+                u = b.load(b.gep(pw, [ij], inbounds=True))
+                idx = b.and_(u, ir.Constant(i64, 0xFF))
+                b.store(b.load(b.gep(pwi, [idx], inbounds=True)),
+                        b.gep(pwb, [ij], inbounds=True))
+                rabs = b.and_(b.lshr(u, ir.Constant(i64, 9)),
+                              ir.Constant(i64, 0x000FFFFFFFFFFFFF))
+                k = b.load(b.gep(pki, [idx], inbounds=True))
+                with cgutils.if_unlikely(builder, b.icmp_unsigned(">=", rabs, k)):
+                    nb = b.load(nbad)
+                    b.store(b.add(b.mul(i, args[6]), j), b.gep(ppos, [nb], inbounds=True))
+                    b.store(b.add(nb, ir.Constant(i64, 1)), nbad)
+        return b.load(nbad)
+
+    return types.int64(words, wi, ki, wb, pos, rows, count), codegen
+
+
+@intrinsic
 def _count_le_lanes(typingctx, c, g, k, rows, count):
     """k[j] = #{i < rows : c[i, j] <= g[j]} for j < count (a multiple of _W); c is a
     C-contiguous 2-d float array, k an int64 array (the inverse-cdf index of a cumulative
@@ -344,31 +399,48 @@ def _exp2_lanes(typingctx, x, out, count):
 
 
 @intrinsic
-def _weights_lanes(typingctx, zrow, y, l, r, off, ib, th, s0, s1, c0row, c1row, count):
-    """One auxiliary draw i for the lanes j < count (a multiple of _W), both thetas:
+def _weights_lanes(typingctx, zb, y, l, r, off, ib, th, s0, s1, c0, c1, rows, count):
+    """Cumulative weights of the auxiliary draws i < rows for the lanes j < count (a
+    multiple of _W), both thetas, (mu_0, sg_0, mu_1, sg_1) = th[0:4]:
 
-        s_k[j] += 2^(off[j] - |y[j] - clip(mu_k + sg_k zrow[j], l[j], r[j])| ib[j]),
-        ck_row[j] = s_k[j],   (mu_0, sg_0, mu_1, sg_1) = th[0:4].
+        ck[i, j] = ck[i-1, j] + 2^(off[j] - |y[j] - clip(mu_k + sg_k zb[i, j], l[j], r[j])| ib[j])
+
+    (ck[-1, j] = 0) and sk[j] = ck[rows-1, j].  zb, c0, c1 are C-contiguous 2-d arrays of
+    the same shape.  The loop over i is inside the loop over the lanes, so the running
+    sums and the per-lane data stay in registers.
     """
 
     def codegen(context, builder, signature, args):
         v = _Vec(context, builder)
-        pz, py, pl, pr, poff, pib, pth, ps0, ps1, pc0, pc1 = (
-            v.data(context, ty, val) for ty, val in zip(signature.args[:11], args[:11]))
+        b = builder
+        py, pl, pr, poff, pib, pth, ps0, ps1 = (
+            v.data(context, ty, val) for ty, val in zip(signature.args[1:9], args[1:9]))
+        zarr = context.make_array(signature.args[0])(context, builder, value=args[0])
+        stride = b.extract_value(zarr.shape, 1)
+        pz = zarr.data
+        pc0, pc1 = (v.data(context, signature.args[k], args[k]) for k in (9, 10))
         mu0, sg0, mu1, sg1 = (v.splat(v.scalar(pth, k)) for k in range(4))
-        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[11],
+        acc0 = cgutils.alloca_once(builder, v.vd)
+        acc1 = cgutils.alloca_once(builder, v.vd)
+        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[12],
                                      ir.Constant(v.i64, _W)) as (j, _):
-            x = v.load(pz, j)
             lo, hi, yy = v.load(pl, j), v.load(pr, j), v.load(py, j)
             oo, bb = v.load(poff, j), v.load(pib, j)
-            for mu, sg, ps, pc in ((mu0, sg0, ps0, pc0), (mu1, sg1, ps1, pc1)):
-                d = v.abs(builder.fsub(yy, v.clip(v.fma(sg, x, mu), lo, hi)))
-                acc = builder.fadd(v.load(ps, j), v.exp2(v.fma(builder.fneg(d), bb, oo)))
-                v.store(acc, ps, j)
-                v.store(acc, pc, j)
+            b.store(v.const(0.0), acc0)
+            b.store(v.const(0.0), acc1)
+            with cgutils.for_range(builder, args[11]) as loop:
+                ij = b.add(b.mul(loop.index, stride), j)
+                x = v.load(pz, ij)
+                for mu, sg, pacc, pc in ((mu0, sg0, acc0, pc0), (mu1, sg1, acc1, pc1)):
+                    d = v.abs(b.fsub(yy, v.clip(v.fma(sg, x, mu), lo, hi)))
+                    acc = b.fadd(b.load(pacc), v.exp2(v.fma(b.fneg(d), bb, oo)))
+                    b.store(acc, pacc)
+                    v.store(acc, pc, ij)
+            v.store(b.load(acc0), ps0, j)
+            v.store(b.load(acc1), ps1, j)
         return context.get_dummy_value()
 
-    return types.void(zrow, y, l, r, off, ib, th, s0, s1, c0row, c1row, count), codegen
+    return types.void(zb, y, l, r, off, ib, th, s0, s1, c0, c1, rows, count), codegen
 
 
 @njit(cache=True)
@@ -415,18 +487,9 @@ def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, wb, zb):
         zb[0, j] = z[j]
     for i in range(1, n_aux):
         _mix_lanes(keys, words[i], uint64(i) * _GAMMA, cn)
-    # fast path of the ziggurat of rng.normal.  The table look-ups stay scalar on
-    # purpose: vector gathers are slower here than scalar loads (the store into ``pos``
-    # at a running index keeps LLVM from vectorising this loop)
-    nbad = 0
-    for i in range(1, n_aux):
-        for j in range(cn):
-            u = words[i, j]
-            idx = np.int64(u & _U64_FF)
-            wb[i, j] = _WI[idx]
-            if ((u >> _SH9) & _MASK52) >= _KI[idx]:
-                pos[nbad] = i * cn + j
-                nbad += 1
+    # fast path of the ziggurat of rng.normal: scalar table look-ups (vector gathers
+    # are slower here), then the vectorised conversion
+    nbad = _zig_lookup(words, _WI, _KI, wb, pos, n_aux, cn)
     # x = rabs * w_idx with the sign bit of the word (vectorised)
     for i in range(1, n_aux):
         for j in range(cn):
@@ -455,23 +518,24 @@ def _aux_normals_array(key, m, n, n_aux):
 
 
 @njit(cache=True, fastmath=_FM, error_model="numpy")
-def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, keys,
-           words, pos, zb, c0, c1, sv, kv):
-    """Steps 2-4 of Algorithm 8 for observations t0 .. t0+cn-1; returns the two log sums.
+def _block_sums(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, keys, words,
+                pos, zb, c0, c1, sv):
+    """Steps 2-3 of Algorithm 8 for observations t0 .. t0+cn-1; returns the two log sums.
 
     theta = (th[0], th[1]^2), theta' = (th[2], th[3]^2) (means and sds).
-    y, l, r, ib, off, z, zrej, zacc are the slices [t0, t0 + cn) of the padded arrays, cn
-    a multiple of _W; only the first n_real lanes are observations (the others carry
-    harmless values and are ignored).  Indexing slices from 0 also lets LLVM prove the
-    indices non-negative, which its vectoriser needs.
+    y, l, r, ib, off, z are the slices [t0, t0 + cn) of the padded arrays, cn a multiple
+    of _W; only the first n_real lanes are observations (the others carry harmless
+    values and are ignored).  Indexing slices from 0 also lets LLVM prove the indices
+    non-negative, which its vectoriser needs.
 
-    Writes z_t^(k_t) drawn with the current-theta weights to ``zrej`` and with the
-    proposed-theta weights to ``zacc`` (one common uniform); returns
+    Leaves the stream keys in ``keys``, z_t^(1..N) in ``zb``, the cumulative weights of
+    theta and theta' in rows 0 .. N-1 of ``c0`` and ``c1`` and their totals S_t in
+    sv[0], sv[1] (for :func:`_resample`); returns
     (sum_t log sum_i h(y_t|z_t^(i), theta), the same for theta') up to terms common to
     both (the Laplace normalising constants and the shifts ``off``).
     ``ib`` is 1/b_t and ``off`` is d_t/b_t, both times log2(e) when ``fast``.
     Scratch: keys (B,) uint64; words (n_aux, B) uint64; pos (n_aux B,) int64;
-    zb, c0, c1 (n_aux, B); sv (6, B); kv (2, B) int64, with B >= cn.
+    zb, c0, c1 (n_aux, B); sv (6, B), with B >= cn.
     """
     cn = y.shape[0]
     mu0, sg0, mu1, sg1 = th[0], th[1], th[2], th[3]
@@ -481,11 +545,7 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
     if fast:
         # cumulative weights exp(off_t - |y_t - c|/b_t) = 2^(log2(e) (off_t - |y_t - c|/b_t));
         # the exponents lie in [-eps, 0].  Here ib = log2(e)/b, off = log2(e) d_t/b.
-        for j in range(cn):
-            s0[j] = 0.0
-            s1[j] = 0.0
-        for i in range(n_aux):
-            _weights_lanes(zb[i], y, l, r, off, ib, th, s0, s1, c0[i], c1[i], cn)
+        _weights_lanes(zb, y, l, r, off, ib, th, s0, s1, c0, c1, n_aux, cn)
     else:
         # guarded log-sum-exp: log weights, their maximum per t, shifted cumulative sums
         mx0 = sv[2]
@@ -511,21 +571,6 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
                 s1[j] += math.exp(c1[i, j] - mx1[j])
                 c0[i, j] = s0[j]
                 c1[i, j] = s1[j]
-    # resampling indices k_t for both thetas: inverse cdf with a common uniform
-    g0 = sv[4]
-    g1 = sv[5]
-    k0 = kv[0]
-    k1 = kv[1]
-    inc = uint64(n_aux) * _GAMMA
-    for j in range(cn):
-        v = (float(np.int64(_rng.mix64(keys[j] + inc) >> _SH11)) + 0.5) * _TWO53_INV
-        g0[j] = v * s0[j]
-        g1[j] = v * s1[j]
-    _count_le_lanes(c0, g0, k0, n_aux - 1, cn)
-    _count_le_lanes(c1, g1, k1, n_aux - 1, cn)
-    for j in range(cn):
-        zrej[j] = zb[k0[j], j]
-        zacc[j] = zb[k1[j], j]
     # sum_t log S_t over the block
     if fast:
         # log of the running product, renormalised to [1, 2) x 2^e after every factor
@@ -548,14 +593,31 @@ def _block(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
     return (l0, l1)
 
 
+@njit(cache=True, fastmath=_FM, error_model="numpy")
+def _resample(n_aux, keys, zb, c, s, g, k, out):
+    """Step 4 for the lanes j < cn = len(out) of a block, after :func:`_block_sums`:
+    out[j] = zb[k_j, j], k_j the inverse-cdf index of the uniform of stream (m, t0 + j)
+    (its counter n_aux) under the cumulative weights c (totals s) of one theta.
+    Scratch: g (B,) float, k (B,) int64."""
+    cn = out.shape[0]
+    inc = uint64(n_aux) * _GAMMA
+    for j in range(cn):
+        v = (float(np.int64(_rng.mix64(keys[j] + inc) >> _SH11)) + 0.5) * _TWO53_INV
+        g[j] = v * s[j]
+    _count_le_lanes(c, g, k, n_aux - 1, cn)
+    for j in range(cn):
+        out[j] = zb[k[j], j]
+
+
 @njit(inline="always")
-def _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, keys, words,
-               pos, zb, c0, c1, sv, kv, lsum):
+def _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, keys, words, pos, zb,
+               c0, c1, sv, lsum):
+    """Steps 2-3 for block b: the log sums go to lsum[b]."""
     t0 = b * _BLOCK
     t1 = min(t0 + _BLOCK, y.shape[0])
-    a0, a1 = _block(key, m, t0, min(t1, n) - t0, n_aux, th, fast, y[t0:t1], l[t0:t1],
-                    r[t0:t1], ib[t0:t1], off[t0:t1], z[t0:t1], zrej[t0:t1], zacc[t0:t1],
-                    keys[b], words[b], pos[b], zb[b], c0[b], c1[b], sv[b], kv[b])
+    a0, a1 = _block_sums(key, m, t0, min(t1, n) - t0, n_aux, th, fast, y[t0:t1], l[t0:t1],
+                         r[t0:t1], ib[t0:t1], off[t0:t1], z[t0:t1], keys[b], words[b],
+                         pos[b], zb[b], c0[b], c1[b], sv[b])
     lsum[b, 0] = a0
     lsum[b, 1] = a1
 
@@ -563,19 +625,36 @@ def _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, k
 @njit(parallel=True, cache=True)
 def _blocks_parallel(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, keys,
                      words, pos, zb, c0, c1, sv, kv, lsum):
-    """All blocks of one iteration, in parallel (one work item per block)."""
+    """All blocks of one iteration, in parallel (one work item per block): the log sums
+    and both candidate new z (resampled with theta's weights to zrej, with theta''s to
+    zacc), so that one parallel region per iteration suffices."""
     for b in prange(lsum.shape[0]):
-        _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, keys,
-                   words, pos, zb, c0, c1, sv, kv, lsum)
+        _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, keys, words, pos,
+                   zb, c0, c1, sv, lsum)
+        t0 = b * _BLOCK
+        t1 = min(t0 + _BLOCK, y.shape[0])
+        _resample(n_aux, keys[b], zb[b], c0[b], sv[b, 0], sv[b, 4], kv[b, 0], zrej[t0:t1])
+        _resample(n_aux, keys[b], zb[b], c1[b], sv[b, 1], sv[b, 5], kv[b, 1], zacc[t0:t1])
 
 
 @njit(cache=True)
-def _blocks_serial(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, keys,
-                   words, pos, zb, c0, c1, sv, kv, lsum):
-    """All blocks of one iteration, one after the other (same results)."""
+def _blocks_serial(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, keys, words, pos, zb,
+                   c0, c1, sv, lsum):
+    """Steps 2-3 for all blocks, one after the other (the same sums as in parallel)."""
     for b in range(lsum.shape[0]):
-        _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc, keys,
-                   words, pos, zb, c0, c1, sv, kv, lsum)
+        _one_block(b, key, m, n, n_aux, th, fast, y, l, r, ib, off, z, keys, words, pos,
+                   zb, c0, c1, sv, lsum)
+
+
+@njit(cache=True)
+def _resample_serial(n_aux, which, z, keys, zb, c, sv, kv):
+    """Step 4 for all blocks with the weights of the chosen theta (which = 0: theta,
+    1: theta'), written straight into z (its old values are row 0 of zb)."""
+    npad = z.shape[0]
+    for b in range(keys.shape[0]):
+        t0 = b * _BLOCK
+        t1 = min(t0 + _BLOCK, npad)
+        _resample(n_aux, keys[b], zb[b], c[b], sv[b, which], sv[b, 4], kv[b, 0], z[t0:t1])
 
 
 @njit(cache=True)
@@ -638,8 +717,8 @@ def _chain(key, n, y, l, r, ib, off, fast, parallel, n_aux, adapt_start, m0, m1,
             _blocks_parallel(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
                              keys, words, pos, zb, c0, c1, sv, kv, lsum)
         else:
-            _blocks_serial(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, zrej, zacc,
-                           keys, words, pos, zb, c0, c1, sv, kv, lsum)
+            _blocks_serial(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, keys, words,
+                           pos, zb, c0, c1, sv, lsum)
         acc = False
         if valid:
             log_ratio = _log_prior(mu1, v1) - _log_prior(mu, v)
@@ -649,6 +728,13 @@ def _chain(key, n, y, l, r, ib, off, fast, parallel, n_aux, adapt_start, m0, m1,
         if acc:
             mu = mu1
             v = v1
+        if not parallel:
+            # only the chosen theta's indices k_t are drawn (same uniforms, same sums)
+            if acc:
+                _resample_serial(n_aux, 1, z, keys, zb, c1, sv, kv)
+            else:
+                _resample_serial(n_aux, 0, z, keys, zb, c0, sv, kv)
+        elif acc:
             for t in range(npad):
                 z[t] = zacc[t]
         else:
