@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types, uint64
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import rng as _rng
@@ -50,6 +51,8 @@ _P_MH, _P_ZIG, _P_GIBBS = 4, 5, 6
 # particle has its own streams, so the output does not depend on it or on threads).
 _LANES = 128
 _ULANES = uint64(_LANES)
+_WIS = _rng._WIS
+_KIF = _rng._KIF
 
 
 @njit(cache=True)
@@ -82,25 +85,6 @@ def _systematic(key, t, w, out):
 # --- helpers of the MH sweep ---------------------------------------------------------
 
 @intrinsic
-def _keep_scalar(typingctx, x):
-    """Identity on a uint64 that LLVM cannot see through (an empty inline asm).
-
-    A loop that calls it is not vectorised.  The loop doing the ziggurat table
-    look-ups and the resampling gather must stay scalar: LLVM would turn those
-    indexed loads into vgather instructions, which are microcoded and about 4x slower
-    than scalar loads on current Intel CPUs (Gather Data Sampling mitigation).
-    """
-    if x != types.uint64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        fty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
-        return builder.asm(fty, "", "=r,0", args, side_effect=False)
-
-    return types.uint64(types.uint64), codegen
-
-
-@intrinsic
 def _int_bits_as_float(typingctx, x):
     """Reinterpret the bits of an int64 as a float64."""
     if x != types.int64:
@@ -110,6 +94,45 @@ def _int_bits_as_float(typingctx, x):
         return builder.bitcast(args[0], ir.DoubleType())
 
     return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _gather_zig(typingctx, x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i1):
+    """Step (b) of the MH sweep for particles i0 <= i < i1, scalar, written in IR:
+    xc[i] = x_old[aoff[i] + kl] (the ancestor's x_k), z[i] = mag[i] * wis[jj[i]] (the
+    ziggurat's fast path, _rng.ziggurat_fast), and the particles whose fast path
+    rejects (mag[i] >= kif[jj[i]], about 1.2%) go to bad[i0], bad[i0 + 1], ... in
+    order (their z[i] is to be replaced by the slow path); returns their number.
+
+    In IR so that the loop keeps its pointers in registers and is not vectorised
+    (vector gathers are several times slower than scalar loads on this machine); the
+    rejection count is updated without a branch.
+    """
+
+    def codegen(context, builder, sig, args):
+        b = builder
+        i64 = ir.IntType(64)
+        ptrs = [context.make_array(sig.args[k])(context, builder, value=args[k]).data
+                for k in (0, 2, 3, 4, 5, 6, 7, 8, 9)]
+        px, pa, pj, pm, pxc, pz, pbad, pw, pk = ptrs
+        kl, i0, i1 = args[1], args[10], args[11]
+        nbad = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
+        pbad0 = b.gep(pbad, [i0], inbounds=True)
+        with cgutils.for_range_slice(builder, i0, i1, ir.Constant(i64, 1)) as (i, _):
+            off = b.add(b.load(b.gep(pa, [i], inbounds=True)), kl)
+            b.store(b.load(b.gep(px, [off], inbounds=True)), b.gep(pxc, [i], inbounds=True))
+            j = b.load(b.gep(pj, [i], inbounds=True))
+            m = b.load(b.gep(pm, [i], inbounds=True))
+            w = b.load(b.gep(pw, [j], inbounds=True))
+            kf = b.load(b.gep(pk, [j], inbounds=True))
+            b.store(b.fmul(m, w), b.gep(pz, [i], inbounds=True))
+            nb = b.load(nbad)
+            b.store(i, b.gep(pbad0, [nb], inbounds=True))
+            rej = b.zext(b.fcmp_unordered(">=", m, kf), i64)  # not (m < kf)
+            b.store(b.add(nb, rej), nbad)
+        return b.load(nbad)
+
+    return types.uint64(x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i1), codegen
 
 
 # The MH test u < min(1, exp(d)) = exp(min(d, 0)) without a libm call (no SVML here,
@@ -161,6 +184,7 @@ class _Scratch(NamedTuple):
     s3: np.ndarray
     j: np.ndarray  # ziggurat table index of x_k's proposal
     aoff: np.ndarray  # offset of the particle's ancestor's path in x_old
+    bad: np.ndarray  # particles whose ziggurat fast path rejected (per block)
     mag: np.ndarray  # its magnitude bits, as a float
     u: np.ndarray  # the MH uniform
     z: np.ndarray  # the N(0, 1) of the proposal
@@ -172,13 +196,13 @@ class _Scratch(NamedTuple):
 
     @classmethod
     def new(cls, n):
-        return cls(*(np.zeros(n, np.uint64) for _ in range(6)),
+        return cls(*(np.zeros(n, np.uint64) for _ in range(7)),
                    *(np.zeros(n) for _ in range(8)))
 
 
 @njit(parallel=True, cache=True)
 def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, logw, acc,
-                           S0, S1, S2, S3, J, AOFF, MAG, U, Z, XC, SUM1, SUM2, M, SG):
+                           S0, S1, S2, S3, J, AOFF, BAD, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
 
     Step 2 is Algorithm 3 with the independent proposal q(x'|x) = p_theta(x'), so the
@@ -189,7 +213,8 @@ def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, lo
     a block (SIMD lanes) for each k while walking memory sequentially:
 
       (a) two xoshiro256++ words per particle            vectorised
-      (b) ancestor's x_k and ziggurat table look-ups     scalar (see _keep_scalar)
+      (b) ancestor's x_k and ziggurat table look-ups     scalar, in IR (_gather_zig),
+          then the ziggurat's rare slow path for the particles it lists
       (c) proposal, MH test, sums for the Gibbs move     vectorised
 
     The per-particle arrays are separate arguments and the parallel loop body makes
@@ -232,14 +257,11 @@ def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, lo
                 U[i] = _rng.u64_to_uniform(w2)
             # (b) resampling gather and the ziggurat: x'_k = mu + sigma z
             kl = uint64(k) * _ULANES
-            for i in range(i0, i1):
-                XC[i] = x_old[AOFF[i] + kl]
-                j = _keep_scalar(J[i])
-                zi = _rng.ziggurat_fast(j, MAG[i])
-                if math.isnan(zi):  # about 1.2%
-                    st = _rng.stream_key(key, a_t + _P_ZIG, (i << uint64(32)) | uint64(k))
-                    zi = _rng.ziggurat_slow(st, j, MAG[i])
-                Z[i] = zi
+            nbad = _gather_zig(x_old, kl, AOFF, J, MAG, XC, Z, BAD, _WIS, _KIF, i0, i1)
+            for q in range(nbad):  # about 1.2% of the particles
+                i = BAD[i0 + uint64(q)]
+                st = _rng.stream_key(key, a_t + _P_ZIG, (i << uint64(32)) | uint64(k))
+                Z[i] = _rng.ziggurat_slow(st, J[i], MAG[i])
             row = blk + kl - i0  # x_new[row + i] is x_k of particle i
             # (c) accept x'_k w.p. min(1, exp(d)), d the log Laplace likelihood ratio
             close = 0
