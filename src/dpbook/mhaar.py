@@ -647,9 +647,10 @@ def _blocks_serial(key, m, n, n_aux, th, fast, y, l, r, ib, off, z, keys, words,
 
 
 @njit(cache=True)
-def _resample_serial(n_aux, which, z, keys, zb, c, sv, kv):
-    """Step 4 for all blocks with the weights of the chosen theta (which = 0: theta,
-    1: theta'), written straight into z (its old values are row 0 of zb)."""
+def _resample_serial(n_aux, acc, z, keys, zb, c0, c1, sv, kv):
+    """Step 4 for all blocks with the weights of the chosen theta (theta' if ``acc``,
+    else theta), written straight into z (its old values are row 0 of zb)."""
+    c, which = (c1, 1) if acc else (c0, 0)
     npad = z.shape[0]
     for b in range(keys.shape[0]):
         t0 = b * _BLOCK
@@ -730,10 +731,7 @@ def _chain(key, n, y, l, r, ib, off, fast, parallel, n_aux, adapt_start, m0, m1,
             v = v1
         if not parallel:
             # only the chosen theta's indices k_t are drawn (same uniforms, same sums)
-            if acc:
-                _resample_serial(n_aux, 1, z, keys, zb, c1, sv, kv)
-            else:
-                _resample_serial(n_aux, 0, z, keys, zb, c0, sv, kv)
+            _resample_serial(n_aux, acc, z, keys, zb, c0, c1, sv, kv)
         elif acc:
             for t in range(npad):
                 z[t] = zacc[t]

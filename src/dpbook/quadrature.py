@@ -805,10 +805,7 @@ def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=
         dens = np.exp(lp - np.max(lp))
         shrunk = False
         for j in range(len(us)):
-            m = np.moveaxis(dens, j, 0).reshape(n, -1).sum(axis=1)
-            c = np.cumsum(m) / m.sum()
-            i0 = max(int(np.searchsorted(c, tail)) - 2, 0)
-            i1 = min(int(np.searchsorted(c, 1 - tail)) + 2, n - 1)
+            i0, i1 = _mass_cells(dens, j, tail)
             if (i1 - i0) < 0.5 * (n - 1):
                 lo[j], hi[j] = us[j][i0], us[j][i1]
                 shrunk = True
@@ -816,26 +813,36 @@ def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=
             break
     cores = []
     for j in range(len(us)):
-        m = np.moveaxis(dens, j, 0).reshape(n, -1).sum(axis=1)
-        c = np.cumsum(m) / m.sum()
-        i0 = max(int(np.searchsorted(c, core)) - 2, 0)
-        i1 = min(int(np.searchsorted(c, 1 - core)) + 2, n - 1)
+        i0, i1 = _mass_cells(dens, j, core)
         cores.append((us[j][i0], us[j][i1]))
     box = [(math.exp(a), math.exp(b)) if p else (a, b) for a, b, p in zip(lo, hi, pos)]
     return box, cores
 
 
+def _mass_cells(dens, j, level):
+    """Node indices (i0, i1) along axis j of the gridded density ``dens``: the marginal's
+    [level, 1 - level] quantile cells widened by two cells each side."""
+    n = dens.shape[j]
+    m = np.moveaxis(dens, j, 0).reshape(n, -1).sum(axis=1)
+    c = np.cumsum(m) / m.sum()
+    return (max(int(np.searchsorted(c, level)) - 2, 0),
+            min(int(np.searchsorted(c, 1 - level)) + 2, n - 1))
+
+
 def _axis_nodes(lo, hi, core, n):
     """Nodes on [lo, hi] (coordinate u) and the factor du/dv of their trapezoid weights.
 
-    Uniform (du/dv = 1) unless the core interval is under a fifth of the box: then
+    Uniform (du/dv None: trapezoid in u) unless a core interval is given and is under a
+    fifth of the box: then
     u = m + s sinh(v) with v uniform, m the core's centre and s a quarter of its
     half-width, which puts about a third of the nodes in the core and keeps the
     trapezoid rule's fast convergence (a smooth change of variable).
     """
+    if core is None:
+        return np.linspace(lo, hi, n), None
     c0, c1 = max(core[0], lo), min(core[1], hi)
     if not (c1 > c0 and c1 - c0 < 0.2 * (hi - lo)):
-        return np.linspace(lo, hi, n), np.ones(n)
+        return np.linspace(lo, hi, n), None
     m, sc = 0.5 * (c0 + c1), 0.125 * (c1 - c0)
     v = np.linspace(math.asinh((lo - m) / sc), math.asinh((hi - m) / sc), n)
     u = m + sc * np.sinh(v)
@@ -935,13 +942,9 @@ def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", grid=None, b
         axes, weights = [], []
         for j, ((a, b), n, pos) in enumerate(zip(box, sizes, fam.positive)):
             ua, ub = (math.log(a), math.log(b)) if pos else (a, b)
-            if cores is None:
-                u, dudv = np.linspace(ua, ub, n), None
-            else:
-                u, dudv = _axis_nodes(ua, ub, cores[j], n)
+            u, dudv = _axis_nodes(ua, ub, None if cores is None else cores[j], n)
             # trapezoid in u (uniform nodes) or in v with du = (du/dv) dv (sinh nodes)
-            wu = _trapezoid(u) if dudv is None or np.all(dudv == 1) else \
-                dudv * _trapezoid(np.arange(n, dtype=float))
+            wu = _trapezoid(u) if dudv is None else dudv * _trapezoid(np.arange(n, dtype=float))
             if pos:  # u = log theta: weight du theta
                 x = np.exp(u)
                 x[0], x[-1] = a, b
