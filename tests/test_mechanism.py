@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpbook.mechanisms import clip, noise_logpdf, release
+from dpbook.mechanisms import clip, noise_logpdf, release, release_one
+from dpbook.policies import thompson_index
 
 N = 200_000
 
@@ -68,3 +69,40 @@ def test_bad_input(kw, msg):
         release(args["x"], args["l"], args["r"], args["eps"], np.random.default_rng(0))
     with pytest.raises(ValueError, match="mechanism"):
         release(0.0, 0.0, 1.0, 1.0, np.random.default_rng(0), mechanism="cauchy")
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_release_one_is_release_bit_for_bit(mechanism):
+    """The online loop's scalar release: same value and same draw as release()."""
+    g = np.random.default_rng(4)
+    x, l, w = g.normal(0, 5, 300), g.normal(0, 2, 300), g.exponential(2, 300) + 1e-3
+    ra, rb = np.random.default_rng(11), np.random.default_rng(11)
+    for xi, li, wi in zip(x.tolist(), l.tolist(), w.tolist()):
+        a = float(release(xi, li, li + wi, 2.5, ra, mechanism))
+        b = release_one(xi, li, li + wi, 2.5, rb, mechanism)
+        assert a == b
+    assert ra.random() == rb.random()
+
+
+@pytest.mark.parametrize("l, r, msg", [(1.0, 1.0, "l < r"), (np.nan, 1.0, "finite"),
+                                       (0.0, np.inf, "finite"), ("a", 1.0, "number")])
+def test_release_one_bad_interval(l, r, msg):
+    with pytest.raises(ValueError, match=msg):
+        release_one(0.0, l, r, 1.0, np.random.default_rng(0))
+
+
+def test_thompson_index_is_rng_choice_bit_for_bit():
+    """Step 1 of Section 5.1 without rng.choice's checks: same index, same draw."""
+    bad = 0
+    for seed in range(300):
+        g = np.random.default_rng(seed)
+        n = int(g.integers(2, 500))
+        w = g.random(n) ** g.uniform(0.1, 30)
+        if seed % 7 == 0:  # all mass on one particle
+            w = np.zeros(n)
+            w[g.integers(n)] = 1.0
+        w /= w.sum()
+        ra, rb = np.random.default_rng(seed + 1000), np.random.default_rng(seed + 1000)
+        bad += sum(ra.choice(n, p=w) != thompson_index(w, rb) for _ in range(5))
+        bad += ra.random() != rb.random()
+    assert bad == 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_eps, check_finite, check_interval
+from .validation import check_eps, check_finite, check_interval, check_one_interval
 
 MECHANISMS = ("laplace", "gaussian")
 
@@ -54,6 +54,20 @@ def release(x, l, r, eps, rng: np.random.Generator, mechanism: str = "laplace"):
     c = clip(x, l, r)
     b = noise_scale(l, r, eps)
     return c + b * get_mechanism(mechanism).sample(rng, size=np.shape(c))
+
+
+def release_one(x: float, l: float, r: float, eps: float, rng: np.random.Generator,
+                mechanism="laplace") -> float:
+    """One individual's release Y = T_l^r(x) + (r - l) V (eq. 10) for floats x, l, r.
+
+    The same arithmetic and the same draw from ``rng`` as :func:`release` with scalar
+    arguments (so the same value, bit for bit), without its array checks: the online
+    loop (Algorithm 1) calls it once per individual.
+    """
+    l, r = check_one_interval(l, r)
+    c = min(max(x, l), r)
+    v = get_mechanism(mechanism).sample(rng, size=())
+    return float(c + (r - l) / eps * v)
 
 
 def laplace_logpdf(v, scale):

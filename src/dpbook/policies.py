@@ -17,6 +17,18 @@ import numpy as np
 from .validation import check_interval
 
 
+def thompson_index(w, rng: np.random.Generator) -> int:
+    """Step 1 of Section 5.1: the index i with probability w^(i) (normalised weights).
+
+    The inverse cdf with one ``rng.random()``, which is what ``rng.choice(len(w), p=w)``
+    computes, bit for bit and with the same draw, without its checks of w (the online
+    loop calls it once per individual).
+    """
+    cdf = w.cumsum()
+    cdf /= cdf[-1]
+    return int(cdf.searchsorted(rng.random(), side="right"))
+
+
 class FixedPolicy:
     """s_t = T_{l_c}^{r_c} for all t."""
 

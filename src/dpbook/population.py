@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mechanisms import check_mechanism, release
+from .mechanisms import check_mechanism, release_one
 from .validation import check_count, check_eps, check_finite, check_positive
 
 
@@ -38,7 +38,7 @@ class Population:
             except StopIteration:
                 raise ValueError("the population has no more individuals") from None
             counter[0] -= 1
-            return float(release(x, l, r, self.eps, rng, self.mechanism))
+            return release_one(x, l, r, self.eps, rng, self.mechanism)
 
         self._release = _release
         self._remaining = counter

@@ -32,6 +32,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import rng as _rng
+from .policies import thompson_index
 from .validation import check_count, check_eps, check_release
 
 # Section 6 priors: mu ~ N(MU0, MU_VAR), sigma^2 ~ IG(SIG_SHAPE, SIG_SCALE)
@@ -434,7 +435,7 @@ class SMC:
 
     def thompson_draw(self, rng: np.random.Generator):
         """Step 1 of Section 5.1: theta^(i) with probability w^(i)."""
-        i = rng.choice(self.N, p=self.w)
+        i = thompson_index(self.w, rng)
         return float(self.mu[i]), float(self.sigma[i])
 
     def summary(self):

@@ -21,6 +21,7 @@ from numba import njit, prange
 
 from .families import as_family
 from .mechanisms import GaussianMechanism, LaplaceMechanism, check_mechanism, clip, get_mechanism
+from .policies import thompson_index
 from .validation import check_count, check_eps, check_release
 
 # Optimal random-walk scaling for a d-dimensional Gaussian target (Roberts, Gelman &
@@ -375,7 +376,7 @@ class FamilySMC:
 
     def thompson_draw(self, rng: np.random.Generator):
         """Step 1 of Section 5.1: theta^(i) with probability w^(i), as a tuple of floats."""
-        i = rng.choice(self.N, p=self.w)
+        i = thompson_index(self.w, rng)
         return tuple(float(v) for v in self.theta[i])
 
     def summary(self):

@@ -55,13 +55,34 @@ def check_interval(l, r, name: str = "interval"):
     return l, r
 
 
+def check_finite_number(name: str, value) -> float:
+    """A single finite number as a float (the scalar case of check_finite, without numpy:
+    the online loop calls it three times per individual)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got a non-finite value")
+    return v
+
+
+def check_one_interval(l, r, name: str = "interval"):
+    """A single interval [l, r] as two floats (the scalar case of check_interval)."""
+    l = check_finite_number(f"{name} lower end l", l)
+    r = check_finite_number(f"{name} upper end r", r)
+    if not l < r:
+        raise ValueError(f"{name} must have l < r")
+    return l, r
+
+
 def check_release(y, l, r, t, n_max):
     """One release (y, l, r) for an online estimator at time t < n_max, as floats."""
-    y = float(check_finite("y", y))
-    l, r = check_interval(l, r)
+    y = check_finite_number("y", y)
+    l, r = check_one_interval(l, r)
     if t >= n_max:
         raise ValueError(f"SMC was built for n_max={n_max} observations")
-    return y, float(l), float(r)
+    return y, l, r
 
 
 def check_observations(y, l, r):
