@@ -103,3 +103,15 @@ def test_best_interval_json():
 def test_human_readable_output(csv):
     code, out, _ = run("posterior", "--method", "exact", "--eps", "1", csv(GOOD))
     assert code == 0 and "mu" in out and "{" not in out
+
+
+def test_every_option_has_help():
+    """`dpbook SUB --help` explains every option (what it is, and its default)."""
+    import argparse
+
+    from dpbook.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {'/'.join(a.option_strings)}" for name, p in sub.choices.items()
+               for a in p._actions if a.option_strings and not a.help]
+    assert not missing, f"options without help: {missing}"

@@ -285,55 +285,69 @@ def cmd_families(args):
     _print({"families": rows, "mechanisms": ["laplace", "gaussian"]}, args.json, lines)
 
 
+_METHOD_HELP = ("Fisher information by quadrature (exact) or by the paper's Monte Carlo, "
+                "eq. (8) with Algorithm 4 (mc) (default exact)")
+_M_HELP = "mc: releases y per Fisher estimate, eq. (8) (default 1000)"
+_K_HELP = "mc: samples per gradient, Algorithm 4 (default 10000)"
+_JSON_HELP = "print the result as JSON"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dpbook", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     f = sub.add_parser("fisher", help="Fisher information of one release for [a, b]")
-    f.add_argument("--eps", type=_any_float, required=True)
+    f.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     f.add_argument("--theta", type=_finite_float, nargs="+", default=None,
                    help="parameter values (default: (0, 1) for a location-scale family, "
                         "else the family's default)")
     add_family_arguments(f)
-    f.add_argument("--a", type=_finite_float, required=True)
-    f.add_argument("--b", type=_finite_float, required=True)
-    f.add_argument("--method", choices=("exact", "mc"), default="exact")
-    f.add_argument("--M", type=int, default=1000)
-    f.add_argument("--K", type=int, default=10000)
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--json", action="store_true")
+    f.add_argument("--a", type=_finite_float, required=True, help="lower end of the interval")
+    f.add_argument("--b", type=_finite_float, required=True, help="upper end of the interval")
+    f.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
+    f.add_argument("--M", type=int, default=1000, help=_M_HELP)
+    f.add_argument("--K", type=int, default=10000, help=_K_HELP)
+    f.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (default 0)")
+    f.add_argument("--json", action="store_true", help=_JSON_HELP)
     f.set_defaults(func=cmd_fisher)
 
     b = sub.add_parser("best-interval", help="grid search of eq. (13) for (a*, b*)")
-    b.add_argument("--eps", type=_any_float, required=True)
-    b.add_argument("--method", choices=("exact", "mc"), default="exact")
-    b.add_argument("--grid", type=int, default=50)
+    b.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
+    b.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
+    b.add_argument("--grid", type=int, default=50,
+                   help="grid points per axis (default 50, Section 6)")
     b.add_argument("--lims", type=_finite_float, nargs=2, default=None,
                    help="grid range (default -3 3, or the family's range at theta)")
     b.add_argument("--theta", type=_finite_float, nargs="+", default=None,
                    help="theta at which eq. (9) is solved (families that are not "
                         "location-scale)")
     add_family_arguments(b)
-    b.add_argument("--score", choices=("mu", "trace"), default="mu")
-    b.add_argument("--M", type=int, default=1000)
-    b.add_argument("--K", type=int, default=10000)
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--score", choices=("mu", "trace"), default="mu",
+                   help="score of the Fisher matrix: its first entry (Section 6) or its "
+                        "trace (default mu)")
+    b.add_argument("--M", type=int, default=1000, help=_M_HELP)
+    b.add_argument("--K", type=int, default=10000, help=_K_HELP)
+    b.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (default 0)")
+    b.add_argument("--json", action="store_true", help=_JSON_HELP)
     b.set_defaults(func=cmd_best_interval)
 
     q = sub.add_parser("posterior", help="posterior of theta from released data")
     add_family_arguments(q)
-    q.add_argument("--method", choices=("smc", "mhaar", "exact"), required=True)
-    q.add_argument("--eps", type=_any_float, required=True)
-    q.add_argument("--particles", type=int, default=1000)
-    q.add_argument("--iters", type=int, default=100_000)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--method", choices=("smc", "mhaar", "exact"), required=True,
+                   help="SMC (Algorithms 2-3), the MHAAR baseline or the exact posterior "
+                        "on a grid")
+    q.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
+    q.add_argument("--particles", type=int, default=1000,
+                   help="SMC particles N (default 1000)")
+    q.add_argument("--iters", type=int, default=100_000,
+                   help="MHAAR iterations (default 100000)")
+    q.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    q.add_argument("--json", action="store_true", help=_JSON_HELP)
     q.add_argument("data", help="CSV file with header y,l,r")
     q.set_defaults(func=cmd_posterior)
 
     fl = sub.add_parser("families", help="list the population families and mechanisms")
-    fl.add_argument("--json", action="store_true")
+    fl.add_argument("--json", action="store_true", help=_JSON_HELP)
     fl.set_defaults(func=cmd_families)
 
     try:

@@ -1099,19 +1099,28 @@ def add_experiment_parser(subparsers):
                     "MHAAR over eps values and independent runs.")
     p.add_argument("--eps", type=_float, nargs="+", default=list(PAPER["eps"]),
                    metavar="E", help="privacy parameters (default 1 2 5 10)")
-    p.add_argument("--runs", type=int, default=30)
-    p.add_argument("--n", type=int, default=1000)
-    p.add_argument("--particles", type=int, default=1000)
-    p.add_argument("--mhaar-iters", type=int, default=100_000)
+    p.add_argument("--runs", type=int, default=30,
+                   help="independent runs per method and eps (default 30, Section 6)")
+    p.add_argument("--n", type=int, default=1000,
+                   help="individuals per run (default 1000)")
+    p.add_argument("--particles", type=int, default=1000,
+                   help="SMC particles N (default 1000)")
+    p.add_argument("--mhaar-iters", type=int, default=100_000,
+                   help="MHAAR iterations (default 100000; 20 auxiliary draws each)")
     p.add_argument("--methods", default=",".join(METHODS),
                    help="comma-separated subset of " + ",".join(METHODS))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results/paper", metavar="DIR")
+    p.add_argument("--seed", type=int, default=0,
+                   help="root seed; every task's seed is derived from it (default 0)")
+    p.add_argument("--out", default="results/paper", metavar="DIR",
+                   help="result store; finished tasks there are skipped (default "
+                        "results/paper)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--workers", type=int, default=None,
                    help="local worker processes (default: every core)")
-    p.add_argument("--interval-method", choices=("exact", "mc"), default="exact")
+    p.add_argument("--interval-method", choices=("exact", "mc"), default="exact",
+                   help="Fisher information for the best intervals (eq. 13): exact "
+                        "quadrature or the paper's Monte Carlo (default exact)")
     p.add_argument("--theta", type=_float, nargs="+", default=None, metavar="V",
                    help="true parameter values (default: the paper's mu = 50, "
                         "sigma^2 = 10 for the normal, else the family's default)")
@@ -1120,8 +1129,8 @@ def add_experiment_parser(subparsers):
     add_family_arguments(p)
     p.add_argument("--keep-particles", type=int, default=1,
                    help="store particles for the first K runs (default 1)")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_experiment)
     return p
 
