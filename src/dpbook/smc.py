@@ -202,9 +202,13 @@ class _Scratch(NamedTuple):
 
 
 @njit(parallel=True, cache=True)
-def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, logw, acc,
+def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y, l, r,
+                           invb, logw, acc,
                            S0, S1, S2, S3, J, AOFF, BAD, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
+
+    Reads theta from (mu, sig) and the paths from x_old, writes (mu_new, sig_new),
+    x_new and the log weights shifted by their maximum (logw - max logw).
 
     Step 2 is Algorithm 3 with the independent proposal q(x'|x) = p_theta(x'), so the
     MH ratio reduces to Laplace(y_k - T(x'_k)) / Laplace(y_k - T(x_k)); then the Gibbs
@@ -223,7 +227,7 @@ def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, lo
     marks the arrays `noalias`, which LLVM needs to vectorise (a) and (c).
     ``anc`` is uint64 (unsigned indices carry no negative-index wrap-around).
     """
-    n_part = mu.shape[0] // 2  # theta arrays hold current | next
+    n_part = mu.shape[0]
     n_blk = acc.shape[0]
     row_len = uint64(x_old.shape[0] // n_blk)  # n_max * _LANES
     a_t = 8 * t
@@ -306,9 +310,13 @@ def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, y, l, r, invb, lo
             x_new[blk + uint64(t) * _ULANES - i0 + i] = xt
             ct = min(max(xt, l[t]), r[t])
             logw[i] = -abs(y[t] - ct) * invb[t]
-            # new theta values go to the second half of the doubled arrays
-            mu[uint64(n_part) + i] = m
-            sig[uint64(n_part) + i] = sg
+            mu_new[i] = m
+            sig_new[i] = sg
+    top = logw[0]
+    for i in range(1, n_part):
+        top = max(top, logw[i])
+    for i in range(n_part):
+        logw[i] -= top
 
 
 @dataclass
@@ -353,8 +361,9 @@ class SMC:
         # latent paths, block-major and flat (see _move_propagate_weight)
         size = -(-N // _LANES) * self.n_max * _LANES
         self._x = [np.zeros(size), np.zeros(size)]
-        self._theta = np.zeros((2, 2 * N))  # rows mu, sigma; cols: current | next
-        _init_particles(self._key, self._theta[0, :N], self._theta[1, :N])
+        # theta = rows mu, sigma; the sweep reads the first array and writes the second
+        self._theta = [np.zeros((2, N)), np.zeros((2, N))]
+        _init_particles(self._key, self._theta[0][0], self._theta[0][1])
         self.w = np.full(N, 1.0 / N)
         self._y = np.zeros(self.n_max)
         self._l = np.zeros(self.n_max)
@@ -381,11 +390,12 @@ class SMC:
 
     @property
     def mu(self):
-        return self._theta[0, : self.N]
+        """mu of the N particles (a view, valid until the next update)."""
+        return self._theta[0][0]
 
     @property
     def sigma(self):
-        return self._theta[1, : self.N]
+        return self._theta[0][1]
 
     def _paths(self):
         """The latent paths x_{1:t} of the N particles as an (N, t) array (a copy)."""
@@ -406,13 +416,13 @@ class SMC:
         else:
             self._anc[:] = np.arange(N)
         x_old, x_new = self._x
+        th_old, th_new = self._theta
         _move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
-                               self._theta[0], self._theta[1], self._y, self._l, self._r,
-                               self._invb, self._logw, self._acc, *self._work)
-        self._theta[:, :N] = self._theta[:, N:]
+                               th_old[0], th_old[1], th_new[0], th_new[1], self._y, self._l,
+                               self._r, self._invb, self._logw, self._acc, *self._work)
         self._x = [x_new, x_old]
-        lw = self._logw - self._logw.max()
-        w = np.exp(lw)
+        self._theta = [th_new, th_old]
+        w = np.exp(self._logw)  # the sweep shifted the log weights by their maximum
         self.w = w / w.sum()
         self.t = t + 1
         self._record(t)
