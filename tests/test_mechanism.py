@@ -5,7 +5,6 @@ import pytest
 from scipy import stats
 
 from dpbook.mechanisms import clip, noise_logpdf, release, release_one
-from dpbook.policies import thompson_index
 
 N = 200_000
 
@@ -89,20 +88,3 @@ def test_release_one_is_release_bit_for_bit(mechanism):
 def test_release_one_bad_interval(l, r, msg):
     with pytest.raises(ValueError, match=msg):
         release_one(0.0, l, r, 1.0, np.random.default_rng(0))
-
-
-def test_thompson_index_is_rng_choice_bit_for_bit():
-    """Step 1 of Section 5.1 without rng.choice's checks: same index, same draw."""
-    bad = 0
-    for seed in range(300):
-        g = np.random.default_rng(seed)
-        n = int(g.integers(2, 500))
-        w = g.random(n) ** g.uniform(0.1, 30)
-        if seed % 7 == 0:  # all mass on one particle
-            w = np.zeros(n)
-            w[g.integers(n)] = 1.0
-        w /= w.sum()
-        ra, rb = np.random.default_rng(seed + 1000), np.random.default_rng(seed + 1000)
-        bad += sum(ra.choice(n, p=w) != thompson_index(w, rb) for _ in range(5))
-        bad += ra.random() != rb.random()
-    assert bad == 0

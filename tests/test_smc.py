@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from dpbook.mechanisms import release
+from dpbook.policies import thompson_index
 from dpbook.smc import SMC, smc_posterior
 
 
@@ -175,3 +176,20 @@ def test_exp_approx_accuracy():
     rel = np.abs(got / np.exp(d) - 1)
     assert rel.max() < S._EXP_TOL / 5, rel.max()
     assert S._exp_approx(0.0) == 1.0  # so u < 1 = e accepts every d >= 0
+
+
+def test_thompson_index_is_rng_choice_bit_for_bit():
+    """Step 1 of Section 5.1 without rng.choice's checks: same index, same draw."""
+    bad = 0
+    for seed in range(300):
+        g = np.random.default_rng(seed)
+        n = int(g.integers(2, 500))
+        w = g.random(n) ** g.uniform(0.1, 30)
+        if seed % 7 == 0:  # all mass on one particle
+            w = np.zeros(n)
+            w[g.integers(n)] = 1.0
+        w /= w.sum()
+        ra, rb = np.random.default_rng(seed + 1000), np.random.default_rng(seed + 1000)
+        bad += sum(ra.choice(n, p=w) != thompson_index(w, rb) for _ in range(5))
+        bad += ra.random() != rb.random()
+    assert bad == 0

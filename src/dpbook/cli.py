@@ -289,6 +289,7 @@ _METHOD_HELP = ("Fisher information by quadrature (exact) or by the paper's Mont
                 "eq. (8) with Algorithm 4 (mc) (default exact)")
 _M_HELP = "mc: releases y per Fisher estimate, eq. (8) (default 1000)"
 _K_HELP = "mc: samples per gradient, Algorithm 4 (default 10000)"
+_SEED_HELP = "seed of the Monte Carlo (default 0)"
 _JSON_HELP = "print the result as JSON"
 
 
@@ -307,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
     f.add_argument("--M", type=int, default=1000, help=_M_HELP)
     f.add_argument("--K", type=int, default=10000, help=_K_HELP)
-    f.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (default 0)")
+    f.add_argument("--seed", type=int, default=0, help=_SEED_HELP)
     f.add_argument("--json", action="store_true", help=_JSON_HELP)
     f.set_defaults(func=cmd_fisher)
 
@@ -327,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "trace (default mu)")
     b.add_argument("--M", type=int, default=1000, help=_M_HELP)
     b.add_argument("--K", type=int, default=10000, help=_K_HELP)
-    b.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (default 0)")
+    b.add_argument("--seed", type=int, default=0, help=_SEED_HELP)
     b.add_argument("--json", action="store_true", help=_JSON_HELP)
     b.set_defaults(func=cmd_best_interval)
 

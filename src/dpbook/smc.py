@@ -395,6 +395,7 @@ class SMC:
 
     @property
     def sigma(self):
+        """sigma of the N particles (a view, valid until the next update)."""
         return self._theta[0][1]
 
     def _paths(self):
