@@ -1,7 +1,10 @@
 """The book's chapters and table of contents are consistent; run_chapters reports failures."""
 
 import importlib.util
+import json
+import os
 import re
+import time
 from pathlib import Path
 
 import jupytext
@@ -68,3 +71,40 @@ def test_run_chapters_fails_on_a_failing_cell(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "out" / "98_ok.ipynb").exists()
     with pytest.raises(SystemExit):
         run_chapters.main(["--only", "97"])
+
+
+def _fake_store(root, name, total, done, complete=False, mtime=None):
+    store = root / "results" / name
+    (store / "tasks").mkdir(parents=True)
+    for k in range(done):
+        (store / "tasks" / f"task{k}.npz").write_bytes(b"")
+    (store / "tasks" / ".tmp-1-task9.npz").write_bytes(b"")  # a write under way
+    manifest = store / "manifest.json"
+    manifest.write_text(json.dumps({"tasks": total, "complete": complete}))
+    if mtime is not None:
+        os.utime(manifest, (mtime, mtime))
+    return store
+
+
+def test_store_progress_reports_only_stores_being_filled(tmp_path):
+    now = time.time()
+    _fake_store(tmp_path, "paper", total=360, done=3)
+    _fake_store(tmp_path, "done", total=4, done=4, complete=True)
+    _fake_store(tmp_path, "old", total=10, done=2, mtime=now - 3600)  # an earlier run's
+    assert run_chapters.store_progress(tmp_path, since=now - 60) == [("paper", 3, 360)]
+
+
+def test_heartbeat_names_unfinished_chapters_and_time_left(tmp_path):
+    chapters = [Path("05_four_eps.py"), Path("06_boxplots.py")]
+    beat = run_chapters.Heartbeat(chapters, every=60, root=tmp_path)
+    store = _fake_store(tmp_path, "paper", total=100, done=10)
+    t0 = beat.start_time
+    first = beat.line(now=t0 + 65)
+    assert "[1:05] running: 05_four_eps, 06_boxplots" in first
+    assert "results/paper 10/100 tasks" in first and "left" not in first
+    for k in range(10, 40):  # 30 tasks in the next 120 s: 60 left take 240 s
+        (store / "tasks" / f"task{k}.npz").write_bytes(b"")
+    beat.finished("05_four_eps")
+    later = beat.line(now=t0 + 185)
+    assert "running: 06_boxplots;" in later
+    assert "results/paper 40/100 tasks, about 4 min left at the rate so far" in later

@@ -17,8 +17,10 @@ Usage (from anywhere; paths are resolved from this file):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -85,6 +87,62 @@ def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
     return source.stem, time.perf_counter() - start, error
 
 
+def store_progress(root: Path, since: float) -> list[tuple[str, int, int]]:
+    """(name, tasks done, tasks in all) of every experiment store under ``root/results``
+    that is incomplete and whose manifest was written at or after ``since`` (a store
+    that a chapter of this run is filling; see dpbook.experiment.run_experiment)."""
+    found = []
+    for manifest in sorted((root / "results").glob("*/manifest.json")):
+        try:
+            if manifest.stat().st_mtime < since:
+                continue
+            info = json.loads(manifest.read_text())
+        except (OSError, ValueError):  # being replaced right now: next time
+            continue
+        total = info.get("tasks")
+        if info.get("complete") or not isinstance(total, int):
+            continue
+        done = sum(1 for t in (manifest.parent / "tasks").glob("*.npz")
+                   if not t.name.startswith("."))
+        found.append((manifest.parent.name, done, total))
+    return found
+
+
+class Heartbeat(threading.Thread):
+    """Every ``every`` seconds, one line: elapsed time, the chapters not finished yet and
+    the progress of the experiment stores being filled, with the time left at the rate
+    seen so far (the full book runs for half an hour with nothing else to show)."""
+
+    def __init__(self, chapters, every, root=None):
+        super().__init__(daemon=True)
+        self.pending = [c.stem for c in chapters]
+        self.every = every
+        self.root = ROOT if root is None else root
+        self.start_time = time.time()
+        self.first = {}  # store name -> (time, tasks done) when first seen
+        self.stopped = threading.Event()
+
+    def finished(self, name):
+        self.pending.remove(name)
+
+    def line(self, now=None):
+        now = time.time() if now is None else now
+        minutes, seconds = divmod(int(now - self.start_time), 60)
+        parts = [f"  [{minutes}:{seconds:02d}] running: {', '.join(self.pending)}"]
+        for name, done, total in store_progress(self.root, self.start_time):
+            t0, done0 = self.first.setdefault(name, (now, done))
+            text = f"results/{name} {done}/{total} tasks"
+            if done > done0 and now > t0:
+                left = (total - done) * (now - t0) / (done - done0)
+                text += f", about {left / 60:.0f} min left at the rate so far"
+            parts.append(text)
+        return "; ".join(parts)
+
+    def run(self):
+        while not self.stopped.wait(self.every):
+            print(self.line(), flush=True)
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("quick", "full"), default="quick",
@@ -96,6 +154,9 @@ def parse_args(argv=None):
                         help="extra parameter (value parsed as YAML, as `papermill -p`)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="chapters executed in parallel (default: 2)")
+    parser.add_argument("--heartbeat", type=float, default=120.0, metavar="SECONDS",
+                        help="print what is still running every SECONDS (0: never; "
+                             "default: 120)")
     return parser.parse_args(argv)
 
 
@@ -117,6 +178,9 @@ def main(argv=None) -> int:
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
     start = time.perf_counter()
     failures = []
+    heartbeat = Heartbeat(chapters, args.heartbeat)
+    if args.heartbeat > 0:
+        heartbeat.start()
     if args.jobs > 1 and len(chapters) > 1:
         pool = ProcessPoolExecutor(max_workers=args.jobs)
         futures = [pool.submit(execute, c, parameters) for c in schedule(chapters)]
@@ -124,10 +188,12 @@ def main(argv=None) -> int:
     else:
         pool, results = None, (execute(c, parameters) for c in chapters)
     for name, seconds, error in results:
+        heartbeat.finished(name)
         status = "FAILED" if error else "ok"
         print(f"  {name:<24} {status:<6} {seconds:7.1f} s", flush=True)
         if error:
             failures.append((name, error))
+    heartbeat.stopped.set()
     if pool is not None:
         pool.shutdown()
     print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode})")
