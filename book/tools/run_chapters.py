@@ -174,6 +174,12 @@ def main(argv=None) -> int:
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         filter(None, [str(Path(sys.prefix) / "share" / "jupyter"), os.environ.get("JUPYTER_PATH")]))
 
+    # glibc keeps freed memory for reuse in the kernels (and their workers): the same as
+    # dpbook.experiment.keep_freed_memory, 10% off chapter 7, whose generic SMC frees and
+    # reallocates megabyte arrays at every step.  Results do not change.
+    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
+    os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(1 << 30))
+
     print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
     start = time.perf_counter()
