@@ -94,17 +94,22 @@ def test_store_progress_reports_only_stores_being_filled(tmp_path):
     assert run_chapters.store_progress(tmp_path, since=now - 60) == [("paper", 3, 360)]
 
 
-def test_heartbeat_names_unfinished_chapters_and_time_left(tmp_path):
-    chapters = [Path("05_four_eps.py"), Path("06_boxplots.py")]
+def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path)
+    chapters = [Path("05_four_eps.py"), Path("06_boxplots.py"), Path("07_new_family.py")]
     beat = run_chapters.Heartbeat(chapters, every=60, root=tmp_path)
     store = _fake_store(tmp_path, "paper", total=100, done=10)
     t0 = beat.start_time
+    assert beat.line(now=t0 + 5).startswith("  [0:05] running: none; waiting: 05_four")
+    run_chapters.running_marker("05_four_eps").touch()
+    run_chapters.running_marker("06_boxplots").touch()
     first = beat.line(now=t0 + 65)
-    assert "[1:05] running: 05_four_eps, 06_boxplots" in first
+    assert "[1:05] running: 05_four_eps, 06_boxplots; waiting: 07_new_family;" in first
     assert "results/paper 10/100 tasks" in first and "left" not in first
-    for k in range(10, 40):  # 30 tasks in the next 120 s: 60 left take 240 s
+    for k in range(10, 40):  # 30 tasks in 180 s since first seen: 60 left take 360 s
         (store / "tasks" / f"task{k}.npz").write_bytes(b"")
     beat.finished("05_four_eps")
+    run_chapters.running_marker("05_four_eps").unlink()
     later = beat.line(now=t0 + 185)
-    assert "running: 06_boxplots;" in later
-    assert "results/paper 40/100 tasks, about 4 min left at the rate so far" in later
+    assert "running: 06_boxplots; waiting: 07_new_family;" in later
+    assert "results/paper 40/100 tasks, about 6 min left at the rate so far" in later

@@ -65,6 +65,11 @@ def schedule(chapters: list[Path]) -> list[Path]:
     return sorted(chapters, key=rank)
 
 
+def running_marker(name: str) -> Path:
+    """An empty file that exists while chapter ``name`` executes (for the heartbeat)."""
+    return OUTPUT / f".{name}.running"
+
+
 def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
     """Convert and execute one chapter; return (name, seconds, error message or None)."""
     import jupytext
@@ -77,6 +82,8 @@ def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
                                        "language": "python"}
     output = OUTPUT / f"{source.stem}.ipynb"
     error = None
+    marker = running_marker(source.stem)
+    marker.touch()
     try:
         papermill.execute_notebook(notebook, str(output), parameters=parameters,
                                    kernel_name=KERNEL, cwd=str(ROOT), progress_bar=False)
@@ -84,6 +91,8 @@ def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
         error = f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
     except Exception as exc:  # kernel died, bad parameters cell, ...
         error = f"{type(exc).__name__}: {exc}"
+    finally:
+        marker.unlink(missing_ok=True)
     return source.stem, time.perf_counter() - start, error
 
 
@@ -128,7 +137,11 @@ class Heartbeat(threading.Thread):
     def line(self, now=None):
         now = time.time() if now is None else now
         minutes, seconds = divmod(int(now - self.start_time), 60)
-        parts = [f"  [{minutes}:{seconds:02d}] running: {', '.join(self.pending)}"]
+        running = [c for c in self.pending if running_marker(c).exists()]
+        waiting = [c for c in self.pending if c not in running]
+        parts = [f"  [{minutes}:{seconds:02d}] running: {', '.join(running) or 'none'}"]
+        if waiting:
+            parts.append(f"waiting: {', '.join(waiting)}")
         for name, done, total in store_progress(self.root, self.start_time):
             t0, done0 = self.first.setdefault(name, (now, done))
             text = f"results/{name} {done}/{total} tasks"
@@ -184,6 +197,8 @@ def main(argv=None) -> int:
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
     start = time.perf_counter()
     failures = []
+    for c in chapters:  # left behind by a run that was killed
+        running_marker(c.stem).unlink(missing_ok=True)
     heartbeat = Heartbeat(chapters, args.heartbeat)
     if args.heartbeat > 0:
         heartbeat.start()
