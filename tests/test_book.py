@@ -112,4 +112,8 @@ def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
     run_chapters.running_marker("05_four_eps").unlink()
     later = beat.line(now=t0 + 185)
     assert "running: 06_boxplots; waiting: 07_new_family;" in later
-    assert "results/paper 40/100 tasks, about 6 min left at the rate so far" in later
+    assert "results/paper 40/100 tasks, about 6 min left at the pace of the last 3 min" in later
+    for k in range(40, 70):  # the pace of the last 10 min only: 30 tasks in 600 s
+        (store / "tasks" / f"task{k}.npz").write_bytes(b"")
+    assert "70/100 tasks, about 10 min left at the pace of the last 10 min" in beat.line(
+        now=t0 + 785)

@@ -118,17 +118,19 @@ def store_progress(root: Path, since: float) -> list[tuple[str, int, int]]:
 
 
 class Heartbeat(threading.Thread):
-    """Every ``every`` seconds, one line: elapsed time, the chapters not finished yet and
-    the progress of the experiment stores being filled, with the time left at the rate
-    seen so far (the full book runs for half an hour with nothing else to show)."""
+    """Every ``every`` seconds, one line: elapsed time, the chapters running and waiting,
+    and the progress of the experiment stores being filled, with the time left at the
+    pace of the last ``window`` seconds (the full book runs for more than half an hour
+    with nothing else to show; its pace doubles once the other chapters are done)."""
 
-    def __init__(self, chapters, every, root=None):
+    def __init__(self, chapters, every, root=None, window=600.0):
         super().__init__(daemon=True)
         self.pending = [c.stem for c in chapters]
         self.every = every
         self.root = ROOT if root is None else root
+        self.window = window
         self.start_time = time.time()
-        self.first = {}  # store name -> (time, tasks done) when first seen
+        self.seen = {}  # store name -> [(time, tasks done), ...]
         self.stopped = threading.Event()
 
     def finished(self, name):
@@ -143,11 +145,17 @@ class Heartbeat(threading.Thread):
         if waiting:
             parts.append(f"waiting: {', '.join(waiting)}")
         for name, done, total in store_progress(self.root, self.start_time):
-            t0, done0 = self.first.setdefault(name, (now, done))
+            seen = self.seen.setdefault(name, [])
+            # pace since the last sample at least `window` old (else the first sample)
+            old = [k for k, (t, _) in enumerate(seen) if t <= now - self.window]
+            del seen[:old[-1] if old else 0]
             text = f"results/{name} {done}/{total} tasks"
-            if done > done0 and now > t0:
+            if seen and done > seen[0][1] and now > seen[0][0]:
+                t0, done0 = seen[0]
                 left = (total - done) * (now - t0) / (done - done0)
-                text += f", about {left / 60:.0f} min left at the rate so far"
+                text += (f", about {left / 60:.0f} min left at the pace of the last "
+                         f"{(now - t0) / 60:.0f} min")
+            seen.append((now, done))
             parts.append(text)
         return "; ".join(parts)
 
