@@ -11,6 +11,8 @@ import jupytext
 import pytest
 import yaml
 
+from dpbook import experiment
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -73,32 +75,42 @@ def test_run_chapters_fails_on_a_failing_cell(tmp_path, monkeypatch, capsys):
         run_chapters.main(["--only", "97"])
 
 
-def _fake_store(root, name, total, done, complete=False, mtime=None):
+def _fake_store(root, name, done, complete=False, mtime=None, **config):
+    """A store as dpbook.experiment writes it: a manifest and the first ``done`` task
+    files of the configuration ``config`` (make_config's arguments), and a temporary
+    file being written."""
     store = root / "results" / name
     (store / "tasks").mkdir(parents=True)
-    for k in range(done):
-        (store / "tasks" / f"task{k}.npz").write_bytes(b"")
-    (store / "tasks" / ".tmp-1-task9.npz").write_bytes(b"")  # a write under way
+    config = experiment.make_config(**config)
+    tasks = experiment._tasks(config)
+    for t in tasks[:done]:
+        (store / "tasks" / t.filename).write_bytes(b"")
+    (store / "tasks" / f".tmp-1-{tasks[-1].filename}").write_bytes(b"")
     manifest = store / "manifest.json"
-    manifest.write_text(json.dumps({"tasks": total, "complete": complete}))
+    manifest.write_text(json.dumps({"config": config, "tasks": len(tasks),
+                                    "complete": complete}))
     if mtime is not None:
         os.utime(manifest, (mtime, mtime))
-    return store
+    return store, tasks
 
 
 def test_store_progress_reports_only_stores_being_filled(tmp_path):
     now = time.time()
-    _fake_store(tmp_path, "paper", total=360, done=3)
-    _fake_store(tmp_path, "done", total=4, done=4, complete=True)
-    _fake_store(tmp_path, "old", total=10, done=2, mtime=now - 3600)  # an earlier run's
-    assert run_chapters.store_progress(tmp_path, since=now - 60) == [("paper", 3, 360)]
+    _fake_store(tmp_path, "paper", done=3)  # the paper's 360 tasks
+    _fake_store(tmp_path, "done", done=4, complete=True, runs=1, eps=(1, 2, 5, 10),
+                methods=["mhaar"])
+    _fake_store(tmp_path, "old", done=2, mtime=now - 3600, runs=5)  # an earlier run's
+    assert run_chapters.stores_being_filled(tmp_path, since=now - 60) == [("paper", 3, 360)]
+    assert experiment.store_progress(tmp_path / "results" / "done") == (4, 4, True)
+    assert experiment.store_progress(tmp_path / "results" / "none") is None
 
 
 def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
     monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path)
     chapters = [Path("05_four_eps.py"), Path("06_boxplots.py"), Path("07_new_family.py")]
     beat = run_chapters.Heartbeat(chapters, every=60, root=tmp_path)
-    store = _fake_store(tmp_path, "paper", total=100, done=10)
+    # 100 tasks: 25 runs of one method at four eps
+    store, tasks = _fake_store(tmp_path, "paper", done=10, runs=25, methods=["smc-fixed"])
     t0 = beat.start_time
     assert beat.line(now=t0 + 5).startswith("  [0:05] running: none; waiting: 05_four")
     run_chapters.running_marker("05_four_eps").touch()
@@ -106,14 +118,14 @@ def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
     first = beat.line(now=t0 + 65)
     assert "[1:05] running: 05_four_eps, 06_boxplots; waiting: 07_new_family;" in first
     assert "results/paper 10/100 tasks" in first and "left" not in first
-    for k in range(10, 40):  # 30 tasks in 180 s since first seen: 60 left take 360 s
-        (store / "tasks" / f"task{k}.npz").write_bytes(b"")
+    for t in tasks[10:40]:  # 30 tasks in 180 s since first seen: 60 left take 360 s
+        (store / "tasks" / t.filename).write_bytes(b"")
     beat.finished("05_four_eps")
     run_chapters.running_marker("05_four_eps").unlink()
     later = beat.line(now=t0 + 185)
     assert "running: 06_boxplots; waiting: 07_new_family;" in later
     assert "results/paper 40/100 tasks, about 6 min left at the pace of the last 3 min" in later
-    for k in range(40, 70):  # the pace of the last 10 min only: 30 tasks in 600 s
-        (store / "tasks" / f"task{k}.npz").write_bytes(b"")
+    for t in tasks[40:70]:  # the pace of the last 10 min only: 30 tasks in 600 s
+        (store / "tasks" / t.filename).write_bytes(b"")
     assert "70/100 tasks, about 10 min left at the pace of the last 10 min" in beat.line(
         now=t0 + 785)

@@ -17,13 +17,14 @@ Usage (from anywhere; paths are resolved from this file):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+from dpbook.experiment import keep_freed_memory_env, store_progress
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "notebooks"
@@ -96,24 +97,20 @@ def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
     return source.stem, time.perf_counter() - start, error
 
 
-def store_progress(root: Path, since: float) -> list[tuple[str, int, int]]:
+def stores_being_filled(root: Path, since: float) -> list[tuple[str, int, int]]:
     """(name, tasks done, tasks in all) of every experiment store under ``root/results``
     that is incomplete and whose manifest was written at or after ``since`` (a store
-    that a chapter of this run is filling; see dpbook.experiment.run_experiment)."""
+    that a chapter of this run is filling)."""
     found = []
     for manifest in sorted((root / "results").glob("*/manifest.json")):
         try:
             if manifest.stat().st_mtime < since:
                 continue
-            info = json.loads(manifest.read_text())
-        except (OSError, ValueError):  # being replaced right now: next time
+        except OSError:  # being replaced right now: next time
             continue
-        total = info.get("tasks")
-        if info.get("complete") or not isinstance(total, int):
-            continue
-        done = sum(1 for t in (manifest.parent / "tasks").glob("*.npz")
-                   if not t.name.startswith("."))
-        found.append((manifest.parent.name, done, total))
+        progress = store_progress(manifest.parent)
+        if progress is not None and not progress[2]:
+            found.append((manifest.parent.name, *progress[:2]))
     return found
 
 
@@ -145,7 +142,7 @@ class Heartbeat(threading.Thread):
         parts = [f"  [{minutes}:{seconds:02d}] running: {', '.join(running) or 'none'}"]
         if waiting:
             parts.append(f"waiting: {', '.join(waiting)}")
-        for name, done, total in store_progress(self.root, self.start_time):
+        for name, done, total in stores_being_filled(self.root, self.start_time):
             seen = self.seen.setdefault(name, [])
             # pace since the last sample at least `window` old (else the first sample)
             old = [k for k, (t, _) in enumerate(seen) if t <= now - self.window]
@@ -196,12 +193,11 @@ def main(argv=None) -> int:
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         filter(None, [str(Path(sys.prefix) / "share" / "jupyter"), os.environ.get("JUPYTER_PATH")]))
 
-    # glibc keeps freed memory for reuse in the kernels (and their workers), as
-    # dpbook.experiment.keep_freed_memory does: chapter 7's generic SMC frees and
-    # reallocates megabyte arrays at every step, and this saves 16% of its CPU time.
-    # Results do not change.
-    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
-    os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(1 << 30))
+    # glibc keeps freed memory for reuse in the kernels (and their workers): chapter 7's
+    # generic SMC frees and reallocates megabyte arrays at every step, and this saves
+    # 16% of its CPU time.  Results do not change.
+    for name, value in keep_freed_memory_env().items():
+        os.environ.setdefault(name, value)
 
     print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)

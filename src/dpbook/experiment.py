@@ -303,8 +303,9 @@ def _set_threads(k):
         numba.set_num_threads(max(1, min(int(k), numba.config.NUMBA_NUM_THREADS)))
 
 
-# glibc's mallopt parameters: M_TRIM_THRESHOLD, M_MMAP_THRESHOLD (at most 32 MiB)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# glibc malloc settings: name -> (mallopt parameter number, value).  The mmap threshold
+# is at most 32 MiB; the trim threshold keeps up to 1 GiB of freed memory.
+_MALLOC = {"MMAP_THRESHOLD": (-3, 32 << 20), "TRIM_THRESHOLD": (-1, 1 << 30)}
 
 
 def keep_freed_memory():
@@ -314,18 +315,25 @@ def keep_freed_memory():
     megabyte at every step; with glibc's defaults each one comes back from the kernel
     as fresh pages, and page faults and zeroing took 20% of a Gumbel run at n = N = 300
     (1.7-2.0 s of system time in 9 s; 0.15-0.25 s with this).  The results do not
-    change.  Called in the worker processes the experiment starts (and
-    book/tools/run_chapters.py sets the same through MALLOC_*_ variables for the
-    chapters); does nothing where the C library is not glibc.
+    change.  Called in the worker processes the experiment starts; for processes yet to
+    start, see :func:`keep_freed_memory_env`.  Does nothing where the C library is not
+    glibc.
     """
     import ctypes
 
     try:
         libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+        for number, value in _MALLOC.values():
+            libc.mallopt(number, value)
     except (OSError, AttributeError):
         pass
+
+
+def keep_freed_memory_env() -> dict:
+    """The settings of :func:`keep_freed_memory` as the environment variables glibc
+    reads when a process starts (book/tools/run_chapters.py sets them for the chapters'
+    kernels)."""
+    return {f"MALLOC_{name}_": str(value) for name, (_, value) in _MALLOC.items()}
 
 
 def _init_worker():
@@ -905,6 +913,25 @@ def _progress(total, initial, enabled):
                 desc="experiment", dynamic_ncols=True, smoothing=0.1)
 
 
+def _finished(out: Path, config: dict) -> int:
+    """Number of the configuration's tasks stored in ``out``."""
+    return sum((out / "tasks" / t.filename).exists() for t in _tasks(config))
+
+
+def store_progress(out) -> tuple[int, int, bool] | None:
+    """(tasks finished, tasks in all, complete) of the store in ``out`` (as far as it
+    has got: it may be running), or None where there is no readable manifest."""
+    out = Path(out)
+    try:
+        manifest = _read_manifest(out)
+    except ValueError:
+        return None
+    if manifest is None:
+        return None
+    config = manifest["config"]
+    return _finished(out, config), len(_tasks(config)), bool(manifest.get("complete"))
+
+
 def is_complete(out, **kwargs) -> bool:
     """True if ``out`` holds every task of the configuration given by ``kwargs``."""
     out = Path(out)
@@ -912,7 +939,7 @@ def is_complete(out, **kwargs) -> bool:
     manifest = _read_manifest(out)
     if manifest is None or manifest.get("config") != config:
         return False
-    return all((out / "tasks" / t.filename).exists() for t in _tasks(config))
+    return _finished(out, config) == len(_tasks(config))
 
 
 def ensure_results(out="results/paper", progress=True, workers=None, scheduler=None,
@@ -1078,7 +1105,7 @@ def load_results(out="results/paper"):
     if manifest is None:
         raise ValueError(f"{out} holds no experiment results (no manifest.json)")
     config = manifest["config"]
-    done = sum((out / "tasks" / t.filename).exists() for t in _tasks(config))
+    done = _finished(out, config)
     p = out / "estimates.parquet"
     df = pd.read_parquet(p) if p.exists() else None
     if df is None or len(df) != done:
