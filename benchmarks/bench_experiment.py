@@ -3,7 +3,7 @@
 Usage:  python benchmarks/bench_experiment.py [--n 1000] [--particles 1000]
             [--iters 100000] [--threads 1,2] [--eps 1] [--profile]
 
-Cases (each is exactly what ``dpbook.experiment.run_task`` does for one task):
+Cases (each is exactly what ``dpbook.experiment.runner.run_task`` does for one task):
 
 * ``smc-fixed``    -- Algorithm 1 + SMC with [l_c, r_c] = [mu - 10 sigma, mu + 10 sigma]
 * ``smc-adaptive`` -- Algorithm 1 + SMC with Thompson sampling and (a*, b*) =
@@ -82,7 +82,7 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     """Run one case in this process; return a dict of measurements."""
     import numba
 
-    from dpbook import experiment as ex
+    from dpbook.experiment import runner as ex
 
     numba.set_num_threads(threads)
     cfg = ex.make_config(eps=(eps,), runs=1, n=n, particles=particles, mhaar_iters=iters,
@@ -155,8 +155,8 @@ def main(argv=None):
         print("@@RESULT@@" + json.dumps(r))
         return 0
 
-    from dpbook import experiment as ex
-    from dpbook.fisher import best_interval
+    from dpbook.experiment import runner as ex
+    from dpbook.fisher.normal_mc import best_interval
 
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()

@@ -6,7 +6,7 @@ Usage:  python benchmarks/bench_fisher.py [--M 1000] [--K 10000] [--grid 50]
 Section 6 of the paper: a 50 x 50 grid of (a, b) on [-3, 3]^2 (1225 pairs a < b),
 theta = (0, 1), score F[0, 0], eps = 1, 2, 5, 10.  Timed:
 
-* the exact grid (dpbook.exact.fisher_exact, eq. 7 by quadrature), 4 eps;
+* the exact grid (dpbook.likelihood.normal_laplace.fisher_exact, eq. 7 by quadrature), 4 eps;
 * the Monte Carlo grid at the paper's sizes (eq. 8, M = 1000 y's, Algorithm 4 with
   K = 10000 samples) with the shared-sample fast path, 4 eps, on all cores, and once
   more on one thread (must be bit-identical).  The target is 5 minutes for the four.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.fisher import (
+from dpbook.fisher.normal_mc import (
     _draw_y_base,
     _run_cells,
     _shared_samples,

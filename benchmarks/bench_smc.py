@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _policy(name, eps):
-    from dpbook.policies import AdaptivePolicy, FixedPolicy
+    from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 
     if name == "fixed":
         return FixedPolicy(50 - 10 * 10**0.5, 50 + 10 * 10**0.5)
@@ -49,7 +49,7 @@ def _policy(name, eps):
 def _time_split():
     """Time every call of the SMC's two compiled functions (module globals that
     SMC.update looks up at each call); returns the dict that accumulates the seconds."""
-    import dpbook.smc as smc
+    import dpbook.smc.normal_laplace as smc
 
     acc = {"sweep": 0.0, "resample": 0.0}
 
@@ -69,8 +69,8 @@ def one(eps, policy, threads, n, n_particles, reps):
     """Run one configuration in this process; return a dict of measurements."""
     import numba
 
-    from dpbook.online import run_online
-    from dpbook.population import normal_population
+    from dpbook.privacy.online import run_online
+    from dpbook.privacy.population import normal_population
 
     numba.set_num_threads(threads)
     split = _time_split()

@@ -36,7 +36,7 @@
 #
 # 1. ε-differential privacy and the privacy loss (Definition 1);
 # 2. the sensitivity of a clipped query and the Laplace mechanism (Theorem 2);
-# 3. an empirical check with samples of `dpbook.mechanisms.release`;
+# 3. an empirical check with samples of `dpbook.model.mechanisms.release`;
 # 4. post-processing (Theorem 1) and why the adaptive scheme, Algorithm 1, is ε-DP
 #    (Proposition 1);
 # 5. the truncation-versus-noise trade-off of Example 1.
@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from dpbook.mechanisms import clip, noise_logpdf, noise_scale, release
+from dpbook.model.mechanisms import clip, noise_logpdf, noise_scale, release
 from dpbook.validation import check_eps, check_interval
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -110,7 +110,7 @@ size
 # sensitivity $\Delta\varphi$ is the largest change of $\varphi$ between neighbours.
 # The identity $\varphi(x) = x$ on an income has an enormous (or unbounded) sensitivity.
 # Clipping fixes that: $T_l^r$ takes values in $[l, r]$, so $\Delta T_l^r = r - l$
-# whatever the data.  `dpbook.mechanisms.clip` and `noise_scale` say so directly:
+# whatever the data.  `dpbook.model.mechanisms.clip` and `noise_scale` say so directly:
 
 # %%
 l, r = check_interval(-1.0, 2.0)
@@ -128,7 +128,7 @@ pd.Series({
 #
 # For the released value $Y = T_l^r(x) + (r - l)V$ the density is
 # $\mathrm{Laplace}(y - T_l^r(x);\, (r - l)/\epsilon)$, the noise factor of the paper's
-# eq. (5), which `dpbook.mechanisms.noise_logpdf` evaluates.  The privacy loss between
+# eq. (5), which `dpbook.model.mechanisms.noise_logpdf` evaluates.  The privacy loss between
 # two values is therefore
 #
 # $$

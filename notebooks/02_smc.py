@@ -32,11 +32,11 @@
 # In this chapter we
 #
 # 1. write down the sequence of targets, eq. (5), and the steps of Algorithms 2 and 3 as
-#    `dpbook.smc` implements them;
+#    `dpbook.smc.normal_laplace` implements them;
 # 2. run the sampler on one stream of releases, with the paper's adaptive intervals and
 #    with a fixed wide interval;
 # 3. compare its particle approximation, at several times $t$, with the **exact**
-#    posterior, computed on a grid by `dpbook.exact` after integrating the sensitive
+#    posterior, computed on a grid by `dpbook.posterior` after integrating the sensitive
 #    values out in closed form;
 # 4. measure the Monte Carlo error of the sampler by re-running it, including a case where
 #    the releases say very little about $\sigma$;
@@ -56,12 +56,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpbook.exact import exact_posterior
 from dpbook.figures import figure_saver
 from dpbook.fisher import best_interval
-from dpbook.online import run_online
-from dpbook.policies import AdaptivePolicy, FixedPolicy
-from dpbook.population import normal_population
+from dpbook.posterior import exact_posterior
+from dpbook.privacy.online import run_online
+from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+from dpbook.privacy.population import normal_population
 from dpbook.smc import SMC
 from dpbook.validation import check_eps
 
@@ -251,7 +251,7 @@ save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N
 # of scale $(r - l)/\epsilon$: the two atoms of the clipped value plus a Gaussian-Laplace
 # convolution, which is a sum of normal distribution functions.  The marginal posterior
 # of $\theta$ is then $\eta(\theta) \prod_k p^\epsilon_{l_k,r_k}(y_k \mid \theta)$, a
-# two-dimensional density that `dpbook.exact.exact_posterior` evaluates on a grid in
+# two-dimensional density that `dpbook.posterior.exact_posterior` evaluates on a grid in
 # $(\mu, \log\sigma)$, dense at the mode and geometric in the tails, and integrates with
 # the trapezoid rule.  No Monte Carlo is involved, so the differences below are the
 # sampler's error (and the grid's, which is far smaller).

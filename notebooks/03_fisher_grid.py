@@ -137,10 +137,10 @@ size
 # $$
 #
 # and the remaining integral is smooth (Gauss-Legendre quadrature in
-# `dpbook.exact.fisher_exact`).  This is not in the paper; `dpbook` uses it to check the
+# `dpbook.fisher.fisher_exact`).  This is not in the paper; `dpbook` uses it to check the
 # Monte Carlo estimate and, below, to see the objective without Monte Carlo noise.
 #
-# Both are behind `dpbook.fisher.fisher_information(l, r, eps, mu, sigma, method=...)`.
+# Both are behind `dpbook.fisher.fisher_information(l, r, eps, (mu, sigma), method=...)`.
 # One interval first, $[-0.5, 0.5]$ at $\epsilon = 5$ and $\theta = (0, 1)$, with the
 # Monte Carlo estimate at this mode's sizes:
 
@@ -167,7 +167,7 @@ pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
 # $\epsilon$.  Taken literally, Algorithm 4 draws fresh importance samples for every
 # $y^{(j)}$: $M K = 10^7$ weights per interval, $5 \times 10^{10}$ for the whole search.
 # `dpbook` makes two implementation choices (details in the docstring of
-# `dpbook.fisher`):
+# `dpbook.fisher.normal_mc`):
 #
 # * **Common random numbers.**  The $K$ importance samples are shared by the $M$ values
 #   $y^{(j)}$ of an interval, and one set of base draws (standard normals and Laplace
@@ -205,17 +205,17 @@ pd.DataFrame(rows).T
 #
 # ## The grid search of eq. (13)
 #
-# `fisher_grid(eps, method, grid=50, lims=(-3, 3), M, K, seed)` evaluates
+# `fisher_grid(eps, method=..., grid=50, lims=(-3, 3), M, K, seed)` evaluates
 # $F^\epsilon_{a,b}(0, 1)$ at every pair $a < b$ of the paper's grid; `.best("mu")` is the
 # argmax of $\mathrm{sc}(F) = F_{\mu\mu}$, the score of Section 6 (the paper's "$F[1, 1]$").
 # We compute the exact grid and the Monte Carlo grid at this mode's sizes.
 
 # %%
 start = time.perf_counter()
-exact = {eps: fisher_grid(eps, "exact", grid=GRID, lims=LIMS) for eps in EPS}
+exact = {eps: fisher_grid(eps, method="exact", grid=GRID, lims=LIMS) for eps in EPS}
 timings["exact grids, 4 eps"] = time.perf_counter() - start
 start = time.perf_counter()
-mc = {eps: fisher_grid(eps, "mc", grid=GRID, lims=LIMS, M=M, K=K, seed=seed) for eps in EPS}
+mc = {eps: fisher_grid(eps, method="mc", grid=GRID, lims=LIMS, M=M, K=K, seed=seed) for eps in EPS}
 timings[f"Monte Carlo grids, 4 eps (M={M}, K={K})"] = time.perf_counter() - start
 values = exact[EPS[0]].a_values
 step = values[1] - values[0]
@@ -493,7 +493,7 @@ code_noise.T
 # %%
 start = time.perf_counter()
 seeds = all_seeds[1:]
-repeats = {eps: [fisher_grid(eps, "mc", grid=GRID, lims=LIMS, M=M, K=K, seed=s).best("mu")
+repeats = {eps: [fisher_grid(eps, method="mc", grid=GRID, lims=LIMS, M=M, K=K, seed=s).best("mu")
                  for s in seeds] for eps in EPS}
 timings[f"Monte Carlo grids, 4 eps x {len(seeds)} further seeds"] = time.perf_counter() - start
 

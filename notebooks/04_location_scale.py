@@ -59,10 +59,10 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 
-from dpbook.exact import log_density, score
 from dpbook.figures import figure_saver
 from dpbook.fisher import fisher_grid, fisher_information, fisher_mc
-from dpbook.mechanisms import clip, release
+from dpbook.likelihood.normal_laplace import log_density, score
+from dpbook.model.mechanisms import clip, release
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 # samples: draws per distribution in the Lemma checks; M, K: sizes of eq. (8) and
@@ -167,7 +167,7 @@ save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% b
 # $$
 #
 # so $(T_{m+ca}^{m+cb}(X) - m)/c$ is $T_a^b(Z)$, the clipped base variable, for any
-# location-scale family.  `dpbook.mechanisms.clip` satisfies it to rounding error:
+# location-scale family.  `dpbook.model.mechanisms.clip` satisfies it to rounding error:
 
 # %%
 z = rng.standard_normal(size["samples"]) * 3.0
@@ -191,7 +191,7 @@ pd.DataFrame([{"(m, c)": f"({m:g}, {c:.3g})", "[a, b]": f"[{a:g}, {b:g}]",
 #
 # **Lemma 2**: $Y$ has the law of $m + cY_0$, where $Y_0 = T_a^b(Z) + (b - a)V_0$ is the
 # release of a base variable $Z \sim g$ with the interval $[a, b]$.  We release samples of
-# both with `dpbook.mechanisms.release`, independently, and compare $Y$ with $m + cY_0$ by
+# both with `dpbook.model.mechanisms.release`, independently, and compare $Y$ with $m + cY_0$ by
 # two two-sample tests (Kolmogorov-Smirnov and Cramér-von Mises).  A **negative
 # control** shows that the tests would notice a violation: the same population released
 # with the interval only shifted, $[m + a, m + b]$, not scaled.
@@ -265,16 +265,18 @@ save(fig, "lemma2_qq", f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size[
 # $$
 #
 # every entry of the $2 \times 2$ matrix scaled by the same factor.  We check it for the
-# normal model with `dpbook.fisher` and `dpbook.exact`, in four ways that are not equally
+# normal model with `dpbook.fisher` and `dpbook.likelihood.normal_laplace`, in four ways that
+# are not equally
 # independent:
 #
 # * **exact**: `fisher_information(..., method="exact")` at $(m, c)$.  This is
-#   `dpbook.exact.fisher_exact`, which standardises the interval and integrates for
+#   `dpbook.fisher.fisher_exact`, which standardises the interval and integrates for
 #   $\mathcal{N}(0, 1)$, i.e. it *uses* Theorem 3; the check only confirms that the
 #   rescaling is implemented consistently.
 # * **quadrature at $(m, c)$**: $F = \int p(y)\, s(y) s(y)^T dy$ integrated by
 #   `scipy.integrate.quad_vec` in the original units of $y$, with the closed-form density
-#   and score of `dpbook.exact` evaluated at $(m, c)$.  This does not use the theorem.
+#   and score of `dpbook.likelihood.normal_laplace` evaluated at $(m, c)$.  This does not use
+#   the theorem.
 # * **Monte Carlo at $(m, c)$, own seed**: eq. (8) with the scores of Algorithm 4
 #   (`fisher_mc`), simulated at $(m, c)$ with a seed of its own, compared in units of its
 #   standard error.  Independent of the other three.
@@ -308,10 +310,10 @@ for i, (a, b, eps) in enumerate(theorem_cases):
     F0_mc = fisher_mc(a, b, eps, M=size["M"], K=size["K"], rng=np.random.default_rng([seed, 1]))
     for j, (m, c) in enumerate(THETAS):
         l, r = m + a * c, m + b * c
-        F_exact = fisher_information(l, r, eps, m, c, method="exact").F
-        own = fisher_mc(l, r, eps, m, c, M=size["M"], K=size["K"],
+        F_exact = fisher_information(l, r, eps, (m, c), method="exact").F
+        own = fisher_mc(l, r, eps, (m, c), M=size["M"], K=size["K"],
                         rng=np.random.default_rng([seed, 2, i, j]))
-        same = fisher_mc(l, r, eps, m, c, M=size["M"], K=size["K"],
+        same = fisher_mc(l, r, eps, (m, c), M=size["M"], K=size["K"],
                          rng=np.random.default_rng([seed, 1]))
         check_quad = size["quad_all"] or j == 0
         rows.append({
@@ -348,7 +350,7 @@ fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 rows = []
 for k, eps in enumerate([1.0, 10.0]):
     for j, c in enumerate(scales):
-        F_mumu = fisher_information(m - h, m + h, eps, m, c, method="exact").F[:, 0, 0]
+        F_mumu = fisher_information(m - h, m + h, eps, (m, c), method="exact").F[:, 0, 0]
         best = np.argmax(F_mumu)
         rows.append({"ε": eps, "c": c, "best h (grid)": h[best], "best h / c": h[best] / c,
                      "max F_μμ": F_mumu[best], "c² max F_μμ": c**2 * F_mumu[best]})
@@ -400,11 +402,11 @@ base_mc = fisher_grid(eps, method="mc", grid=size["grid"], M=size["M"], K=size["
 A, B = np.meshgrid(base_exact.a_values, base_exact.b_values, indexing="ij")
 valid = A < B
 at_mc_exact = np.full(A.shape, np.nan)
-at_mc_exact[valid] = fisher_information(m + A[valid] * c, m + B[valid] * c, eps, m, c,
+at_mc_exact[valid] = fisher_information(m + A[valid] * c, m + B[valid] * c, eps, (m, c),
                                         method="exact").F[:, 0, 0]
 at_mc_mc, at_mc_se = np.full(A.shape, np.nan), np.full(A.shape, np.nan)
 for i, j in zip(*np.nonzero(valid)):
-    est = fisher_mc(m + A[i, j] * c, m + B[i, j] * c, eps, m, c, M=size["M"], K=size["K"],
+    est = fisher_mc(m + A[i, j] * c, m + B[i, j] * c, eps, (m, c), M=size["M"], K=size["K"],
                     rng=np.random.default_rng([seed, 4]))
     at_mc_mc[i, j], at_mc_se[i, j] = est.F[0, 0], est.se[0, 0]
 timings["ranking grids"] = time.perf_counter() - start
@@ -489,13 +491,13 @@ pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
 #
 # * Truncating or clipping a location-scale variable to $[m + ca, m + cb]$ and adding
 #   Laplace noise of scale $c(b - a)/\epsilon$ gives $m + c\,Y_0$, with $Y_0$ the release
-#   of the base variable (Lemmas 1 and 2); samples from `dpbook.mechanisms.release`
+#   of the base variable (Lemmas 1 and 2); samples from `dpbook.model.mechanisms.release`
 #   confirm it, and merely shifting the interval does not.
 # * The Fisher information of the release is $F_{a,b}(0, 1)/c^2$ (Theorem 3), checked by
 #   quadrature in the units of the data and by independent Monte Carlo.
 # * Hence the intervals are ranked the same way at every $(m, c)$ and the best $(a^*,
 #   b^*)$ of {ref}`ch-fisher-grid` is computed once; the adaptive policy
-#   (`dpbook.policies.AdaptivePolicy`) then only evaluates $m + a^* c$ and $m + b^* c$
+#   (`dpbook.privacy.policies.AdaptivePolicy`) then only evaluates $m + a^* c$ and $m + b^* c$
 #   for each Thompson draw, as used in {ref}`ch-smc` and {ref}`ch-four-eps`.
 
 # %%

@@ -25,7 +25,7 @@
 # additive mechanism, such as the Gaussian one, changes only the conditional law of $Y_t$
 # given $x_t$.
 #
-# In dpbook that is one object: a **family** (`dpbook.families.Family`) gives the log
+# In dpbook that is one object: a **family** (`dpbook.model.families.Family`) gives the log
 # density, its score, a sampler, the distribution function, a prior and optionally a
 # conjugate move; every algorithm of the previous chapters takes it as an argument,
 # together with the mechanism.  This chapter defines a family that dpbook does not ship,
@@ -47,16 +47,21 @@ import numpy as np
 import pandas as pd
 
 from dpbook.experiment import ensure_results, summarize
-from dpbook.families import LocationScaleFamily, get_family
-from dpbook.family_checks import check_family
 from dpbook.figures import figure_saver, repo_root
-from dpbook.fisher import fisher_mc_family
-from dpbook.intervals import ThetaGridIntervals, best_interval_family, fisher_grid_family
-from dpbook.online import run_online
-from dpbook.policies import AdaptivePolicy, FixedPolicy
-from dpbook.population import family_population
-from dpbook.quadrature import exact_posterior, fisher_exact
-from dpbook.smc_family import smc_posterior_family
+from dpbook.fisher import (
+    ThetaGridIntervals,
+    best_interval,
+    fisher_exact,
+    fisher_grid,
+    fisher_mc,
+)
+from dpbook.model.checks import check_family
+from dpbook.model.families import LocationScaleFamily, get_family
+from dpbook.posterior import exact_posterior
+from dpbook.privacy.online import run_online
+from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+from dpbook.privacy.population import family_population
+from dpbook.smc import smc_posterior
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 # n, N: individuals and particles per run; runs: independent runs per eps; M, K: sizes of
@@ -139,7 +144,7 @@ checks
 #
 # The Fisher information of one release $Y = T_l^r(X) + (r - l)V/\epsilon$ (eq. 7) is
 # computed two ways: exactly, by quadrature of $p_{l,r}^\epsilon(y \mid \theta)$ and its
-# score (`dpbook.quadrature.fisher_exact`, which only needs the family's density,
+# score (`dpbook.likelihood.quadrature.fisher_exact`, which only needs the family's density,
 # distribution function and score), and by the paper's Monte Carlo estimate (eq. 8 with
 # Algorithm 4).  They must agree within the Monte Carlo error at the base $\theta=(0,1)$:
 
@@ -148,7 +153,7 @@ rows = []
 for eps in size["EPS"]:
     for a, b in [(-1.0, 1.0), (-0.5, 2.0)]:
         exact = fisher_exact(a, b, eps, (0.0, 1.0), gumbel)
-        est = fisher_mc_family(a, b, eps, (0.0, 1.0), gumbel, M=size["M"], K=size["K"],
+        est = fisher_mc(a, b, eps, (0.0, 1.0), gumbel, M=size["M"], K=size["K"],
                                rng=rng)
         z = (est.F[0, 0] - exact[0, 0]) / est.se[0, 0]
         rows.append({"eps": eps, "[a, b]": f"[{a:g}, {b:g}]", "exact F_mm": exact[0, 0],
@@ -171,13 +176,13 @@ fisher_check
 
 # %%
 t0 = time.perf_counter()
-grids = {eps: fisher_grid_family(eps, gumbel, grid=size["grid"]) for eps in size["EPS"]}
+grids = {eps: fisher_grid(eps, gumbel, grid=size["grid"]) for eps in size["EPS"]}
 timings["exact Fisher grids"] = time.perf_counter() - t0
 best = {}
 for eps, g in grids.items():
     a, b, s, _ = g.best("mu")
     best[eps] = (a, b)
-normal_best = {eps: best_interval_family(eps, "normal", grid=size["grid"]) for eps in size["EPS"]}
+normal_best = {eps: best_interval(eps, "normal", grid=size["grid"]) for eps in size["EPS"]}
 step = 6.0 / (size["grid"] - 1)
 lopsided = [e for e, (a, b) in best.items() if abs(a + b) > step / 2]
 print("asymmetric Gumbel intervals (|a* + b*| above half a grid step) at eps = "
@@ -271,7 +276,7 @@ t0 = time.perf_counter()
 for name, res in runs.items():
     g = size["post_grid"]
     ref = exact_posterior(res.y, res.l, res.r, eps, family=gumbel, grid=(g, g)).quantile(Q)
-    again = np.array([particle_quantiles(smc_posterior_family(
+    again = np.array([particle_quantiles(smc_posterior(
         res.y, res.l, res.r, eps, gumbel, n_particles=size["N"], seed=1000 + s), Q)
         for s in range(size["reruns"])])
     est_q = particle_quantiles(res.smc, Q)
@@ -372,7 +377,7 @@ print(f"{tg.evaluations} Fisher matrices in {tg.seconds:.1f} s, once; each Thomp
 # $(r - l)/\epsilon$ instead of Laplace noise of that scale, the best Gumbel interval is:
 
 # %%
-pd.DataFrame({m: {eps: tuple(round(best_interval_family(eps, gumbel, mechanism=m,
+pd.DataFrame({m: {eps: tuple(round(best_interval(eps, gumbel, mechanism=m,
                                                         grid=size["grid"])[k], 3)
                              for k in ("a", "b"))
                   for eps in size["EPS"]} for m in ("laplace", "gaussian")}).rename_axis("eps")

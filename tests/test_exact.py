@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpbook import exact
-from dpbook.exact import (
+from dpbook.likelihood import normal_laplace as exact
+from dpbook.likelihood.normal_laplace import (
     GL_NODES,
-    exact_posterior,
     fisher_exact,
     log_density,
-    log_prior,
     score,
     score_fn,
 )
+from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace as exact_posterior
+from dpbook.posterior.normal_laplace import log_prior
 
 
 def _brute_density(y, l, r, eps, mu, sigma):
@@ -161,7 +161,7 @@ def test_compiled_kernel_matches_log_density():
         eps = 10 ** rng.uniform(-1, 1.5)
         mu = rng.uniform(-10, 10, 7)
         sig = 10 ** rng.uniform(-2, 2, 6)
-        got = exact._loglik_grid(y, l, r, eps, mu, sig)
+        got = exact.loglik_grid(y, l, r, eps, mu, sig)
         ref = np.sum(log_density(y[:, None, None], l[:, None, None], r[:, None, None], eps,
                                  mu[:, None], sig[None, :]), axis=0)
         assert np.max(np.abs(got - ref) / np.maximum(1, np.abs(ref))) < 1e-12

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbook import experiment as ex
+from dpbook.experiment import runner as ex
 
 SMALL = dict(eps=(1, 5), runs=2, n=40, particles=100, mhaar_iters=100, interval_grid=10,
              progress=False)

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpbook import families
-from dpbook.families import available, get_family
-from dpbook.families.base import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
+from dpbook.model import families as families
+from dpbook.model.families import available, get_family
+from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
 
 FAMILIES = [("normal", {}), ("laplace", {}), ("student_t", {"df": 5.0}),
             ("student_t", {"df": 3.0}), ("poisson", {})]
@@ -316,7 +316,7 @@ def test_registry_discovers_a_dropped_module(tmp_path, monkeypatch):
     package's search path, so nothing is left behind in the source tree)."""
     (tmp_path / "zz_test_uniform.py").write_text(
         "import numpy as np\n"
-        "from dpbook.families.base import LocationScaleFamily\n\n\n"
+        "from dpbook.model.families.base import LocationScaleFamily\n\n\n"
         "class Uniform(LocationScaleFamily):\n"
         "    name = 'zz_test_uniform'\n"
         "    def base_logpdf(self, z):\n"
@@ -330,7 +330,7 @@ def test_registry_discovers_a_dropped_module(tmp_path, monkeypatch):
         fam = get_family("zz_test_uniform")
         assert fam.logpdf(0.2, 0.0, 1.0) == 0.0
     finally:
-        sys.modules.pop("dpbook.families.zz_test_uniform", None)
+        sys.modules.pop("dpbook.model.families.zz_test_uniform", None)
     monkeypatch.undo()
     assert "zz_test_uniform" not in available()
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dpbook.cli import main
-from dpbook.experiment import load_results, run_experiment, summarize
-from dpbook.families import LocationScaleFamily, available
+from dpbook.experiment.runner import load_results, run_experiment, summarize
+from dpbook.model.families import LocationScaleFamily, available
 
 
 def call(capsys, *args):
@@ -50,7 +50,7 @@ def test_bad_family_arguments(args, needle, capsys):
 
 
 def test_fisher_for_other_families_and_mechanisms(capsys):
-    from dpbook.quadrature import fisher_exact
+    from dpbook.likelihood.quadrature import fisher_exact
 
     code, out, _ = call(capsys, "fisher", "--eps", "1", "--a", "8", "--b", "12", "--family",
                         "poisson", "--theta", "10", "--json")

@@ -1,22 +1,17 @@
 """Fisher information for any family (eq. 7, 8, Algorithm 4) and the interval search of
-eq. (9), (11)-(13): dpbook.fisher.fisher_mc_family and dpbook.intervals."""
+eq. (9), (11)-(13): dpbook.fisher.normal_mc.fisher_mc_family and dpbook.fisher.grid."""
 
 import json
 
 import numpy as np
 import pytest
 
-from dpbook.families import available, get_family
-from dpbook.fisher import best_interval, fisher_grid, fisher_mc, fisher_mc_family
-from dpbook.intervals import (
-    ThetaGridIntervals,
-    ThetaGridPolicy,
-    adaptive_policy,
-    best_interval_family,
-    fisher_grid_family,
-)
-from dpbook.mechanisms import get_mechanism
-from dpbook.policies import AdaptivePolicy
+from dpbook.fisher import ThetaGridIntervals, adaptive_policy, best_interval, fisher_grid, fisher_mc
+from dpbook.fisher.normal_mc import fisher_grid as fisher_grid_normal
+from dpbook.fisher.normal_mc import fisher_mc as fisher_mc_normal
+from dpbook.model.families import available, get_family
+from dpbook.model.mechanisms import get_mechanism
+from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
 
 
 def _family(name):
@@ -26,13 +21,13 @@ def _family(name):
 def _exact(l, r, eps, theta, fam, mech):
     """Exact F of eq. (7): the normal's closed form, else quadrature."""
     if fam.name == "normal" and mech == "laplace":
-        from dpbook.exact import fisher_exact
+        from dpbook.likelihood.normal_laplace import fisher_exact
 
         return np.asarray(fisher_exact(l, r, eps, *theta))
     try:
-        from dpbook.quadrature import fisher_exact
+        from dpbook.likelihood.quadrature import fisher_exact
     except ImportError:
-        pytest.skip("dpbook.quadrature (exact Fisher information for any family) is missing")
+        pytest.skip("dpbook.likelihood.quadrature is missing")
     return np.asarray(fisher_exact(l, r, eps, theta, fam, mech))
 
 
@@ -108,7 +103,7 @@ def test_mc_agrees_with_exact(name, mech):
     """
     fam = _family(name)
     for seed, (theta, (l, r, eps)) in enumerate(_cases(name)):
-        est = fisher_mc_family(l, r, eps, theta, fam, mech, M=500, K=5000, rng=seed)
+        est = fisher_mc(l, r, eps, theta, fam, mech, M=500, K=5000, rng=seed)
         F = _exact(l, r, eps, theta, fam, mech)
         assert est.F.shape == F.shape == (fam.dim, fam.dim)
         z = np.abs(est.F - F) / est.se
@@ -121,8 +116,8 @@ def test_shared_and_fresh_samples_agree(name):
     fam = _family(name)
     theta, (l, r, eps) = _cases(name)[0]
     for mech in ("laplace", "gaussian"):
-        a = fisher_mc_family(l, r, eps, theta, fam, mech, M=300, K=2000, rng=5)
-        b = fisher_mc_family(l, r, eps, theta, fam, mech, M=300, K=2000, rng=5,
+        a = fisher_mc(l, r, eps, theta, fam, mech, M=300, K=2000, rng=5)
+        b = fisher_mc(l, r, eps, theta, fam, mech, M=300, K=2000, rng=5,
                              share_samples=False)
         assert not np.array_equal(a.F, b.F)
         np.testing.assert_array_equal(b.se, b.se_outer)  # independent terms
@@ -135,8 +130,8 @@ def test_sorted_kernel_equals_dense_path(name):
     fam = _family(name)
     for seed, (theta, (l, r, eps)) in enumerate(_cases(name)):
         kw = dict(M=300, K=2000, rng=seed)
-        a = fisher_mc_family(l, r, eps, theta, fam, path="sorted", **kw)
-        b = fisher_mc_family(l, r, eps, theta, fam, path="dense", **kw)
+        a = fisher_mc(l, r, eps, theta, fam, path="sorted", **kw)
+        b = fisher_mc(l, r, eps, theta, fam, path="dense", **kw)
         _close(a, (b.F, b.se, b.se_trace, b.se_outer, b.se_outer_trace), 1e-10)
 
 
@@ -145,9 +140,9 @@ def test_sorted_kernel_equals_dense_path(name):
 def test_paths_equal_literal_algorithm4(name, mech):
     fam = _family(name)
     theta, (l, r, eps) = _cases(name)[1]
-    est = fisher_mc_family(l, r, eps, theta, fam, mech, M=80, K=600, rng=9)
+    est = fisher_mc(l, r, eps, theta, fam, mech, M=80, K=600, rng=9)
     _close(est, _brute(l, r, eps, theta, fam, mech, 80, 600, 9), 1e-10)
-    est = fisher_mc_family(l, r, eps, theta, fam, mech, M=40, K=300, rng=9, share_samples=False)
+    est = fisher_mc(l, r, eps, theta, fam, mech, M=40, K=300, rng=9, share_samples=False)
     _close(est, _brute(l, r, eps, theta, fam, mech, 40, 300, 9, fresh=True), 1e-10)
 
 
@@ -156,8 +151,8 @@ def test_normal_family_matches_fisher_mc():
     rounding only."""
     for share in (True, False):
         kw = dict(M=200, K=1500, share_samples=share)
-        a = fisher_mc(-0.7, 1.2, 3.0, 0.2, 1.3, rng=4, **kw)
-        b = fisher_mc_family(-0.7, 1.2, 3.0, (0.2, 1.3), "normal", rng=4, **kw)
+        a = fisher_mc_normal(-0.7, 1.2, 3.0, 0.2, 1.3, rng=4, **kw)
+        b = fisher_mc(-0.7, 1.2, 3.0, (0.2, 1.3), "normal", rng=4, path="sorted", **kw)
         _close(b, (a.F, a.se, a.se_trace, a.se_outer, a.se_outer_trace), 1e-12)
 
 
@@ -165,10 +160,10 @@ def test_same_seed_bit_identical():
     fam = _family("student_t")
     for mech, share in [("laplace", True), ("gaussian", True), ("laplace", False)]:
         kw = dict(M=60, K=500, share_samples=share)
-        a = fisher_mc_family(-0.5, 1.0, 2.0, (0.0, 1.0), fam, mech, rng=11, **kw)
-        b = fisher_mc_family(-0.5, 1.0, 2.0, (0.0, 1.0), fam, mech,
+        a = fisher_mc(-0.5, 1.0, 2.0, (0.0, 1.0), fam, mech, rng=11, **kw)
+        b = fisher_mc(-0.5, 1.0, 2.0, (0.0, 1.0), fam, mech,
                              rng=np.random.default_rng(11), **kw)
-        c = fisher_mc_family(-0.5, 1.0, 2.0, (0.0, 1.0), fam, mech, rng=12, **kw)
+        c = fisher_mc(-0.5, 1.0, 2.0, (0.0, 1.0), fam, mech, rng=12, **kw)
         np.testing.assert_array_equal(a.F, b.F)
         np.testing.assert_array_equal(a.se, b.se)
         assert not np.array_equal(a.F, c.F)
@@ -183,13 +178,13 @@ def test_grid_cells_equal_fisher_mc_family_and_ignore_threads(name, mech):
     fam = _family(name)
     theta = (10.0,) if name == "poisson" else None
     kw = dict(method="mc", grid=6, M=150, K=1000, seed=3)
-    g1 = fisher_grid_family(2.0, fam, mech, theta, workers=1, **kw)
-    g2 = fisher_grid_family(2.0, fam, mech, theta, workers=2, **kw)
+    g1 = fisher_grid(2.0, fam, mech, theta, workers=1, **kw)
+    g2 = fisher_grid(2.0, fam, mech, theta, workers=2, **kw)
     for f in ("F", "se", "se_trace", "se_outer", "se_outer_trace"):
         np.testing.assert_array_equal(getattr(g1, f), getattr(g2, f))
     vals = g1.a_values
     for i, j in [(0, 1), (0, 5), (2, 4)]:
-        e = fisher_mc_family(vals[i], vals[j], 2.0, g1.theta, fam, mech, M=150, K=1000,
+        e = fisher_mc(vals[i], vals[j], 2.0, g1.theta, fam, mech, M=150, K=1000,
                              rng=np.random.default_rng(3))
         np.testing.assert_array_equal(g1.F[i, j], e.F)
         np.testing.assert_array_equal(g1.se[i, j], e.se)
@@ -197,17 +192,17 @@ def test_grid_cells_equal_fisher_mc_family_and_ignore_threads(name, mech):
 
 
 def test_grid_defaults_and_normal_equivalence():
-    g = fisher_grid_family(2.0, grid=12)
-    np.testing.assert_array_equal(g.F, fisher_grid(2.0, "exact", grid=12).F)
+    g = fisher_grid(2.0, grid=12, path="sorted")
+    np.testing.assert_array_equal(g.F, fisher_grid_normal(2.0, "exact", grid=12).F)
     assert g.a_values[0] == -3.0 and g.b_values[-1] == 3.0 and g.theta == (0.0, 1.0)
-    gm = fisher_grid_family(2.0, method="mc", grid=6, M=150, K=1000, seed=1)
-    ref = fisher_grid(2.0, "mc", grid=6, M=150, K=1000, seed=1)
+    gm = fisher_grid(2.0, method="mc", grid=6, M=150, K=1000, seed=1, path="sorted")
+    ref = fisher_grid_normal(2.0, "mc", grid=6, M=150, K=1000, seed=1)
     np.testing.assert_allclose(gm.F, ref.F, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(gm.se, ref.se, rtol=1e-10, atol=1e-14)
     # location-scale theta moves the default lims; the Poisson uses interval_lims
-    assert fisher_grid_family(2.0, "laplace", theta=(5.0, 2.0), grid=4).a_values[0] == -1.0
+    assert fisher_grid(2.0, "laplace", theta=(5.0, 2.0), grid=4).a_values[0] == -1.0
     p = get_family("poisson")
-    g = fisher_grid_family(2.0, p, theta=(10.0,), method="mc", grid=4, M=20, K=50)
+    g = fisher_grid(2.0, p, theta=(10.0,), method="mc", grid=4, M=20, K=50)
     assert (g.a_values[0], g.a_values[-1]) == p.interval_lims(10.0)
     assert g.F.shape == (4, 4, 1, 1)
     np.testing.assert_array_equal(g.scores("trace"), g.scores("mu"))
@@ -216,10 +211,10 @@ def test_grid_defaults_and_normal_equivalence():
 def test_best_interval_normal_matches_fisher():
     for eps in (1.0, 5.0):
         a = best_interval(eps, grid=30)
-        b = best_interval_family(eps, grid=30)
+        b = best_interval(eps, grid=30, lims=(-3.0, 3.0))
         assert (b["a"], b["b"], b["score"]) == (a["a"], a["b"], a["score"])
         assert (b["l"], b["r"]) == (a["a"], a["b"]) and b["se"] is None
-    b = best_interval_family(5.0, theta=(50.0, 2.0), grid=30)
+    b = best_interval(5.0, theta=(50.0, 2.0), grid=30)
     a = best_interval(5.0, grid=30)
     assert b["a"] == pytest.approx(a["a"]) and b["b"] == pytest.approx(a["b"])
     assert b["l"] == pytest.approx(50 + 2 * a["a"])
@@ -229,8 +224,8 @@ def test_best_interval_normal_matches_fisher():
 def test_best_interval_mc_near_exact(mech):
     """The MC maximiser's exact score is within a few se of the exact maximum."""
     fam = _family("student_t")
-    ex = best_interval_family(5.0, fam, mech, grid=12)
-    mc = best_interval_family(5.0, fam, mech, method="mc", grid=12, M=400, K=3000)
+    ex = best_interval(5.0, fam, mech, grid=12)
+    mc = best_interval(5.0, fam, mech, method="mc", grid=12, M=400, K=3000)
     at = _exact(mc["l"], mc["r"], 5.0, (0.0, 1.0), fam, mech)[0, 0]
     assert ex["score"] - at <= 4 * mc["se"]
     assert abs(mc["score"] - at) <= 4.5 * mc["se"]
@@ -252,7 +247,7 @@ def test_theta_grid_intervals_poisson():
     fam = get_family("poisson")
     for lam in (8.7, 13.3):
         l, r = tg.interval(lam)
-        direct = best_interval_family(2.0, fam, theta=(lam,), grid=25)
+        direct = best_interval(2.0, fam, theta=(lam,), grid=25)
         got = float(_exact(l, r, 2.0, (lam,), fam, "laplace")[0, 0])
         # measured loss at these sizes (deterministic): -0.35% and 0.06% here, at worst
         # 0.94% over 41 lambdas in [5, 20] (25-point (l, r) grids resolve ~1% themselves)
@@ -293,7 +288,7 @@ def test_theta_grid_policy_uses_the_drawn_theta():
 
 def test_adaptive_policy_dispatch():
     pol = adaptive_policy("laplace", 2.0, grid=10)
-    best = best_interval_family(2.0, "laplace", grid=10)
+    best = best_interval(2.0, "laplace", grid=10)
     assert isinstance(pol, AdaptivePolicy) and (pol.a, pol.b) == (best["a"], best["b"])
     pol = adaptive_policy("poisson", 2.0, method="mc", theta=(6.0,), points=3, grid=5, M=30,
                           K=100)
@@ -308,23 +303,23 @@ def test_adaptive_policy_dispatch():
 
 
 @pytest.mark.parametrize("call", [
-    lambda: fisher_mc_family(-1, 1, 0.0),
-    lambda: fisher_mc_family(1, -1, 1.0),
-    lambda: fisher_mc_family([0, 1], [1, 2], 1.0),
-    lambda: fisher_mc_family(-1, 1, 1.0, (0.0, -1.0)),
-    lambda: fisher_mc_family(-1, 1, 1.0, (0.0,)),
-    lambda: fisher_mc_family(-1, 1, 1.0, family="gamma"),
-    lambda: fisher_mc_family(-1, 1, 1.0, mechanism="cauchy"),
-    lambda: fisher_mc_family(-1, 1, 1.0, M=0),
-    lambda: fisher_mc_family(-1, 1, 1.0, K=1.5),
-    lambda: fisher_mc_family(-1, 1, 1.0, path="fast"),
-    lambda: fisher_mc_family(-1, 1, 1.0, mechanism="gaussian", path="sorted"),
-    lambda: fisher_mc_family(-1, 1, 1.0, rng="seed"),
-    lambda: fisher_grid_family(1.0, method="quad"),
-    lambda: fisher_grid_family(1.0, grid=1),
-    lambda: fisher_grid_family(1.0, lims=(1.0, -1.0)),
-    lambda: fisher_grid_family(1.0, method="mc", workers=0),
-    lambda: best_interval_family(1.0, score="det"),
+    lambda: fisher_mc(-1, 1, 0.0),
+    lambda: fisher_mc(1, -1, 1.0),
+    lambda: fisher_mc([0, 1], [1, 2], 1.0),
+    lambda: fisher_mc(-1, 1, 1.0, (0.0, -1.0)),
+    lambda: fisher_mc(-1, 1, 1.0, (0.0,)),
+    lambda: fisher_mc(-1, 1, 1.0, family="gamma"),
+    lambda: fisher_mc(-1, 1, 1.0, mechanism="cauchy"),
+    lambda: fisher_mc(-1, 1, 1.0, M=0),
+    lambda: fisher_mc(-1, 1, 1.0, K=1.5),
+    lambda: fisher_mc(-1, 1, 1.0, path="fast"),
+    lambda: fisher_mc(-1, 1, 1.0, mechanism="gaussian", path="sorted"),
+    lambda: fisher_mc(-1, 1, 1.0, rng="seed"),
+    lambda: fisher_grid(1.0, method="quad"),
+    lambda: fisher_grid(1.0, grid=1),
+    lambda: fisher_grid(1.0, lims=(1.0, -1.0)),
+    lambda: fisher_grid(1.0, method="mc", workers=0),
+    lambda: best_interval(1.0, score="det"),
     lambda: ThetaGridIntervals("poisson", 1.0, span=1.0),
     lambda: ThetaGridIntervals("poisson", 1.0, points=1),
     lambda: ThetaGridIntervals("poisson", 1.0, theta_grid=[3.0, 2.0]),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpbook.mechanisms import clip, noise_logpdf, release, release_one
+from dpbook.model.mechanisms import clip, noise_logpdf, release, release_one
 
 N = 200_000
 

@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from dpbook import rng
-from dpbook.mechanisms import release
-from dpbook.mhaar import _GAMMA, _aux_normals_array, _exp2_array, batch_means_se, mhaar
+from dpbook.mhaar import batch_means_se
+from dpbook.mhaar.normal_laplace import (
+    _GAMMA,
+    _aux_normals_array,
+    _exp2_array,
+)
+from dpbook.mhaar.normal_laplace import (
+    mhaar_normal_laplace as mhaar,
+)
+from dpbook.model.mechanisms import release
+from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace
 
 
 def _data(n=50, eps=5.0, seed=5, half=6.0, vary=False):
@@ -65,12 +74,12 @@ def test_bit_identical_any_thread_count_and_same_seed():
         numba.set_num_threads(old)
     c = mhaar(y, l, r, eps, n_iter=200, seed=7, parallel=False)
     for res in (b, c):
-        np.testing.assert_array_equal(a.mu_samples, res.mu_samples)
-        np.testing.assert_array_equal(a.sigma_samples, res.sigma_samples)
+        np.testing.assert_array_equal(a.samples[:, 0], res.samples[:, 0])
+        np.testing.assert_array_equal(a.samples[:, 1], res.samples[:, 1])
         np.testing.assert_array_equal(a.accepted, res.accepted)
-        np.testing.assert_array_equal(a.step_mu_trace, res.step_mu_trace)
+        np.testing.assert_array_equal(a.steps[:, 0], res.steps[:, 0])
     d = mhaar(y, l, r, eps, n_iter=200, seed=8)
-    assert not np.array_equal(a.mu_samples, d.mu_samples)
+    assert not np.array_equal(a.samples[:, 0], d.samples[:, 0])
     # the chain moves, and both outcomes occur
     assert 0 < a.accepted.sum() < a.n_iter
 
@@ -78,7 +87,7 @@ def test_bit_identical_any_thread_count_and_same_seed():
 def test_same_chain_whatever_the_mode_and_chunks(monkeypatch):
     """Serial, parallel and auto mode (which probes both) and any split of the
     iterations into calls of the compiled chain give the same chain."""
-    import dpbook.mhaar as mh
+    import dpbook.mhaar.normal_laplace as mh
 
     y, l, r, eps = _data(200, eps=2.0, seed=6)
     a = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=False)
@@ -87,20 +96,20 @@ def test_same_chain_whatever_the_mode_and_chunks(monkeypatch):
     c = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=True)
     assert a.n_parallel == 0 and c.n_parallel == 300 and b.n_parallel >= 3
     for res in (b, c):
-        np.testing.assert_array_equal(a.mu_samples, res.mu_samples)
-        np.testing.assert_array_equal(a.sigma_samples, res.sigma_samples)
-        np.testing.assert_array_equal(a.step_var_trace, res.step_var_trace)
+        np.testing.assert_array_equal(a.samples[:, 0], res.samples[:, 0])
+        np.testing.assert_array_equal(a.samples[:, 1], res.samples[:, 1])
+        np.testing.assert_array_equal(a.steps[:, 1], res.steps[:, 1])
 
 
 def test_fast_and_guarded_kernels_agree():
     """The shifted-exponent kernel (eps <= 600) and the max-shift log-sum-exp kernel draw
     the same random numbers, so they give the same chain up to rounding."""
     y, l, r, eps = _data(70, eps=3.0, seed=2, vary=True)
-    a = mhaar(y, l, r, eps, n_iter=300, seed=3, _fast=True)
-    b = mhaar(y, l, r, eps, n_iter=300, seed=3, _fast=False)
+    a = mhaar(y, l, r, eps, n_iter=300, seed=3, fast=True)
+    b = mhaar(y, l, r, eps, n_iter=300, seed=3, fast=False)
     np.testing.assert_array_equal(a.accepted, b.accepted)
-    np.testing.assert_allclose(a.mu_samples, b.mu_samples, rtol=1e-12)
-    np.testing.assert_allclose(a.sigma_samples, b.sigma_samples, rtol=1e-12)
+    np.testing.assert_allclose(a.samples[:, 0], b.samples[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(a.samples[:, 1], b.samples[:, 1], rtol=1e-12)
 
 
 def test_large_eps_and_far_observations():
@@ -110,13 +119,13 @@ def test_large_eps_and_far_observations():
     y[:3] = [1e4, -1e4, 3e3]
     for eps in (1e3, 2.0):
         res = mhaar(y, l, r, eps, n_iter=200, seed=1)
-        assert np.all(np.isfinite(res.mu_samples)) and np.all(res.sigma_samples > 0)
+        assert np.all(np.isfinite(res.samples[:, 0])) and np.all(res.samples[:, 1] > 0)
 
 
 def _mc_tolerances(res, n_batches=40):
     """4 batch-means standard errors of the kept-sample mean and sd of mu and sigma."""
     out = {}
-    for p, x in (("mu", res.kept_mu), ("sigma", res.kept_sigma)):
+    for p, x in (("mu", res.kept()[:, 0]), ("sigma", res.kept()[:, 1])):
         m, sd = x.mean(), x.std()
         # sd = sqrt(mean((x - m)^2)); delta method: se(sd) = se(mean((x - m)^2)) / (2 sd)
         out[p] = {"mean": 4.0 * batch_means_se(x, n_batches),
@@ -136,13 +145,12 @@ def test_matches_exact_posterior(vary):
     box is cut at sigma = 20), so the moments are well defined and the MCMC error is
     Gaussian.  Tolerance: 4 batch-means standard errors (40 batches of the 160 000 kept
     samples) plus the grid error (difference between the 101^2 and 151^2 grids, plus
-    1e-3 of the posterior sd); the exact posterior comes from dpbook.exact.
+    1e-3 of the posterior sd); the exact posterior comes from dpbook.likelihood.normal_laplace.
     """
-    exact = pytest.importorskip("dpbook.exact")
     y, l, r, eps = _data(50, eps=5.0, seed=5, vary=vary)
-    ref = exact.exact_posterior(y, l, r, eps, grid=(101, 101)).summary()
-    fine = exact.exact_posterior(y, l, r, eps, grid=(151, 151)).summary()
-    cut = exact.exact_posterior(y, l, r, eps, grid=(151, 151),
+    ref = exact_posterior_normal_laplace(y, l, r, eps, grid=(101, 101)).summary()
+    fine = exact_posterior_normal_laplace(y, l, r, eps, grid=(151, 151)).summary()
+    cut = exact_posterior_normal_laplace(y, l, r, eps, grid=(151, 151),
                                 bounds=((ref["mu"]["mean"] - 15 * ref["mu"]["sd"],
                                          ref["mu"]["mean"] + 15 * ref["mu"]["sd"]),
                                         (1e-3, 20.0))).summary()
@@ -164,23 +172,23 @@ def test_summary_and_defaults():
     res = mhaar(y, l, r, eps, n_iter=1000, seed=0)
     assert res.n_iter == 1000 and res.n_kept == 200
     s = res.summary()
-    np.testing.assert_allclose(s["mu"]["mean"], res.mu_samples[800:].mean())
-    np.testing.assert_allclose(s["sigma"]["sd"], res.sigma_samples[800:].std())
+    np.testing.assert_allclose(s["mu"]["mean"], res.samples[:, 0][800:].mean())
+    np.testing.assert_allclose(s["sigma"]["sd"], res.samples[:, 1][800:].std())
     assert set(s) == {"mu", "sigma"} and set(s["mu"]) == {"mean", "sd"}
     # steps start at 10/sqrt(n), 20/sqrt(n); adaptation starts after 10% of the iterations
-    np.testing.assert_allclose(res.step_mu_trace[:100], 10 / math.sqrt(30))
-    np.testing.assert_allclose(res.step_var_trace[:100], 20 / math.sqrt(30))
-    assert res.step_mu_trace[100] != res.step_mu_trace[99]
-    np.testing.assert_allclose(res.step_var_trace / res.step_mu_trace, 2.0)
+    np.testing.assert_allclose(res.steps[:, 0][:100], 10 / math.sqrt(30))
+    np.testing.assert_allclose(res.steps[:, 1][:100], 20 / math.sqrt(30))
+    assert res.steps[:, 0][100] != res.steps[:, 0][99]
+    np.testing.assert_allclose(res.steps[:, 1] / res.steps[:, 0], 2.0)
     assert 0.0 <= res.acceptance <= 1.0
     d = res.diagnostics(n_batches=10)
-    assert d["step_mu"] == res.step_mu and "mcse_mu" in d
+    assert np.array_equal(d["steps"], res.final_steps) and "mcse" in d
     # scalar interval ends broadcast
     res2 = mhaar(y, float(l[0]), float(r[0]), eps, n_iter=1000, seed=0)
-    np.testing.assert_array_equal(res.mu_samples, res2.mu_samples)
+    np.testing.assert_array_equal(res.samples[:, 0], res2.samples[:, 0])
     # no adaptation: steps stay put
-    res3 = mhaar(y, l, r, eps, n_iter=300, seed=0, adapt=False, step_mu=0.5, step_var=0.7)
-    assert np.all(res3.step_mu_trace == 0.5) and np.all(res3.step_var_trace == 0.7)
+    res3 = mhaar(y, l, r, eps, n_iter=300, seed=0, adapt=False, steps=(0.5, 0.7))
+    assert np.all(res3.steps[:, 0] == 0.5) and np.all(res3.steps[:, 1] == 0.7)
 
 
 def test_batch_means_se():
@@ -206,8 +214,8 @@ def test_batch_means_se():
     (dict(n_aux=1), "n_aux"),
     (dict(burn_fraction=1.0), "burn_fraction"),
     (dict(burn_fraction=-0.1), "burn_fraction"),
-    (dict(step_mu=0.0), "step_mu"),
-    (dict(step_var=-1.0), "step_var"),
+    (dict(steps=(0.0, 1.0)), "step_mu"),
+    (dict(steps=(1.0, -1.0)), "step_var"),
 ])
 def test_bad_input(kw, msg):
     args = dict(y=[0.1, -0.3, 0.5], l=-3.0, r=3.0, eps=1.0, n_iter=10)

@@ -1,5 +1,5 @@
 """MHAAR for any family and mechanism (Alparslan & Yildirim 2022, Algorithm 8; the
-batch baseline of Section 6): dpbook.mhaar_family against exact posteriors."""
+batch baseline of Section 6): dpbook.mhaar.generic against exact posteriors."""
 
 import functools
 import math
@@ -7,12 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from dpbook import mhaar_family as mf
-from dpbook.families import available, get_family
-from dpbook.families.normal import Normal
-from dpbook.mechanisms import LaplaceMechanism, release
 from dpbook.mhaar import MHAARResult, batch_means_se, mhaar
-from dpbook.mhaar_family import MHAARFamilyResult, mhaar_family, run_mhaar
+from dpbook.mhaar import algorithm as mf
+from dpbook.model.families import available, get_family
+from dpbook.model.families.normal import Normal
+from dpbook.model.mechanisms import LaplaceMechanism, release
+from dpbook.posterior import exact_posterior
+from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace
 
 N, EPS = 40, 5.0
 N_ITER, BURN, BATCHES = 12_000, 0.2, 40
@@ -40,8 +41,8 @@ def _data(fam, mechanism, n=N, eps=EPS, seed=5):
 def _run(name, mechanism):
     fam = _family(name)
     y, l, r, eps = _data(fam, mechanism)
-    res = mhaar_family(y, l, r, eps, family=fam, mechanism=mechanism, n_iter=N_ITER, seed=11,
-                       burn_fraction=BURN)
+    res = mhaar(y, l, r, eps, family=fam, mechanism=mechanism, n_iter=N_ITER, seed=11,
+                       burn_fraction=BURN, generic=True)
     return fam, (y, l, r, eps), res
 
 
@@ -71,15 +72,14 @@ def test_matches_exact_posterior(name, mechanism):
     constant as the scale grows): the moments compared are those of the box, beyond
     which the posterior mass is negligible at these n and eps.
     """
-    quadrature = pytest.importorskip("dpbook.quadrature")
     fam, (y, l, r, eps), res = _run(name, mechanism)
     est_m, est_s = res.mean(), res.sd()
     box = []
     for j in range(fam.dim):
         lo, hi = est_m[j] - 10 * est_s[j], est_m[j] + 10 * est_s[j]
         box.append((max(lo, 0.05 * est_m[j]) if fam.positive[j] else lo, hi))
-    ref = quadrature.exact_posterior(y, l, r, eps, family=fam, mechanism=mechanism,
-                                     grid=(61,) * fam.dim, bounds=box)
+    ref = exact_posterior(y, l, r, eps, family=fam, mechanism=mechanism, generic=True,
+                          grid=(61,) * fam.dim, bounds=box)
     assert ref.edge < -8.0, ("box too small", ref.edge)
     ref_m, ref_s = ref.mean(), ref.sd()
     se_m, se_s = _mc_se(res.kept())
@@ -92,12 +92,11 @@ def test_matches_exact_posterior(name, mechanism):
 
 
 def test_normal_laplace_matches_closed_form_posterior():
-    """The normal/Laplace run against dpbook.exact (closed-form densities), independent
+    """The normal/Laplace run against dpbook.posterior.normal_laplace (closed form), independent
     of the generic quadrature."""
-    from dpbook import exact
 
     fam, (y, l, r, eps), res = _run("normal", "laplace")
-    ref = exact.exact_posterior(y, l, r, eps)
+    ref = exact_posterior_normal_laplace(y, l, r, eps)
     se_m, se_s = _mc_se(res.kept())
     grid_err = 1e-3 * ref.sd()
     assert np.all(np.abs(res.mean() - ref.mean()) < 4 * se_m + grid_err)
@@ -105,11 +104,11 @@ def test_normal_laplace_matches_closed_form_posterior():
 
 
 def test_agrees_with_compiled_sampler():
-    """Generic normal/Laplace and dpbook.mhaar.mhaar (different parameterisation, steps,
+    """Generic normal/Laplace and the compiled backend (different parameterisation, steps,
     start and random numbers, same target) agree within 4 combined standard errors."""
     fam, (y, l, r, eps), res = _run("normal", "laplace")
     comp = mhaar(y, l, r, eps, n_iter=60_000, seed=3, burn_fraction=BURN)
-    kept_c = np.column_stack([comp.kept_mu, comp.kept_sigma])
+    kept_c = np.column_stack([comp.kept()[:, 0], comp.kept()[:, 1]])
     se_g, ses_g = _mc_se(res.kept())
     se_c, ses_c = _mc_se(kept_c)
     assert np.all(np.abs(res.mean() - kept_c.mean(axis=0)) < 4 * np.hypot(se_g, se_c))
@@ -121,18 +120,18 @@ def test_agrees_with_compiled_sampler():
 def test_run_mhaar_dispatch():
     fam = _family("normal")
     y, l, r, eps = _data(fam, "laplace", n=30)
-    a = run_mhaar(y, l, r, eps, n_iter=300, seed=4)  # normal/Laplace: the compiled sampler
+    a = mhaar(y, l, r, eps, n_iter=300, seed=4)  # normal/Laplace: the compiled sampler
     assert isinstance(a, MHAARResult)
     b = mhaar(y, l, r, eps, n_iter=300, seed=4)
-    np.testing.assert_array_equal(a.mu_samples, b.mu_samples)
-    c = run_mhaar(y, l, r, eps, family="normal", mechanism="gaussian", n_iter=50, seed=4)
-    assert isinstance(c, MHAARFamilyResult) and c.params == ("mu", "sigma")
-    d = run_mhaar(y, l, r, eps, family="laplace", n_iter=50, seed=4)
-    assert isinstance(d, MHAARFamilyResult) and d.family.startswith("laplace")
-    with pytest.raises(ValueError, match="steps"):
-        run_mhaar(y, l, r, eps, n_iter=50, steps=[0.1, 0.1])
+    np.testing.assert_array_equal(a.samples, b.samples)
+    c = mhaar(y, l, r, eps, family="normal", mechanism="gaussian", n_iter=50, seed=4)
+    assert isinstance(c, MHAARResult) and c.params == ("mu", "sigma")
+    d = mhaar(y, l, r, eps, family="laplace", n_iter=50, seed=4)
+    assert isinstance(d, MHAARResult) and d.family.startswith("laplace")
+    with pytest.raises(ValueError, match="parallel"):  # a compiled-backend option
+        mhaar(y, l, r, eps, family="laplace", n_iter=50, parallel=True)
     with pytest.raises(ValueError, match="mechanism"):
-        run_mhaar(y, l, r, eps, mechanism="cauchy")
+        mhaar(y, l, r, eps, mechanism="cauchy")
 
 
 @pytest.mark.parametrize("name", ["poisson", "student_t"])
@@ -140,16 +139,16 @@ def test_same_seed_bit_identical(name):
     fam = _family(name)
     y, l, r, eps = _data(fam, "laplace", n=30)
     kw = dict(family=fam, n_iter=200)
-    a = mhaar_family(y, l, r, eps, seed=7, **kw)
-    b = mhaar_family(y, l, r, eps, seed=7, **kw)
+    a = mhaar(y, l, r, eps, seed=7, **kw, generic=True)
+    b = mhaar(y, l, r, eps, seed=7, **kw, generic=True)
     ss = np.random.SeedSequence(7)
-    c = mhaar_family(y, l, r, eps, seed=ss, **kw)
-    d = mhaar_family(y, l, r, eps, seed=ss, **kw)  # a SeedSequence is not consumed
+    c = mhaar(y, l, r, eps, seed=ss, **kw, generic=True)
+    d = mhaar(y, l, r, eps, seed=ss, **kw, generic=True)  # a SeedSequence is not consumed
     for res in (b, c, d):
         np.testing.assert_array_equal(a.samples, res.samples)
         np.testing.assert_array_equal(a.accepted, res.accepted)
         np.testing.assert_array_equal(a.steps, res.steps)
-    e = mhaar_family(y, l, r, eps, seed=8, **kw)
+    e = mhaar(y, l, r, eps, seed=8, **kw, generic=True)
     assert not np.array_equal(a.samples, e.samples)
     assert 0 < a.accepted.sum() < a.n_iter
 
@@ -171,8 +170,8 @@ def test_generic_paths_match_fast_paths():
     up to rounding."""
     fam = _family("normal")
     y, l, r, eps = _data(fam, "laplace", n=30)
-    a = mhaar_family(y, l, r, eps, family=fam, n_iter=300, seed=2)
-    b = mhaar_family(y, l, r, eps, family=_GenericNormal(), mechanism=_GenericLaplaceNoise(),
+    a = mhaar(y, l, r, eps, family=fam, n_iter=300, seed=2, generic=True)
+    b = mhaar(y, l, r, eps, family=_GenericNormal(), mechanism=_GenericLaplaceNoise(),
                      n_iter=300, seed=2)
     np.testing.assert_array_equal(a.accepted, b.accepted)
     np.testing.assert_allclose(a.samples, b.samples, rtol=1e-12)
@@ -205,7 +204,7 @@ def test_pilot_steps_without_noise_or_clipping():
     rng = np.random.default_rng(1)
     x = rng.normal(3.0, 2.0, n)
     l, r = np.full(n, -1e3), np.full(n, 1e3)
-    res = mhaar_family(x, l, r, 1e9, family=fam, n_iter=1, seed=0)
+    res = mhaar(x, l, r, 1e9, family=fam, n_iter=1, seed=0, generic=True)
     sigma0 = res.theta0[1]
     np.testing.assert_allclose(res.steps[0], [sigma0 / math.sqrt(n), 1 / math.sqrt(2 * n)],
                                rtol=0.15)
@@ -214,7 +213,7 @@ def test_pilot_steps_without_noise_or_clipping():
 def test_result_and_adaptation():
     fam = _family("laplace")
     y, l, r, eps = _data(fam, "gaussian", n=30)
-    res = mhaar_family(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=500, seed=0)
+    res = mhaar(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=500, seed=0, generic=True)
     assert res.samples.shape == (500, 2) and res.steps.shape == (500, 2)
     assert res.n_kept == 100 and res.kept().shape == (100, 2)
     np.testing.assert_allclose(res.mean(), res.samples[400:].mean(axis=0))
@@ -226,11 +225,11 @@ def test_result_and_adaptation():
     np.testing.assert_allclose(res.steps[:, 0] / res.steps[:, 1],
                                res.steps[0, 0] / res.steps[0, 1])
     assert 0.0 <= res.acceptance <= 1.0 and "mcse" in res.diagnostics(n_batches=10)
-    fixed = mhaar_family(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=200, seed=0,
-                         steps=[0.3, 0.2], adapt=False)
+    fixed = mhaar(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=200, seed=0,
+                         steps=[0.3, 0.2], adapt=False, generic=True)
     assert np.all(fixed.steps == [0.3, 0.2])
     # scalar interval ends broadcast
-    sc = mhaar_family(y, float(l[0]), float(r[0]), eps, family=fam, mechanism="gaussian",
+    sc = mhaar(y, float(l[0]), float(r[0]), eps, family=fam, mechanism="gaussian",
                       n_iter=500, seed=0)
     np.testing.assert_array_equal(res.samples, sc.samples)
 
@@ -261,4 +260,4 @@ def test_bad_inputs(kw, msg):
     args.update(kw)
     y, l, r, eps = (args.pop(k) for k in ("y", "l", "r", "eps"))
     with pytest.raises(ValueError, match=msg):
-        mhaar_family(y, l, r, eps, n_iter=args.pop("n_iter", 10), **args)
+        mhaar(y, l, r, eps, n_iter=args.pop("n_iter", 10), generic=True, **args)

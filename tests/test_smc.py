@@ -4,9 +4,10 @@ import numba
 import numpy as np
 import pytest
 
-from dpbook.mechanisms import release
-from dpbook.policies import thompson_index
+from dpbook.model.mechanisms import release
+from dpbook.privacy.policies import thompson_index
 from dpbook.smc import SMC, smc_posterior
+from dpbook.smc.resampling import systematic_keyed
 
 
 def _data(n=30, eps=2.0, seed=0, width=8.0):
@@ -51,7 +52,7 @@ QS = (0.25, 0.5, 0.75)
 
 
 def test_smc_matches_exact_posterior():
-    from dpbook.exact import exact_posterior
+    from dpbook.posterior import exact_posterior
 
     y, l, r, eps = _data(30, eps=2.0, seed=5)
     post = exact_posterior(y, l, r, eps)
@@ -103,14 +104,14 @@ def _reference_update(smc, y, l, r):
     import math
 
     from dpbook import rng
-    from dpbook import smc as S
+    from dpbook.smc import normal_laplace as S
 
     t, N, key = smc.t, smc.N, smc._key
     ys, ls, rs = np.append(smc._y[:t], y), np.append(smc._l[:t], l), np.append(smc._r[:t], r)
     invb = smc.eps / (rs - ls)
     anc = np.arange(N)
     if t > 0:
-        S._systematic(key, t, smc.w, anc)
+        systematic_keyed(key, S._P_RESAMPLE, t, smc.w, anc)
     old = smc._paths()
     paths, mus, sigs, logw = np.zeros((N, t + 1)), np.zeros(N), np.zeros(N), np.zeros(N)
     for i in range(N):
@@ -167,7 +168,7 @@ def test_kernel_equals_plain_algorithm(eps, width):
 def test_exp_approx_accuracy():
     """The polynomial exp of the MH test is within a fifth of the tolerance that
     sends a decision to math.exp, over the whole clamped range."""
-    from dpbook import smc as S
+    from dpbook.smc import normal_laplace as S
 
     d = np.concatenate([np.linspace(-700, 0, 200_001),
                         -np.random.default_rng(1).exponential(2, 200_000),

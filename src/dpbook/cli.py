@@ -14,6 +14,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -46,8 +47,8 @@ def _any_float(text):
 
 def add_family_arguments(p):
     """--family, the families' options (e.g. --df) and --mechanism on a sub-command."""
-    from .families import available
-    from .mechanisms import MECHANISMS
+    from dpbook.model.families import available
+    from dpbook.model.mechanisms import MECHANISMS
 
     fams = available()
     p.add_argument("--family", default="normal", metavar="NAME",
@@ -66,7 +67,7 @@ def add_family_arguments(p):
 
 def family_from_args(args):
     """The Family object and mechanism name chosen on the command line."""
-    from .families import get_family
+    from dpbook.model.families import get_family
 
     opts = {k[len("family_opt_"):]: v for k, v in vars(args).items()
             if k.startswith("family_opt_") and v is not None}
@@ -74,8 +75,8 @@ def family_from_args(args):
 
 
 def _is_paper_model(family, mechanism) -> bool:
-    """The normal family with the Laplace mechanism: the compiled, closed-form paths."""
-    return family.specialised("smc", mechanism) is not None
+    """The paper's model (Section 6), which the output describes in the paper's words."""
+    return family.name == "normal" and mechanism == "laplace"
 
 
 def _print(result: dict, as_json: bool, lines):
@@ -99,7 +100,7 @@ def _matrix_lines(F, params):
 
 
 def cmd_fisher(args):
-    from .validation import check_count, check_eps, check_interval
+    from dpbook.validation import check_count, check_eps, check_interval
 
     family, mechanism = family_from_args(args)
     check_eps(args.eps)
@@ -108,22 +109,10 @@ def cmd_fisher(args):
     check_count("K", args.K)
     theta = _theta_from_args(args, family)
     rng = np.random.default_rng(args.seed)
-    if _is_paper_model(family, mechanism):
-        from .fisher import fisher_information
+    from dpbook.fisher import fisher_information
 
-        est = fisher_information(args.a, args.b, args.eps, *theta, method=args.method,
-                                 M=args.M, K=args.K, rng=rng)
-    elif args.method == "exact":
-        from .fisher import FisherEstimate
-        from .quadrature import fisher_exact
-
-        est = FisherEstimate(F=np.asarray(fisher_exact(args.a, args.b, args.eps, theta,
-                                                       family, mechanism)))
-    else:
-        from .fisher import fisher_mc_family
-
-        est = fisher_mc_family(args.a, args.b, args.eps, theta, family, mechanism,
-                               M=args.M, K=args.K, rng=rng)
+    est = fisher_information(args.a, args.b, args.eps, theta, family, mechanism,
+                             method=args.method, M=args.M, K=args.K, rng=rng)
     F = np.asarray(getattr(est, "F", est), dtype=float)
     se = getattr(est, "se", None)
     out = {"F": F.tolist(), "eps": args.eps, "a": args.a, "b": args.b, "method": args.method,
@@ -145,7 +134,7 @@ def cmd_fisher(args):
 
 
 def cmd_best_interval(args):
-    from .validation import check_count, check_eps, check_interval
+    from dpbook.validation import check_count, check_eps, check_interval
 
     family, mechanism = family_from_args(args)
     check_eps(args.eps)
@@ -159,15 +148,10 @@ def cmd_best_interval(args):
     lo, hi = lims
     kw = dict(method=args.method, grid=args.grid, lims=lims, score=args.score, M=args.M,
               K=args.K, seed=args.seed)
-    if _is_paper_model(family, mechanism):
-        from .fisher import best_interval
+    from dpbook.fisher import best_interval
 
-        res = best_interval(args.eps, **kw)
-    else:
-        from .intervals import best_interval_family
-
-        res = best_interval_family(args.eps, family=family, mechanism=mechanism,
-                                   theta=None if family.location_scale else theta, **kw)
+    res = best_interval(args.eps, family=family, mechanism=mechanism,
+                        theta=None if family.location_scale else theta, **kw)
     a = res.get("a", res.get("l"))
     b = res.get("b", res.get("r"))
     out = {"a": float(a), "b": float(b), "score": float(res["score"]),
@@ -216,13 +200,13 @@ def read_releases(path):
             raise ValueError(f"{path}, line {row}: column {c} holds a non-number "
                              f"{df[c].iloc[row - 2]!r}")
         cols[c] = vals.to_numpy(dtype=float)
-    from .validation import check_observations
+    from dpbook.validation import check_observations
 
     return check_observations(cols["y"], cols["l"], cols["r"])
 
 
 def cmd_posterior(args):
-    from .validation import check_count, check_eps
+    from dpbook.validation import check_count, check_eps
 
     family, mechanism = family_from_args(args)
     check_eps(args.eps)
@@ -231,21 +215,17 @@ def cmd_posterior(args):
     y, l, r = read_releases(args.data)
     t0 = time.perf_counter()
     if args.method == "smc":
-        from .smc_family import smc_posterior_family
+        from dpbook.smc import smc_posterior
 
-        s = smc_posterior_family(y, l, r, args.eps, family=family, mechanism=mechanism,
+        s = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                                  n_particles=args.particles, seed=args.seed).summary()
     elif args.method == "mhaar":
-        from .mhaar_family import run_mhaar
+        from dpbook.mhaar import mhaar
 
-        s = run_mhaar(y, l, r, args.eps, family=family, mechanism=mechanism,
-                      n_iter=args.iters, seed=args.seed).summary()
-    elif _is_paper_model(family, mechanism):
-        from .exact import exact_posterior
-
-        s = exact_posterior(y, l, r, args.eps).summary()
+        s = mhaar(y, l, r, args.eps, family=family, mechanism=mechanism, n_iter=args.iters,
+                  seed=args.seed).summary()
     else:
-        from .quadrature import exact_posterior
+        from dpbook.posterior import exact_posterior
 
         s = exact_posterior(y, l, r, args.eps, family=family, mechanism=mechanism).summary()
     out = {p: {k: float(v) for k, v in s[p].items()} for p in family.params}
@@ -263,7 +243,7 @@ def cmd_posterior(args):
 
 
 def cmd_families(args):
-    from .families import available
+    from dpbook.model.families import available
 
     rows = []
     for name, cls in available().items():
@@ -351,13 +331,109 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--json", action="store_true", help=_JSON_HELP)
     fl.set_defaults(func=cmd_families)
 
-    try:
-        from .experiment import add_experiment_parser
-    except ImportError:  # pragma: no cover - during development only
-        pass
-    else:
-        add_experiment_parser(sub)
+    add_experiment_parser(sub)
     return p
+
+
+# ----------------------------------------------------------------------- experiment
+def _float(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def add_experiment_parser(subparsers):
+    """Add the ``experiment`` sub-command to an argparse sub-parsers object."""
+    p = subparsers.add_parser(
+        "experiment", help="the paper's Section 6 experiment (resumable)",
+        description="Run or resume the Section 6 experiment: SMC-adaptive, SMC-fixed and "
+                    "MHAAR over eps values and independent runs.")
+    from dpbook.experiment import METHODS, PAPER
+
+    p.add_argument("--eps", type=_float, nargs="+", default=list(PAPER["eps"]),
+                   metavar="E", help="privacy parameters (default 1 2 5 10)")
+    p.add_argument("--runs", type=int, default=30,
+                   help="independent runs per method and eps (default 30, Section 6)")
+    p.add_argument("--n", type=int, default=1000,
+                   help="individuals per run (default 1000)")
+    p.add_argument("--particles", type=int, default=1000,
+                   help="SMC particles N (default 1000)")
+    p.add_argument("--mhaar-iters", type=int, default=100_000,
+                   help="MHAAR iterations (default 100000; 20 auxiliary draws each)")
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help="comma-separated subset of " + ",".join(METHODS))
+    p.add_argument("--seed", type=int, default=0,
+                   help="root seed; every task's seed is derived from it (default 0)")
+    p.add_argument("--out", default="results/paper", metavar="DIR",
+                   help="result store; finished tasks there are skipped (default "
+                        "results/paper)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a Dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default: every core)")
+    p.add_argument("--interval-method", choices=("exact", "mc"), default="exact",
+                   help="Fisher information for the best intervals (eq. 13): exact "
+                        "quadrature or the paper's Monte Carlo (default exact)")
+    p.add_argument("--theta", type=_float, nargs="+", default=None, metavar="V",
+                   help="true parameter values (default: the paper's mu = 50, "
+                        "sigma^2 = 10 for the normal, else the family's default)")
+    add_family_arguments(p)
+    p.add_argument("--keep-particles", type=int, default=1,
+                   help="store particles for the first K runs (default 1)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_experiment)
+    return p
+
+
+def cmd_experiment(args):
+    from dpbook.experiment import read_manifest, run_experiment, summarize
+
+    t0 = time.perf_counter()
+    family, mechanism = family_from_args(args)
+    if args.theta is None:
+        extra = {}
+    elif family.name == "normal":  # the paper's configuration keys
+        family.check_theta(*args.theta)
+        extra = {"mu": args.theta[0], "sigma": args.theta[1]}
+    else:
+        extra = {"theta": args.theta}
+    df = run_experiment(family=family, mechanism=mechanism, **extra,
+                        eps=args.eps, runs=args.runs, n=args.n, particles=args.particles,
+                        mhaar_iters=args.mhaar_iters, methods=args.methods, seed=args.seed,
+                        out=args.out, scheduler=args.scheduler,
+                        interval_method=args.interval_method,
+                        progress=not args.no_progress, workers=getattr(args, "workers", None),
+                        keep_particles=getattr(args, "keep_particles", 1))
+    out = Path(args.out)
+    summ = summarize(df)
+    manifest = read_manifest(out) or {}
+    result = {
+        "summary": summ.to_dict(orient="records"),
+        "intervals": manifest.get("intervals", {}),
+        "tasks": int(len(df)),
+        "complete": bool(manifest.get("complete")),
+        "seconds": time.perf_counter() - t0,
+        "paths": {"out": str(out), "estimates": str(out / "estimates.parquet"),
+                  "manifest": str(out / "manifest.json"), "tasks": str(out / "tasks")},
+    }
+    if args.json:
+        print(json.dumps(result))
+        return result
+    head = f"{'method':<13} {'eps':>6} {'runs':>4}"
+    for p in family.params:
+        head += f"  {p + ' mean':>10} {'bias':>8} {'rmse':>8}"
+    lines = [head + f"  {'s/task':>7}"]
+    for r in result["summary"]:
+        line = f"{r['method']:<13} {r['eps']:>6g} {r['runs']:>4}"
+        for p in family.params:
+            line += f"  {r[p + '_mean']:>10.4f} {r[p + '_bias']:>8.4f} {r[p + '_rmse']:>8.4f}"
+        lines.append(line + f"  {r['seconds']:>7.2f}")
+    lines.append(f"results: {out / 'estimates.parquet'} (manifest {out / 'manifest.json'})")
+    print("\n".join(lines))
+    sys.stdout.flush()
+    return result
 
 
 def main(argv=None) -> int:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .population import Population
-from .smc import SMC
-from .smc_family import FamilySMC, make_smc
+from dpbook.privacy.population import Population
+from dpbook.smc import SMC
 
 
 @dataclass
@@ -24,7 +23,7 @@ class OnlineRun:
     y: np.ndarray
     l: np.ndarray
     r: np.ndarray
-    smc: SMC | FamilySMC
+    smc: SMC
 
 
 def run_online(population: Population, policy, n, n_particles=1000, seed=0, every=20,
@@ -33,15 +32,14 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
 
     ``seed`` (int or SeedSequence) drives the SMC and the Thompson draws; the privacy
     noise belongs to the population.  ``family`` is the model {P_theta} the SMC fits
-    (None: normal); the SMC uses the population's mechanism (Laplace if it names none)
-    and is :func:`dpbook.smc_family.make_smc`'s choice: the compiled SMC for the normal
-    family with the Laplace mechanism, :class:`FamilySMC` otherwise.
+    (None: normal); the SMC (:class:`dpbook.smc.SMC`) uses the population's mechanism
+    (Laplace if it names none).
     """
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     smc_ss, policy_ss = ss.spawn(2)
     mechanism = getattr(population, "mechanism", "laplace")
-    smc = make_smc(population.eps, family, mechanism, n_particles=n_particles, n_max=n,
-                   seed=smc_ss, every=every)
+    smc = SMC(population.eps, family, mechanism, n_particles=n_particles, n_max=n,
+              seed=smc_ss, every=every)
     policy_rng = np.random.default_rng(policy_ss)
     y, l, r = np.empty(n), np.empty(n), np.empty(n)
     for t in range(n):

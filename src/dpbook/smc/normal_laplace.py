@@ -1,11 +1,15 @@
-"""Sequential Monte Carlo for the posterior (5): Algorithms 2 and 3 of the paper.
+"""The compiled backend of the SMC (Algorithms 2 and 3) for the paper's model.
+
+:class:`NormalLaplaceSMC` is what ``dpbook.smc.SMC(eps)`` returns for the normal family
+with the Laplace mechanism (registered in :mod:`dpbook.backends`); the algorithm is
+that of :mod:`dpbook.smc.algorithm`, fused into one kernel per time step.
 
 Resample-move SMC (Gilks & Berzuini, 2001) for the normal model of Section 6:
 X ~ N(mu, sigma^2), mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1), released values
 y_t = T_{l_t}^{r_t}(x_t) + (r_t - l_t) V_t, V_t ~ Laplace(1/eps).  Each particle
 carries theta = (mu, sigma) and its own latent path x_{1:t}.
 
-One call of :meth:`SMC.update` is Algorithm 2 at time t:
+One call of :meth:`NormalLaplaceSMC.update` is Algorithm 2 at time t:
 
 1. resampling (systematic) according to the weights of time t-1;
 2. rejuvenation with Algorithm 3: an independent Metropolis-Hastings move on every
@@ -22,7 +26,6 @@ The estimator sees only (y, l, r, eps): it never touches the population.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -31,15 +34,16 @@ from numba import njit, prange, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from . import rng as _rng
-from .policies import thompson_index
-from .validation import check_count, check_eps, check_release
-
-# Section 6 priors: mu ~ N(MU0, MU_VAR), sigma^2 ~ IG(SIG_SHAPE, SIG_SCALE)
-MU0 = 0.0
-MU_VAR = 1.0e4
-SIG_SHAPE = 1.0
-SIG_SCALE = 1.0
+from dpbook import rng as _rng
+from dpbook.model.families import get_family
+from dpbook.model.prior import LOC_MEAN as MU0
+from dpbook.model.prior import LOC_VAR as MU_VAR
+from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
+from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
+from dpbook.privacy.policies import thompson_index
+from dpbook.smc.algorithm import SMC, History
+from dpbook.smc.resampling import systematic_keyed
+from dpbook.validation import check_count, check_eps, check_release
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
 # resampling a = 3 (b = t); at time t, a = 8 t + purpose with b = particle for the MH
@@ -65,22 +69,6 @@ def _init_particles(key, mu, sig):
         mu[i] = MU0 + math.sqrt(MU_VAR) * z
         s, g = _rng.gamma(s, SIG_SHAPE)
         sig[i] = math.sqrt(SIG_SCALE / g)
-
-
-@njit(cache=True)
-def _systematic(key, t, w, out):
-    """Systematic resampling of indices 0..N-1 with normalised weights w."""
-    n = w.shape[0]
-    s = _rng.stream_key(key, _P_RESAMPLE, t)
-    s, u = _rng.uniform(s)
-    cum = w[0] * n
-    j = 0
-    for i in range(n):
-        pos = u + i
-        while cum < pos and j < n - 1:
-            j += 1
-            cum += w[j] * n
-        out[i] = j
 
 
 # --- helpers of the MH sweep ---------------------------------------------------------
@@ -319,39 +307,24 @@ def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, 
         logw[i] -= top
 
 
-@dataclass
-class SMCHistory:
-    """What the SMC records: posterior means every step, particles every ``every`` steps."""
+class NormalLaplaceSMC(SMC):
+    """The compiled backend of :class:`dpbook.smc.SMC` for the paper's model: the normal
+    family (prior of Section 6) with the Laplace mechanism.  Create it with ``SMC(eps)``.
 
-    mean_mu: list = field(default_factory=list)
-    mean_sigma: list = field(default_factory=list)
-    sd_mu: list = field(default_factory=list)
-    sd_sigma: list = field(default_factory=list)
-    ess: list = field(default_factory=list)
-    acceptance: list = field(default_factory=list)
-    snapshot_t: list = field(default_factory=list)
-    snapshot_mu: list = field(default_factory=list)
-    snapshot_sigma: list = field(default_factory=list)
-    snapshot_w: list = field(default_factory=list)
-
-
-class SMC:
-    """Online posterior of theta = (mu, sigma) given (y_t, l_t, r_t), t = 1, 2, ...
-
-    Parameters
-    ----------
-    eps : privacy parameter of the Laplace mechanism.
-    n_particles : N (paper: 1000).
-    n_max : capacity of the latent paths (number of observations that will come).
-    seed : int or numpy SeedSequence; the same seed gives bit-identical output for any
-        number of threads.
-    every : particles are recorded every ``every``-th step (paper Figure 2: 20).
+    The parameters are those of :class:`~dpbook.smc.SMC`; ``seed`` (int or numpy
+    SeedSequence) keys counter-based streams, so the output is bit-identical for any
+    number of threads; ``n_theta_moves`` must be 1 (one exact Gibbs move per step).
     """
 
-    params = ("mu", "sigma")  # as FamilySMC: the parameter names, columns of theta
+    params = ("mu", "sigma")
     mechanism = "laplace"
 
-    def __init__(self, eps, n_particles=1000, n_max=1000, seed=0, every=20):
+    def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
+                 seed=0, every=20, n_theta_moves=1, generic=False):
+        if n_theta_moves != 1:
+            raise ValueError("the compiled normal/Laplace SMC makes one exact Gibbs move per "
+                             f"step: n_theta_moves must be 1, got {n_theta_moves!r} (or use "
+                             "generic=True)")
         self.eps = check_eps(eps)
         self.N = check_count("number of particles", n_particles, 2)
         self.n_max = check_count("n_max", n_max, 1)
@@ -374,13 +347,11 @@ class SMC:
         self._work = _Scratch.new(N)
         self._logw = np.zeros(N)
         self.t = 0
-        self.history = SMCHistory()
+        self.history = History(self.params)
 
     @property
     def family(self):
         """The normal family object (the model this compiled SMC implements)."""
-        from .families import get_family
-
         return get_family("normal")
 
     @property
@@ -413,7 +384,7 @@ class SMC:
         self._invb[t] = self.eps / (r - l)
         N = self.N
         if t > 0:
-            _systematic(self._key, t, self.w, self._anc)
+            systematic_keyed(self._key, _P_RESAMPLE, t, self.w, self._anc)
         else:
             self._anc[:] = np.arange(N)
         x_old, x_new = self._x
@@ -426,41 +397,21 @@ class SMC:
         w = np.exp(self._logw)  # the sweep shifted the log weights by their maximum
         self.w = w / w.sum()
         self.t = t + 1
-        self._record(t)
+        # the Gibbs move of theta is an MH move accepted with probability one
+        self._record(t, float(self._acc.sum() / (t * self.N)) if t > 0 else math.nan,
+                     1.0 if t > 0 else math.nan)
 
-    def _record(self, t):
-        h, w = self.history, self.w
-        mu, sig = self.mu, self.sigma
-        m_mu, m_sig = float(w @ mu), float(w @ sig)
-        h.mean_mu.append(m_mu)
-        h.mean_sigma.append(m_sig)
-        h.sd_mu.append(math.sqrt(max(float(w @ (mu - m_mu) ** 2), 0.0)))
-        h.sd_sigma.append(math.sqrt(max(float(w @ (sig - m_sig) ** 2), 0.0)))
-        h.ess.append(float(1.0 / (w @ w)))
-        h.acceptance.append(float(self._acc.sum() / (t * self.N)) if t > 0 else float("nan"))
-        if (t + 1) % self.every == 0:
-            h.snapshot_t.append(t + 1)
-            h.snapshot_mu.append(mu.copy())
-            h.snapshot_sigma.append(sig.copy())
-            h.snapshot_w.append(w.copy())
+    def _moments(self):
+        w = self.w
+        m = [float(w @ self.mu), float(w @ self.sigma)]
+        sd = [math.sqrt(max(float(w @ (v - mv) ** 2), 0.0))
+              for v, mv in ((self.mu, m[0]), (self.sigma, m[1]))]
+        return m, sd
+
+    def _columns(self):
+        return [self.mu, self.sigma]
 
     def thompson_draw(self, rng: np.random.Generator):
         """Step 1 of Section 5.1: theta^(i) with probability w^(i)."""
         i = thompson_index(self.w, rng)
         return float(self.mu[i]), float(self.sigma[i])
-
-    def summary(self):
-        h = self.history
-        return {"mu": {"mean": h.mean_mu[-1], "sd": h.sd_mu[-1]},
-                "sigma": {"mean": h.mean_sigma[-1], "sd": h.sd_sigma[-1]}}
-
-
-def smc_posterior(y, l, r, eps, n_particles=1000, seed=0):
-    """Run SMC over a whole released data set (y, l, r) in time order; return the SMC."""
-    from .validation import check_observations
-
-    y, l, r = check_observations(y, l, r)
-    smc = SMC(eps, n_particles=n_particles, n_max=len(y), seed=seed)
-    for t in range(len(y)):
-        smc.update(y[t], l[t], r[t])
-    return smc

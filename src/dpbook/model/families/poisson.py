@@ -3,7 +3,7 @@
 There is no base distribution here, so the best interval of eq. (9) depends on
 lambda in a way no shift or scale captures: it is computed afresh for each sampled
 theta (Section 5.2), in practice on a grid of lambda and interpolated
-(:class:`dpbook.intervals.ThetaGridIntervals`).
+(:class:`dpbook.fisher.grid.ThetaGridIntervals`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy import special
 
-from .base import Family
+from dpbook.model.families.base import Family
 
 # prior lambda ~ Gamma(shape A0, rate B0): vague (mean 100, sd 100) and conjugate
 A0 = 1.0

@@ -21,7 +21,7 @@ latent paths.
 
 A new family subclasses :class:`Family` (or :class:`LocationScaleFamily`, which needs
 only the base distribution) in a module of its own: a module dropped into this
-package is found by :func:`dpbook.families.get_family` without touching any other
+package is found by :func:`dpbook.model.families.get_family` without touching any other
 module, and a family object defined anywhere (chapter 7 defines one in the notebook)
 can be passed to every algorithm directly.  Families with settings that are not
 estimated (the degrees of freedom of the Student-t) declare them in ``options``
@@ -35,11 +35,7 @@ import math
 import numpy as np
 from scipy import special
 
-# Section 6 prior for a location-scale theta = (m, c): m ~ N(0, 10^4), c^2 ~ IG(1, 1)
-LOC_MEAN = 0.0
-LOC_VAR = 1.0e4
-SCALE2_SHAPE = 1.0
-SCALE2_SCALE = 1.0
+from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
 
 
 class Family:
@@ -180,15 +176,6 @@ class Family:
         """The theta used by the command line when none is given."""
         raise NotImplementedError
 
-    def specialised(self, what: str, mechanism: str):
-        """A faster implementation of an algorithm for this family, or None.
-
-        ``what`` is one of 'smc', 'mhaar', 'fisher_exact', 'posterior'.  Only the
-        normal family provides them (the compiled kernels of the paper's experiment);
-        generic code works for every family without them.
-        """
-        return None
-
     def describe(self) -> str:
         return f"{self.name}({', '.join(self.params)})"
 
@@ -280,7 +267,7 @@ class LocationScaleFamily(Family):
 
     def guess(self, y, l, r, eps, mechanism):
         """(mean y, sqrt(var y - noise variance)) scaled to the base's spread."""
-        from ..mechanisms import get_mechanism, noise_scale
+        from dpbook.model.mechanisms import get_mechanism, noise_scale
 
         y = np.asarray(y, float)
         noise = float(np.mean(get_mechanism(mechanism).variance(noise_scale(l, r, eps))))

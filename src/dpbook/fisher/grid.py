@@ -8,22 +8,22 @@ one release (eq. 7) at a Thompson draw theta_t from the posterior (Step 1 of Sec
 
 * Location-scale families (Definition 2): by Theorem 3 the search is done once, for
   the base distribution, (a*, b*) = argmax sc(F_{a,b}^eps(0, 1)) (eq. 13), and
-  l = m + a* c, r = m + b* c (eq. 11): :func:`best_interval_family` and
-  :class:`dpbook.policies.AdaptivePolicy`.
+  l = m + a* c, r = m + b* c (eq. 11): :func:`best_interval` and
+  :class:`dpbook.privacy.policies.AdaptivePolicy`.
 * Other families (the Poisson): (9) "needs to be performed afresh for each theta_t"
   (Section 5.2).  :class:`ThetaGridIntervals` does it once on a grid of theta and
   interpolates; :class:`ThetaGridPolicy` is Steps 1-2 of Section 5.1 with it.
 
 The search itself is a grid x grid lattice of (l, r) with l < r (the paper: 50 x 50),
-with F exact (numerical integration of eq. 7: ``dpbook.quadrature.fisher_exact``, or
+with F exact (numerical integration of eq. 7: ``dpbook.likelihood.quadrature.fisher_exact``, or
 the family's closed form where it has one) or Monte Carlo (eq. 8 with Algorithm 4:
-``dpbook.fisher.fisher_mc_family``).
+``dpbook.fisher.normal_mc.fisher_mc_family``).
 
 sc is F[0, 0] ('mu': the first parameter, the paper's choice in Section 6; for the
 Poisson it is F itself) or the trace ('trace').
 
 Random numbers (method 'mc'): ``np.random.default_rng(seed)`` draws one set of base
-draws used by every cell (common random numbers, as ``dpbook.fisher.fisher_grid``), in
+draws used by every cell (common random numbers, as ``dpbook.fisher.normal_mc.fisher_grid``), in
 fisher_mc_family's order, so cell (l, r) is bit-identical to ``fisher_mc_family(l, r,
 eps, theta, family, mechanism, M, K, rng=np.random.default_rng(seed))``.  Cells run in
 a thread pool, one cell per thread call with a fixed summation order: the result does
@@ -36,119 +36,46 @@ import itertools
 import math
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 
-from .fisher import (
+from dpbook.backends import backend
+from dpbook.fisher.estimates import (
     FisherGrid,
-    _as_generator,
-    _check_count,
-    _check_lims,
-    _check_method,
-    _check_path,
-    _check_score,
-    _draw_family_base,
-    _mc_setup,
-    _resolve_path,
-    _run_cells,
-    _shared_cell,
-    _sorted_family_samples,
-    _sorted_shared,
-    _unpack_cell,
+    check_lims,
+    check_method,
+    check_score,
 )
-from .policies import AdaptivePolicy
-from .validation import check_eps, check_positive
+from dpbook.fisher.exact import fisher_exact
+from dpbook.fisher.mc import fisher_mc_pairs, mc_setup
+from dpbook.model.families import as_family
+from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
+from dpbook.validation import check_count, check_eps, check_positive
 
 BASE_LIMS = (-3.0, 3.0)  # the paper's (a, b) range for the base distribution (Section 6)
 
 
-@dataclass(frozen=True)
-class FamilyFisherGrid(FisherGrid):
-    """A :class:`dpbook.fisher.FisherGrid` for any family: F[i, j] is the (d, d) Fisher
-    information at l = a_values[i], r = b_values[j] and the grid's theta.  'mu' scores
-    the first parameter, 'trace' the trace (any d)."""
-
-    family: object = None
-    mechanism: str = "laplace"
-    theta: tuple = ()
-
-    def scores(self, score="mu"):
-        _check_score(score)
-        if score == "mu" or self.F.shape[-1] == 2:
-            return super().scores(score)
-        return np.trace(self.F, axis1=-2, axis2=-1)
-
-
-# --------------------------------------------------------------------------- the grid
-
-
 def _default_lims(fam, theta, lims):
     if lims is not None:
-        return _check_lims(lims)
+        return check_lims(lims)
     if fam.location_scale:
         m, c = theta
         return m + c * BASE_LIMS[0], m + c * BASE_LIMS[1]
-    return _check_lims(fam.interval_lims(*theta))
+    return check_lims(fam.interval_lims(*theta))
 
 
 def _exact_pairs(A, B, eps, fam, mech, theta):
-    """Exact F (eq. 7) for all pairs at once: the family's closed form if it has one
-    (the normal with the Laplace mechanism), else quadrature."""
-    special = fam.specialised("fisher_exact", mech)
-    if special is not None:
-        F = np.asarray(special(A, B, eps, *theta), dtype=float)
-    else:
-        from .quadrature import fisher_exact  # lazy: written alongside this module
-
-        F = np.asarray(fisher_exact(A, B, eps, theta, fam, mech), dtype=float)
+    """Exact F (eq. 7) for all pairs at once (:func:`dpbook.fisher.fisher_exact`)."""
+    F = np.asarray(fisher_exact(A, B, eps, theta, fam, mech), dtype=float)
     d = fam.dim
     if F.shape != (A.size, d, d):
         raise RuntimeError(f"fisher_exact returned shape {F.shape}, expected {(A.size, d, d)}")
     return F
 
 
-def _mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
-    """eq. (8) for all pairs on common random numbers: (F, se, se_tr, se_o, se_o_tr)."""
-    d = fam.dim
-    path = _resolve_path(_check_path(path), mech, d)
-    rng = _as_generator(seed)
-    xy, v = _draw_family_base(rng, fam, mech, theta, M)
-    xs, gs = _sorted_family_samples(fam.sample(rng, *theta, size=K), fam, theta)
-    n = A.size
-    F = np.empty((n, d, d))
-    se = np.empty((n, d, d))
-    so = np.empty((n, d, d))
-    se_tr = np.empty(n)
-    so_tr = np.empty(n)
-
-    def store(c, res):
-        F[c], se[c], se_tr[c], so[c], so_tr[c] = res
-
-    if path == "sorted":
-        out = _run_cells(A, B, eps, 0.0, 1.0, xy, v, _sorted_shared(xs, gs), workers)
-        for c in range(n):
-            store(c, _unpack_cell(out[c], d))
-        return F, se, se_tr, so, so_tr
-
-    def run(lo, hi):
-        for c in range(lo, hi):
-            store(c, _shared_cell(A[c], B[c], eps, mech, xy, v, xs, gs, "dense"))
-
-    bounds = [(lo, min(lo + 4, n)) for lo in range(0, n, 4)]
-    if workers == 1 or len(bounds) <= 1:
-        run(0, n)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as ex:
-            for fu in [ex.submit(run, lo, hi) for lo, hi in bounds]:
-                fu.result()
-    return F, se, se_tr, so, so_tr
-
-
-def fisher_grid_family(eps, family=None, mechanism="laplace", theta=None, method="exact",
-                       grid=50, lims=None, M=1000, K=10000, seed=0, workers=None,
-                       path="auto"):
+def fisher_grid(eps, family=None, mechanism="laplace", theta=None, method="exact", grid=50,
+                lims=None, M=1000, K=10000, seed=0, workers=None, path="auto"):
     """F_{l,r}^eps(theta) on a grid x grid lattice of (l, r), for the search of eq. (9)/(13).
 
     l and r both run over np.linspace(lo, hi, grid); only pairs l < r are computed (NaN
@@ -157,18 +84,30 @@ def fisher_grid_family(eps, family=None, mechanism="laplace", theta=None, method
     family.default_theta() otherwise (lims default family.interval_lims(*theta)); a
     location-scale theta = (m, c) gives lims m + c (-3, 3) by default.
 
-    method='exact': eq. (7) by the family's closed form where it has one
-    (family.specialised('fisher_exact', mechanism), the normal with the Laplace
-    mechanism) and by ``dpbook.quadrature.fisher_exact`` otherwise.  method='mc':
-    eq. (8) with Algorithm 4 scores (fisher_mc_family; path as there), on common
-    random numbers from ``seed`` (see the module docstring), cells in ``workers``
-    threads (default all cores).  Returns a FamilyFisherGrid (a FisherGrid) with
+    method='exact': eq. (7) by :func:`dpbook.fisher.fisher_exact`.  method='mc':
+    eq. (8) with Algorithm 4 scores (:func:`dpbook.fisher.fisher_mc`; path as there),
+    on common random numbers from ``seed`` (see the module docstring), cells in
+    ``workers`` threads (default all cores).  Returns a :class:`FisherGrid` with
     a_values = l values and b_values = r values.
+
+    For the normal family with the Laplace mechanism at theta = (0, 1) (eq. 13) this is
+    the compiled backend :func:`dpbook.fisher.normal_mc.fisher_grid` (its own draws for
+    'mc'), unless ``path`` names a generic path.
     """
+    impl = backend("fisher_grid", family, mechanism) if path == "auto" else None
+    if impl is not None and (theta is None or tuple(theta) == (0.0, 1.0)):
+        g = impl(eps, method, grid, (-3.0, 3.0) if lims is None else lims, M, K, seed, workers)
+        return replace(g, family=as_family(family), mechanism="laplace", theta=(0.0, 1.0))
+    return _fisher_grid_generic(eps, family, mechanism, theta, method, grid, lims, M, K, seed,
+                                workers, path)
+
+
+def _fisher_grid_generic(eps, family, mechanism, theta, method, grid, lims, M, K, seed,
+                         workers, path="auto"):
     eps = check_eps(eps)
-    _check_method(method)
-    fam, mech, theta = _mc_setup(family, mechanism, theta)
-    grid = _check_count("grid", grid, 2)
+    check_method(method)
+    fam, mech, theta = mc_setup(family, mechanism, theta)
+    grid = check_count("grid", grid, 2)
     lo, hi = _default_lims(fam, theta, lims)
     vals = np.linspace(lo, hi, grid)
     ia, ib = np.nonzero(vals[:, None] < vals[None, :])
@@ -178,13 +117,13 @@ def fisher_grid_family(eps, family=None, mechanism="laplace", theta=None, method
     meta = dict(family=fam, mechanism=mech.name, theta=theta)
     if method == "exact":
         F[ia, ib] = _exact_pairs(A, B, eps, fam, mech, theta)
-        return FamilyFisherGrid(eps, method, vals, vals.copy(), F, **meta)
-    M = _check_count("M", M, 1)
-    K = _check_count("K", K, 1)
+        return FisherGrid(eps, method, vals, vals.copy(), F, **meta)
+    M = check_count("M", M, 1)
+    K = check_count("K", K, 1)
     if workers is None:
         workers = os.cpu_count() or 1
-    workers = _check_count("workers", workers, 1)
-    Fc, sec, sec_tr, soc, soc_tr = _mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers,
+    workers = check_count("workers", workers, 1)
+    Fc, sec, sec_tr, soc, soc_tr = fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers,
                                              path)
     F[ia, ib] = Fc
 
@@ -193,14 +132,13 @@ def fisher_grid_family(eps, family=None, mechanism="laplace", theta=None, method
         out[ia, ib] = x
         return out
 
-    return FamilyFisherGrid(eps, method, vals, vals.copy(), F, se=spread(sec),
+    return FisherGrid(eps, method, vals, vals.copy(), F, se=spread(sec),
                             se_trace=spread(sec_tr), se_outer=spread(soc),
                             se_outer_trace=spread(soc_tr), **meta)
 
 
-def best_interval_family(eps, family=None, mechanism="laplace", theta=None, method="exact",
-                         grid=50, lims=None, score="mu", M=1000, K=10000, seed=0,
-                         workers=None):
+def best_interval(eps, family=None, mechanism="laplace", theta=None, method="exact", grid=50,
+                  lims=None, score="mu", M=1000, K=10000, seed=0, workers=None):
     """The grid maximiser of sc(F_{l,r}^eps(theta)), eq. (9); eq. (13) for the base
     distribution of a location-scale family (theta None).
 
@@ -208,9 +146,8 @@ def best_interval_family(eps, family=None, mechanism="laplace", theta=None, meth
     row-major order) and, for a location-scale family, also the standardised
     {"a", "b"} = ((l - m)/c, (r - m)/c) of eq. (11) (equal to l, r at the base).
     """
-    _check_score(score)
-    g = fisher_grid_family(eps, family, mechanism, theta, method, grid, lims, M, K, seed,
-                           workers)
+    check_score(score)
+    g = fisher_grid(eps, family, mechanism, theta, method, grid, lims, M, K, seed, workers)
     l, r, s, se = g.best(score)
     out = {"l": l, "r": r, "score": s, "se": se}
     if g.family.location_scale:
@@ -247,7 +184,7 @@ def _theta_axes(fam, theta_grid, centre, span, points):
     pts = (points,) * d if np.ndim(points) == 0 else tuple(points)
     if len(pts) != d:
         raise ValueError(f"points needs one count per parameter ({d}), got {len(pts)}")
-    pts = [_check_count("points", p, 2) for p in pts]
+    pts = [check_count("points", p, 2) for p in pts]
     out = []
     for name, pos, c, p in zip(fam.params, fam.positive, centre, pts):
         if not pos:
@@ -264,7 +201,7 @@ class ThetaGridIntervals:
     the grid (default: ``points`` values per parameter, geometric over [c/span, c span]
     around ``centre``, default family.default_theta(); or ``theta_grid``: one axis per
     parameter), the best (l, r) of a grid x grid search over family.interval_lims(theta)
-    (``fisher_grid_family``, exact by default).  :meth:`interval` interpolates l and r
+    (``_fisher_grid_generic``, exact by default).  :meth:`interval` interpolates l and r
     linearly (in log theta for positive parameters; RegularGridInterpolator for d > 1)
     and clamps theta to the grid's range.
 
@@ -276,7 +213,7 @@ class ThetaGridIntervals:
     def __init__(self, family, eps, mechanism="laplace", *, theta_grid=None, centre=None,
                  span=4.0, points=25, method="exact", score="mu", grid=50, M=1000,
                  K=10000, seed=0, workers=None, center=None):
-        from .families import as_family
+        from dpbook.model.families import as_family
 
         if center is not None:  # the American spelling, accepted as an alias
             if centre is not None:
@@ -286,9 +223,9 @@ class ThetaGridIntervals:
         self.family = fam = as_family(family)
         self.eps = check_eps(eps)
         self.mechanism = mechanism
-        self.score_name = _check_score(score)
-        _check_method(method)
-        grid = _check_count("grid", grid, 2)
+        self.score_name = check_score(score)
+        check_method(method)
+        grid = check_count("grid", grid, 2)
         self.axes = _theta_axes(fam, theta_grid, centre, span, points)
         self._log = [bool(p) for p in fam.positive]
         shape = tuple(a.size for a in self.axes)
@@ -297,7 +234,7 @@ class ThetaGridIntervals:
         self.score = np.empty(shape)
         for idx in itertools.product(*(range(n) for n in shape)):
             theta = tuple(float(a[i]) for a, i in zip(self.axes, idx))
-            g = fisher_grid_family(self.eps, fam, mechanism, theta, method, grid,
+            g = _fisher_grid_generic(self.eps, fam, mechanism, theta, method, grid,
                                    fam.interval_lims(*theta), M, K, seed, workers)
             self.l[idx], self.r[idx], self.score[idx], _ = g.best(score)
         self.evaluations = int(np.prod(shape)) * grid * (grid - 1) // 2
@@ -323,7 +260,7 @@ class ThetaGridIntervals:
     @classmethod
     def from_table(cls, family, table: dict):
         """Rebuild from :meth:`table`'s output without recomputing (no Fisher evaluations)."""
-        from .families import as_family
+        from dpbook.model.families import as_family
 
         self = cls.__new__(cls)
         self.family = fam = as_family(family)
@@ -332,7 +269,7 @@ class ThetaGridIntervals:
                              f"family has {list(fam.params)}")
         self.eps = check_eps(table["eps"])
         self.mechanism = table["mechanism"]
-        self.score_name = _check_score(table["score"])
+        self.score_name = check_score(table["score"])
         self.axes = [np.asarray(a, dtype=float) for a in table["axes"]]
         self._log = [bool(p) for p in fam.positive]
         self.l, self.r, self.score = (np.asarray(table[k], dtype=float)
@@ -356,41 +293,21 @@ class ThetaGridIntervals:
         return tuple(float(f([q])[0]) for f in self._interp)
 
 
-class ThetaGridPolicy:
-    """Thompson sampling with eq. (9) re-optimised for the drawn theta (Section 5.1).
-
-    Step 1: theta = posterior.thompson_draw(rng) (a tuple, theta^(i) with probability
-    w^(i)); Step 2: (l, r) = intervals.interval(*theta), the interpolated maximiser of
-    (9) from a :class:`ThetaGridIntervals`.
-    """
-
-    name = "theta_grid"
-
-    def __init__(self, intervals: ThetaGridIntervals):
-        if not isinstance(intervals, ThetaGridIntervals):
-            raise ValueError("ThetaGridPolicy needs a ThetaGridIntervals")
-        self.intervals = intervals
-
-    def next_interval(self, posterior, rng: np.random.Generator):
-        theta = np.atleast_1d(posterior.thompson_draw(rng))
-        return self.intervals.interval(*theta)
-
-
 def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None,
                     score="mu", **grid_kw):
     """The adaptive policy of Section 5 for any family.
 
     Location-scale: AdaptivePolicy(a*, b*) with (a*, b*) of eq. (13) for the base
-    distribution (best_interval_family; theta is not needed, Theorem 3; grid_kw go to
+    distribution (best_interval; theta is not needed, Theorem 3; grid_kw go to
     it: grid, lims, M, K, seed, workers).  Otherwise ThetaGridPolicy over a
     ThetaGridIntervals centred at theta (default family.default_theta()); grid_kw go to
     it (theta_grid, span, points, grid, M, K, seed, workers).
     """
-    from .families import as_family
+    from dpbook.model.families import as_family
 
     fam = as_family(family)
     if fam.location_scale:
-        best = best_interval_family(eps, fam, mechanism, None, method, score=score, **grid_kw)
+        best = best_interval(eps, fam, mechanism, None, method, score=score, **grid_kw)
         return AdaptivePolicy(best["a"], best["b"])
     return ThetaGridPolicy(ThetaGridIntervals(fam, eps, mechanism, centre=theta, method=method,
                                               score=score, **grid_kw))

@@ -7,8 +7,8 @@ import math
 import numpy as np
 from scipy import special
 
-from ..validation import check_positive
-from .base import LocationScaleFamily
+from dpbook.model.families.base import LocationScaleFamily
+from dpbook.validation import check_positive
 
 
 class StudentT(LocationScaleFamily):

@@ -7,7 +7,8 @@ import math
 import numpy as np
 from scipy import special
 
-from .base import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE, LocationScaleFamily
+from dpbook.model.families.base import LocationScaleFamily
+from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -49,28 +50,6 @@ class Normal(LocationScaleFamily):
         ss = ((x - mu[:, None]) ** 2).sum(axis=1)
         g = rng.gamma(SCALE2_SHAPE + 0.5 * t, 1.0, len(sg))
         return np.column_stack([mu, np.sqrt((SCALE2_SCALE + 0.5 * ss) / g)])
-
-    def specialised(self, what, mechanism):
-        """The compiled kernels of the paper's experiment (normal, Laplace mechanism)."""
-        if getattr(mechanism, "name", mechanism) != "laplace":
-            return None
-        if what == "smc":
-            from ..smc import SMC
-
-            return SMC
-        if what == "mhaar":
-            from ..mhaar import mhaar
-
-            return mhaar
-        if what == "fisher_exact":
-            from ..exact import fisher_exact
-
-            return fisher_exact
-        if what == "posterior":
-            from ..exact import exact_posterior
-
-            return exact_posterior
-        return None
 
     def default_theta(self):
         return 50.0, math.sqrt(10.0)  # Section 6

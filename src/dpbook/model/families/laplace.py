@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..mechanisms import LaplaceMechanism
-from .base import LocationScaleFamily
+from dpbook.model.families.base import LocationScaleFamily
+from dpbook.model.mechanisms import LaplaceMechanism
 
 
 class Laplace(LocationScaleFamily):

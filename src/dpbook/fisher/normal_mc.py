@@ -1,4 +1,7 @@
-"""Fisher information of one released observation and the grid search for (a*, b*).
+"""Compiled backend: Fisher information of one release for the normal/Laplace model.
+
+The backend of :func:`dpbook.fisher.fisher_mc` and :func:`dpbook.fisher.fisher_grid`
+for the normal family with the Laplace mechanism (:mod:`dpbook.backends`).
 
 Paper, Section 5 and Appendix C.  X ~ N(mu, sigma^2), theta = (mu, sigma), and the
 released value is
@@ -96,78 +99,21 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from .validation import check_count, check_eps, check_finite, check_interval, check_positive
-
-METHODS = ("exact", "mc")
-SCORES = ("mu", "trace")
+from dpbook.fisher.estimates import (
+    FisherEstimate,
+    FisherGrid,
+    as_generator,
+    check_lims,
+    check_method,
+)
+from dpbook.likelihood.normal_laplace import fisher_exact
+from dpbook.validation import check_count, check_eps, check_finite, check_interval, check_positive
 
 _ROWS_PER_CHUNK = 1 << 20  # elements per block in the fresh-samples path
-
-
-@dataclass(frozen=True)
-class FisherEstimate:
-    """A Fisher information matrix (eq. 7) for theta = (mu, sigma).
-
-    F : (..., 2, 2) array.  For the Monte Carlo estimate of eq. (8) (``None`` for method
-    'exact'): se, se_trace : total Monte Carlo standard errors of F and of its trace
-    (outer M y-draws plus, with shared samples, the K shared Algorithm 4 samples, by
-    the delta method); se_outer, se_outer_trace : the standard error of the mean of the
-    M outer products s_j s_j^T alone (equal to se with fresh samples).
-    """
-
-    F: np.ndarray
-    se: np.ndarray | None = None
-    se_trace: float | None = None
-    se_outer: np.ndarray | None = None
-    se_outer_trace: float | None = None
-
-    @property
-    def trace(self):
-        return np.trace(self.F, axis1=-2, axis2=-1)
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def _check_method(method):
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    return method
-
-
-def _check_score(score):
-    if score not in SCORES:
-        raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
-    return score
-
-
-def _check_lims(lims):
-    try:
-        lo, hi = (float(v) for v in lims)
-    except (TypeError, ValueError):
-        raise ValueError(f"lims must be two finite numbers (lo, hi), got {lims!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
-        raise ValueError(f"lims must be two finite numbers with lo < hi, got {lims!r}")
-    return lo, hi
-
-
-def _check_count(name, value, minimum):
-    return check_count(name, value, minimum)
-
-
-def _as_generator(rng):
-    """A Generator from a Generator, an int seed, a SeedSequence or None (fresh entropy)."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (int, np.integer, np.random.SeedSequence)):
-        return np.random.default_rng(rng)
-    raise ValueError(f"rng must be a numpy Generator, an int seed or a SeedSequence, "
-                     f"got {type(rng).__name__}")
 
 
 def _check_theta(mu, sigma):
@@ -181,7 +127,7 @@ def _check_theta(mu, sigma):
 
 
 @njit(cache=True)
-def _count_le(p, n, y):
+def count_le(p, n, y):
     """Number of p[0..n) with p <= y (p ascending); binary search."""
     lo, hi = 0, n
     while lo < hi:
@@ -239,7 +185,7 @@ def _argsort(key):
 
 
 @njit(cache=True)
-def _cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
+def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
     """Eq. (8) with Algorithm 4 scores for one interval, K samples shared by the M y's.
 
     xs: the K importance samples, ascending; gs: (2, K) their grad log N components;
@@ -252,7 +198,7 @@ def _cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
     bn = (r - l) / eps
     # ---- nodes: lump at l, samples inside (l, r), lump at r; G = (count, g1, g2, g1^2,
     # g1 g2, g2^2) summed over the node
-    nlo = _count_le(xs, K, l)          # x <= l: clipped to l
+    nlo = count_le(xs, K, l)          # x <= l: clipped to l
     hst = _count_lt(xs, K, r)          # x >= r (indices hst..K-1): clipped to r
     nhi = K - hst
     nmax = hst - nlo + 2
@@ -305,7 +251,7 @@ def _cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
     for j in range(M):
         y = min(max(mu + sigma * zp[j], l), r) + bn * v[j]
         ys[j] = y
-        k = _count_le(p, n, y) - 1     # last node at or below y
+        k = count_le(p, n, y) - 1     # last node at or below y
         if k < 0:
             S0, S1, S2 = Q[0, 0], Q[1, 0], Q[2, 0]
             kind[j] = -1
@@ -398,7 +344,7 @@ def _cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
             f = math.exp(-(p[n - 1] - p[i]) / bn) / P[0, n - 1]
             for q in range(5):
                 T[q] += Ca[q] * f
-        t = _count_le(yy, nm, p[i]) - 1
+        t = count_le(yy, nm, p[i]) - 1
         if t >= 0:
             f = math.exp((yy[t] - p[i]) / bn)
             for q in range(5):
@@ -471,12 +417,12 @@ _NOUT = 11
 def _cells(ls, rs, eps, mu, sigma, zp, v, xs, gs, pre, suf, out, lo, hi):
     """Cells lo..hi-1 of the grid into out (runs without the GIL, one thread per call)."""
     for c in range(lo, hi):
-        res = _cell(ls[c], rs[c], eps, mu, sigma, zp, v, xs, gs, pre, suf)
+        res = sorted_cell(ls[c], rs[c], eps, mu, sigma, zp, v, xs, gs, pre, suf)
         for q in range(_NOUT):
             out[c, q] = res[q]
 
 
-def _run_cells(ls, rs, eps, mu, sigma, zp, v, shared, workers):
+def run_cells(ls, rs, eps, mu, sigma, zp, v, shared, workers):
     """All cells, in chunks over a thread pool; every cell is computed by one call of
     _cell on the same inputs, so the result does not depend on workers or scheduling."""
     out = np.empty((ls.size, _NOUT))
@@ -574,84 +520,22 @@ def fisher_mc(l, r, eps, mu=0.0, sigma=1.0, M=1000, K=10000, rng=None, share_sam
         raise ValueError("fisher_mc takes scalar l and r; use fisher_grid for many intervals")
     l, r = float(l), float(r)
     mu, sigma = _check_theta(mu, sigma)
-    M = _check_count("M", M, 1)
-    K = _check_count("K", K, 1)
-    rng = _as_generator(rng)
+    M = check_count("M", M, 1)
+    K = check_count("K", K, 1)
+    rng = as_generator(rng)
     zp, v = _draw_y_base(rng, M)
     if not share_samples:
         s1, s2 = _scores_fresh(rng, l, r, eps, mu, sigma, zp, v, K)
         return _pack(_moments(s1, s2))
     shared = _shared_samples(rng.standard_normal(K), mu, sigma)
-    return _pack(_cell(l, r, eps, mu, sigma, zp, v, *shared))
+    return _pack(sorted_cell(l, r, eps, mu, sigma, zp, v, *shared))
 
 
-def _fisher_exact(l, r, eps, mu, sigma):
-    from .exact import fisher_exact  # lazy: dpbook.exact may land after this module
-
-    return np.asarray(fisher_exact(l, r, eps, mu, sigma), dtype=float)
-
-
-def fisher_information(l, r, eps, mu=0.0, sigma=1.0, method="exact", M=1000, K=10000,
-                       rng=None, share_samples=True):
-    """Fisher information F_{l,r}^eps(mu, sigma) of one released Y, eq. (7).
-
-    method='exact': ``dpbook.exact.fisher_exact`` (numerical integration of eq. (7);
-    broadcasts over arrays l, r; M, K, rng, share_samples are ignored) and se = None.
-    method='mc': ``fisher_mc``, the Monte Carlo estimate of eq. (8) with Algorithm 4
-    scores, with standard errors.  Returns a FisherEstimate.
-    """
-    _check_method(method)
-    if method == "mc":
-        return fisher_mc(l, r, eps, mu, sigma, M=M, K=K, rng=rng, share_samples=share_samples)
-    eps = check_eps(eps)
-    l, r = check_interval(l, r)
-    mu, sigma = _check_theta(mu, sigma)
-    return FisherEstimate(F=_fisher_exact(l, r, eps, mu, sigma))
-
-
-@dataclass(frozen=True)
-class FisherGrid:
-    """F_{a,b}^eps(0, 1) on a grid of intervals (a, b) for the search of eq. (13).
-
-    F[i, j] is the 2 x 2 Fisher information (eq. 7 exact, or eq. 8 with Algorithm 4)
-    for a = a_values[i], b = b_values[j]; NaN where a >= b.  se / se_trace: Monte Carlo
-    standard errors (method 'mc'), else None.
-    """
-
-    eps: float
-    method: str
-    a_values: np.ndarray
-    b_values: np.ndarray
-    F: np.ndarray
-    se: np.ndarray | None = None
-    se_trace: np.ndarray | None = None
-    se_outer: np.ndarray | None = None
-    se_outer_trace: np.ndarray | None = None
-
-    def scores(self, score="mu"):
-        """The score surface sc(F) of eq. (13): F[0, 0] ('mu') or the trace."""
-        _check_score(score)
-        if score == "mu":
-            return self.F[..., 0, 0]
-        return self.F[..., 0, 0] + self.F[..., 1, 1]
-
-    def score_se(self, score="mu"):
-        """Monte Carlo standard error of scores(score) (total, see se); None for 'exact'."""
-        _check_score(score)
-        if self.se is None:
-            return None
-        return self.se[..., 0, 0] if score == "mu" else self.se_trace
-
-    def best(self, score="mu"):
-        """(a*, b*, score value, se) maximising sc(F_{a,b}^eps(0, 1)), eq. (13).
-
-        Ties go to the first cell in row-major (a, then b) order; se is None for 'exact'.
-        """
-        S = self.scores(score)
-        i, j = np.unravel_index(np.nanargmax(S), S.shape)
-        se = self.score_se(score)
-        return (float(self.a_values[i]), float(self.b_values[j]), float(S[i, j]),
-                None if se is None else float(se[i, j]))
+def fisher_mc_theta(l, r, eps, theta=None, M=1000, K=10000, rng=None, share_samples=True):
+    """:func:`fisher_mc` with theta = (mu, sigma) as one tuple (None: (0, 1)): the
+    backend of :func:`dpbook.fisher.fisher_mc` for the normal family, Laplace mechanism."""
+    mu, sigma = (0.0, 1.0) if theta is None else theta
+    return fisher_mc(l, r, eps, mu, sigma, M=M, K=K, rng=rng, share_samples=share_samples)
 
 
 def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000, seed=0,
@@ -659,7 +543,7 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     """Fisher information F_{a,b}^eps(0, 1) on a grid x grid lattice of (a, b), eq. (13).
 
     a and b both run over np.linspace(lo, hi, grid) (the paper: 50 x 50 on [-3, 3]^2);
-    only pairs with a < b are computed.  method='exact' uses dpbook.exact.fisher_exact
+    only pairs with a < b are computed.  method='exact' uses the closed-form fisher_exact
     (eq. 7); method='mc' estimates eq. (8) with Algorithm 4 scores at the paper's sizes
     M, K by default, using the fast shared-sample path.
 
@@ -672,29 +556,29 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     sequential computation, so the result does not depend on the number of threads.
     """
     eps = check_eps(eps)
-    _check_method(method)
-    grid = _check_count("grid", grid, 2)
-    lo, hi = _check_lims(lims)
+    check_method(method)
+    grid = check_count("grid", grid, 2)
+    lo, hi = check_lims(lims)
     vals = np.linspace(lo, hi, grid)
     ia, ib = np.nonzero(vals[:, None] < vals[None, :])
     A, B = vals[ia], vals[ib]
     F = np.full((grid, grid, 2, 2), np.nan)
     if method == "exact":
-        Fe = _fisher_exact(A, B, eps, 0.0, 1.0)
+        Fe = np.asarray(fisher_exact(A, B, eps, 0.0, 1.0), dtype=float)
         if Fe.shape != (A.size, 2, 2):
             raise RuntimeError(f"fisher_exact returned shape {Fe.shape}, expected "
                                f"{(A.size, 2, 2)}")
         F[ia, ib] = Fe
         return FisherGrid(eps, method, vals, vals.copy(), F)
-    M = _check_count("M", M, 1)
-    K = _check_count("K", K, 1)
+    M = check_count("M", M, 1)
+    K = check_count("K", K, 1)
     if workers is None:
         workers = os.cpu_count() or 1
-    workers = _check_count("workers", workers, 1)
-    rng = _as_generator(seed)
+    workers = check_count("workers", workers, 1)
+    rng = as_generator(seed)
     zp, v = _draw_y_base(rng, M)
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
-    out = _run_cells(A, B, eps, 0.0, 1.0, zp, v, shared, workers)
+    out = run_cells(A, B, eps, 0.0, 1.0, zp, v, shared, workers)
     F[ia, ib] = out[:, [0, 1, 1, 2]].reshape(-1, 2, 2)
 
     def spread(cols):
@@ -709,361 +593,3 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
 
     return FisherGrid(eps, method, vals, vals.copy(), F, se=spread([7, 8, 8, 9]),
                       se_trace=flat(10), se_outer=spread([3, 4, 4, 5]), se_outer_trace=flat(6))
-
-
-def best_interval(eps, method="exact", grid=50, lims=(-3.0, 3.0), score="mu", M=1000,
-                  K=10000, seed=0):
-    """The grid maximiser (a*, b*) of eq. (13), sc(F_{a,b}^eps(0, 1)).
-
-    sc is F[0, 0] ('mu', Section 6) or the trace of the Fisher information (eq. 7 for
-    'exact', eq. 8 with Algorithm 4 for 'mc'; see fisher_grid for the grid and the
-    random numbers).  Returns {"a", "b", "score", "se"} (se None for 'exact').
-    """
-    _check_score(score)
-    a, b, s, se = fisher_grid(eps, method, grid, lims, M, K, seed).best(score)
-    return {"a": a, "b": b, "score": s, "se": se}
-
-
-# =========================================================================== any family
-#
-# eq. (8) with Algorithm 4 for any Family and Mechanism (the issue "Adapt to new
-# distributions and mechanisms").  The normal-specific code above is unchanged.
-
-PATHS = ("auto", "sorted", "dense")
-_DENSE_BLOCK = 1 << 15  # elements of one (rows x nodes) weight block: stays in cache
-
-
-def _check_path(path):
-    if path not in PATHS:
-        raise ValueError(f"unknown path {path!r}; choose one of {', '.join(PATHS)}")
-    return path
-
-
-def _family_theta(family, theta):
-    """theta as a tuple of floats; None -> (0, 1) for a location-scale family (its base
-    distribution, Theorem 3), else family.default_theta()."""
-    if theta is None:
-        theta = (0.0, 1.0) if family.location_scale else family.default_theta()
-    if np.ndim(theta) == 0:
-        theta = (theta,)
-    return family.check_theta(*np.asarray(theta, dtype=object).ravel())
-
-
-def _mc_setup(family, mechanism, theta):
-    from .families import as_family
-    from .mechanisms import get_mechanism
-
-    fam = as_family(family)
-    return fam, get_mechanism(mechanism), _family_theta(fam, theta)
-
-
-def _family_scores(family, x, theta):
-    """grad_theta log p_theta(x) stacked on a last axis: (..., d) float array."""
-    g = family.score(x, *theta)
-    return np.stack([np.broadcast_to(np.asarray(c, float), np.shape(x)) for c in g], axis=-1)
-
-
-def _draw_family_base(rng, family, mech, theta, M):
-    """The y-draws of eq. (8): M x's from P_theta, then M standard noises (fixed order)."""
-    xy = np.asarray(family.sample(rng, *theta, size=M), dtype=float)
-    v = np.asarray(mech.sample(rng, size=M), dtype=float)
-    return xy, v
-
-
-def _sorted_family_samples(x, family, theta):
-    """Importance samples sorted ascending, (K,), with their scores, (K, d)."""
-    xs = np.sort(np.asarray(x, dtype=float), kind="stable")
-    return xs, np.ascontiguousarray(_family_scores(family, xs, theta))
-
-
-def _prefix_sums(xs, gs):
-    """(xs, gs, pre, suf) for the sorted kernel _cell from any two score rows gs (2, K)
-    (the generic form of _shared_samples: sums of g1, g2, g1^2, g1 g2, g2^2)."""
-    g1, g2 = gs
-    terms = np.stack([g1, g2, g1 * g1, g1 * g2, g2 * g2])
-    zero = np.zeros((5, 1))
-    pre = np.concatenate([zero, np.cumsum(terms, axis=1)], axis=1)
-    suf = np.concatenate([zero, np.cumsum(terms[:, ::-1], axis=1)], axis=1)
-    return xs, np.ascontiguousarray(terms[:2]), pre, suf
-
-
-def _sorted_shared(xs, gs):
-    """Inputs of _cell for d <= 2 (a zero second score component when d = 1)."""
-    g = np.zeros((2, xs.size))
-    g[: gs.shape[1]] = gs.T
-    return _prefix_sums(xs, g)
-
-
-def _unpack_cell(res, d):
-    """_cell's 11 numbers -> (F, se, se_trace, se_outer, se_outer_trace) for d = 1, 2."""
-    res = np.asarray(res, dtype=float)
-    if d == 1:
-        one = lambda q: res[q].reshape(1, 1)  # noqa: E731
-        return one(0), one(7), float(res[7]), one(3), float(res[3])
-    sym = lambda a, b, c: np.array([[a, b], [b, c]])  # noqa: E731
-    return (sym(*res[:3]), sym(*res[7:10]), float(res[10]), sym(*res[3:6]), float(res[6]))
-
-
-def _outer_moments(s):
-    """F = mean_j s_j s_j^T, and the se of that mean elementwise and of the trace."""
-    M, d = s.shape
-    prods = s[:, :, None] * s[:, None, :]
-    tr = np.einsum("mii->m", prods)
-    F = prods.mean(axis=0)
-    if M > 1:
-        se = prods.std(axis=0, ddof=1) / math.sqrt(M)
-        se_tr = float(tr.std(ddof=1) / math.sqrt(M))
-    else:
-        se, se_tr = np.full((d, d), np.nan), float("nan")
-    return F, se, se_tr
-
-
-@njit(nogil=True, cache=True)
-def _logk_block(y, p, b, gaussian, U):
-    """U[j, i] = log k(y_j - p_i) - max_i log k(y_j - p_i) for the Laplace (gaussian =
-    False) or Gaussian noise density k at scale b; the max is at the node nearest y_j
-    (p ascending; both densities decrease in |v|), so U <= 0 with a 0 in every row."""
-    rows = y.shape[0]
-    n = p.shape[0]
-    invb = 1.0 / b
-    inv2 = 0.5 / (b * b)
-    for j in range(rows):
-        yj = y[j]
-        k = _count_le(p, n, yj)
-        dmin = math.inf
-        if k > 0:
-            dmin = yj - p[k - 1]
-        if k < n:
-            dmin = min(dmin, p[k] - yj)
-        if gaussian:
-            mx = dmin * dmin * inv2
-            for i in range(n):
-                u = yj - p[i]
-                U[j, i] = mx - u * u * inv2
-        else:
-            mx = dmin * invb
-            for i in range(n):
-                U[j, i] = mx - abs(yj - p[i]) * invb
-
-
-@njit(nogil=True, cache=True)
-def _dot4(a, b, n):
-    """sum_i a[i] b[i] with four interleaved accumulators (a fixed order: deterministic)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    m = n - n % 4
-    for i in range(0, m, 4):
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-    for i in range(m, n):
-        s0 += a[i] * b[i]
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(nogil=True, cache=True)
-def _sums3(u, g0, g1, g2, n):
-    """(sum u g0, sum u g1, sum u g2), one pass, two interleaved accumulators each (a
-    fixed order: deterministic)."""
-    a0 = 0.0
-    a1 = 0.0
-    b0 = 0.0
-    b1 = 0.0
-    c0 = 0.0
-    c1 = 0.0
-    m = n - n % 2
-    for i in range(0, m, 2):
-        u0 = u[i]
-        u1 = u[i + 1]
-        a0 += u0 * g0[i]
-        a1 += u1 * g0[i + 1]
-        b0 += u0 * g1[i]
-        b1 += u1 * g1[i + 1]
-        c0 += u0 * g2[i]
-        c1 += u1 * g2[i + 1]
-    if m < n:
-        a0 += u[m] * g0[m]
-        b0 += u[m] * g1[m]
-        c0 += u[m] * g2[m]
-    return a0 + a1, b0 + b1, c0 + c1
-
-
-@njit(nogil=True, cache=True)
-def _block_reduce(U, NG, pa, pb, s, T):
-    """Algorithm 4 for a block of y's given their node weights U (rows, n): the scores
-    s_j = sum_i U_ji G_i / sum_i U_ji cnt_i into s (rows, d), and the influence sums
-    T[q, i] += U_ji coef_q(j) / W_j, coef = (s_a, s_a s_b for the pairs pa, pb).
-    NG = (count, G_1..G_d) per node, padded with zero rows to at least 3 rows."""
-    rows, n = U.shape
-    d = s.shape[1]
-    npair = pa.shape[0]
-    S = np.zeros(NG.shape[0])
-    coef = np.empty(d + npair)
-    for j in range(rows):
-        u = U[j]
-        if d <= 2:
-            W, S1, S2 = _sums3(u, NG[0], NG[1], NG[2], n)
-            s[j, 0] = S1 / W
-            if d == 2:
-                s[j, 1] = S2 / W
-        else:
-            for q in range(d + 1):
-                S[q] = _dot4(u, NG[q], n)
-            W = S[0]
-            for a in range(d):
-                s[j, a] = S[a + 1] / W
-        for a in range(d):
-            coef[a] = s[j, a] / W
-        for k in range(npair):
-            coef[d + k] = s[j, pa[k]] * s[j, pb[k]] / W
-        for q in range(d + npair):
-            c = coef[q]
-            t = T[q]
-            for i in range(n):
-                t[i] += u[i] * c
-
-
-def _node_logk(mech, y, p, b, U):
-    """U = log weights of the nodes for the y block, minus each row's max."""
-    from .mechanisms import GaussianMechanism, LaplaceMechanism
-
-    if type(mech) in (LaplaceMechanism, GaussianMechanism):
-        _logk_block(y, p, b, type(mech) is GaussianMechanism, U)
-    else:  # any other Mechanism: its log density, numpy
-        U[...] = mech.logpdf(y[:, None] - p[None, :], b)
-        U -= U.max(axis=1, keepdims=True)
-
-
-def _dense_shared_cell(l, r, eps, mech, xy, v, xs, gs):
-    """Algorithm 4 for M y's sharing the K sorted samples, by direct summation (any
-    mechanism, any d), O(M K).  Samples with the same clipped value (the lumps at l and
-    r, ties of a discrete family) are merged into one node with their count and score
-    sum, which only changes the order of summation.  Weights in blocks of rows: log
-    weights (compiled for the shipped mechanisms), numpy's vectorised exp, then compiled
-    fixed-order sums.  Returns (F, se, se_trace, se_outer, se_outer_trace), se the
-    delta-method total of the module docstring."""
-    K, d = gs.shape
-    M = xy.size
-    b = (r - l) / eps
-    c = np.clip(xs, l, r)
-    starts = np.flatnonzero(np.concatenate([[True], c[1:] != c[:-1]]))
-    p = np.ascontiguousarray(c[starts])
-    n = p.size
-    counts = np.diff(np.append(starts, K))
-    NG = np.zeros((max(3, d + 1), n))
-    NG[0] = counts
-    NG[1 : d + 1] = np.add.reduceat(gs, starts, axis=0).T
-    ia, ib = np.triu_indices(d)
-    y = np.clip(xy, l, r) + b * v
-    s = np.empty((M, d))
-    T = np.zeros((d + ia.size, n))  # sum_j om_ij (s_j, s_ja s_jb): the influence terms
-    rows = max(1, _DENSE_BLOCK // n)
-    U = np.empty((min(rows, M), n))
-    for lo in range(0, M, rows):
-        hi = min(M, lo + rows)
-        Ub = U[: hi - lo]
-        _node_logk(mech, y[lo:hi], p, b, Ub)
-        np.exp(Ub, out=Ub)
-        _block_reduce(Ub, NG, ia, ib, s[lo:hi], T)
-    F, se_o, se_o_tr = _outer_moments(s)
-    # H_ab(x_i) = (K/M) [T1_a g_ib + g_ia T1_b - 2 T2_ab] at the node of sample i
-    node = np.repeat(np.arange(n), counts)
-    T1 = T[:d, node].T
-    H = (K / M) * (T1[:, ia] * gs[:, ib] + gs[:, ia] * T1[:, ib] - 2.0 * T[d:, node].T)
-    H = np.concatenate([H, H[:, ia == ib].sum(axis=1, keepdims=True)], axis=1)
-    vh = H.var(axis=0, ddof=1) / K if K > 1 else np.full(H.shape[1], np.nan)
-    se_tr = float(math.sqrt(se_o_tr**2 + vh[-1]))
-    se = np.empty((d, d))
-    se[ia, ib] = np.sqrt(se_o[ia, ib] ** 2 + vh[:-1])
-    se[ib, ia] = se[ia, ib]
-    return F, se, se_tr, se_o, se_o_tr
-
-
-def _dense_fresh_scores(rng, l, r, eps, mech, family, theta, xy, v, K):
-    """Literal Algorithm 4: fresh K samples from P_theta for every y_j, drawn row by row
-    in blocks of _ROWS_PER_CHUNK // K rows."""
-    M = xy.size
-    b = (r - l) / eps
-    y = np.clip(xy, l, r) + b * v
-    s = np.empty((M, len(theta)))
-    rows = max(1, _ROWS_PER_CHUNK // K)
-    for lo in range(0, M, rows):
-        hi = min(M, lo + rows)
-        x = np.asarray(family.sample(rng, *theta, size=(hi - lo, K)), dtype=float)
-        lw = mech.logpdf(y[lo:hi, None] - np.clip(x, l, r), b)
-        w = np.exp(lw - lw.max(axis=1, keepdims=True))
-        g = _family_scores(family, x, theta)
-        s[lo:hi] = np.einsum("mk,mkd->md", w, g) / w.sum(axis=1)[:, None]
-    return s
-
-
-def _resolve_path(path, mech, d):
-    """'sorted' needs the Laplace mechanism (the factorising weights) and d <= 2."""
-    ok = mech.name == "laplace" and d <= 2
-    if path == "sorted" and not ok:
-        raise ValueError("path 'sorted' needs the Laplace mechanism and at most 2 parameters")
-    if path == "auto":
-        return "sorted" if ok else "dense"
-    return path
-
-
-def _shared_cell(l, r, eps, mech, xy, v, xs, gs, path, sorted_inputs=None):
-    """One interval with shared samples: (F, se, se_trace, se_outer, se_outer_trace)."""
-    if path == "sorted":
-        if sorted_inputs is None:
-            sorted_inputs = _sorted_shared(xs, gs)
-        res = _cell(l, r, eps, 0.0, 1.0, xy, v, *sorted_inputs)
-        return _unpack_cell(res, gs.shape[1])
-    return _dense_shared_cell(l, r, eps, mech, xy, v, xs, gs)
-
-
-def fisher_mc_family(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000,
-                     K=10000, rng=None, share_samples=True, path="auto"):
-    """Monte Carlo Fisher information, eq. (8) with Algorithm 4 scores, for any family.
-
-    X ~ P_theta (``family``: a Family object or name, default the normal), Y =
-    T_l^r(X) + ((r - l)/eps) V with V the standard noise of ``mechanism`` ('laplace',
-    'gaussian' or a Mechanism).  M observations y_j ~ p(y|theta); each score by
-    Algorithm 4: K samples x_i ~ P_theta (family.sample), weights = the mechanism's
-    density of y_j - T_l^r(x_i) at scale (r - l)/eps, gradients family.score(x_i).
-    theta: a tuple (a scalar for one parameter); None -> (0, 1) for a location-scale
-    family (the base distribution of eq. 13), else family.default_theta().
-
-    share_samples=True: the K samples are shared by the M y's (common random numbers,
-    as fisher_mc).  path='auto' picks 'sorted' (the O(K + M log K) kernel of fisher_mc,
-    fed with the family's samples and scores) for the Laplace mechanism and d <= 2, and
-    'dense' (direct O(M K) summation, any mechanism and d) otherwise; both give the same
-    numbers up to rounding, and se is the delta-method total of the module docstring.
-    share_samples=False: the literal Algorithm 4 (fresh samples per y, O(M K), dense;
-    path is ignored), and se = se_outer.
-
-    Random numbers, from one Generator (rng: Generator, int seed, SeedSequence or None)
-    in this order: family.sample(size=M) (the x's behind the y's), mechanism.sample(M)
-    (their noise), then family.sample(size=K) (or M x K, in blocks of rows, when
-    share_samples=False).  The same seed gives bit-identical output.  For the normal
-    family and the Laplace mechanism these are fisher_mc's draws (mu + sigma z), so the
-    two agree to rounding.  Returns a FisherEstimate with F of shape (d, d).
-    """
-    eps = check_eps(eps)
-    l, r = check_interval(l, r)
-    if l.ndim or r.ndim:
-        raise ValueError("fisher_mc_family takes scalar l and r; use "
-                         "dpbook.intervals.fisher_grid_family for many intervals")
-    l, r = float(l), float(r)
-    fam, mech, theta = _mc_setup(family, mechanism, theta)
-    M = _check_count("M", M, 1)
-    K = _check_count("K", K, 1)
-    path = _resolve_path(_check_path(path), mech, fam.dim)
-    rng = _as_generator(rng)
-    xy, v = _draw_family_base(rng, fam, mech, theta, M)
-    if not share_samples:
-        s = _dense_fresh_scores(rng, l, r, eps, mech, fam, theta, xy, v, K)
-        F, se, se_tr = _outer_moments(s)
-        return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=se, se_outer_trace=se_tr)
-    x = np.asarray(fam.sample(rng, *theta, size=K), dtype=float)
-    xs, gs = _sorted_family_samples(x, fam, theta)
-    F, se, se_tr, so, so_tr = _shared_cell(l, r, eps, mech, xy, v, xs, gs, path)
-    return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=so, se_outer_trace=so_tr)

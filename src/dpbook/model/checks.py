@@ -1,6 +1,6 @@
 """Self-checks for a population family: run them on a new family before using it.
 
-:func:`check_family` compares what a :class:`dpbook.families.Family` says about
+:func:`check_family` compares what a :class:`dpbook.model.families.Family` says about
 itself with independent computations, the same checks the test suite makes for the
 shipped families:
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, stats
 
-from .families import as_family
+from dpbook.model.families import as_family
 
 
 def _fd(fun, theta, j, rel=1e-5):

@@ -21,7 +21,7 @@ lower mass.  This module computes, with no Monte Carlo,
 * :func:`exact_posterior` -- the posterior (5) with x_{1:n} integrated out,
   eta(theta) prod_t p(y_t | theta), on a grid over theta (d = 1 or 2).
 
-For the normal family with the Laplace mechanism, :mod:`dpbook.exact` has closed
+For the normal family with the Laplace mechanism, :mod:`dpbook.likelihood.normal_laplace` has closed
 forms; this module is the generic reference that agrees with them (tests/test_quadrature.py).
 
 Quadrature (pointwise).  The x-integral is composite Gauss-Legendre (``NODES`` = 10 a
@@ -59,7 +59,7 @@ the y nodes as extra cuts when the noise has a kink) and the tails are integrate
 ``mechanism.tail(b, 1e-16)``; discrete families sum over the integers and break the y
 panels at them (kinks of p(y) under Laplace noise), or around each of them when b is
 small. Measured on the 50 x 50 grid of [-3, 3] (eps in {0.5, 1, 10, 50}): agreement with
-:func:`dpbook.exact.fisher_exact` <= 2e-8 relative, which is that closed form's own
+the closed form (:mod:`dpbook.likelihood.normal_laplace`) <= 2e-8 relative, which is its own
 48-node error at eps = 50 (a rule with 20 nodes a panel and spacing b/2 changes ours by
 < 2e-11); for the Gaussian mechanism the same refinement changes F by <= 3e-8 (eps = 50)
 and <= 4e-10 (eps <= 10), for the normal, Laplace and Student-t families.
@@ -70,24 +70,25 @@ boxes start from ``family.guess`` and are grown or shrunk on a 21-point scan (po
 parameters on the log scale, the density taken w.r.t. d log theta) until they hold,
 with one scan step to spare, the region where the log posterior is within 25 of its
 maximum; there the trapezoid rule is spectrally accurate (smooth density, e^-25-small
-at the edges).  Measured against :func:`dpbook.exact.exact_posterior` (n = 50, eps =
+at the edges).  Measured against :mod:`dpbook.posterior.normal_laplace` (n = 50, eps =
 10): means and sds agree to < 1e-9 posterior sd, quantiles to < 2e-5 sd.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
-from .exact import _spline_quantiles
-from .families import as_family
-from .mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
-from .validation import check_count, check_eps, check_finite, check_interval, check_observations
+from dpbook.model.families import as_family
+from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
+from dpbook.validation import (
+    check_eps,
+    check_finite,
+    check_interval,
+)
 
-__all__ = ["log_density", "score", "fisher_exact", "exact_posterior", "GridPosterior"]
+__all__ = ["log_density", "score", "fisher_exact"]
 
 NODES = 10  # Gauss-Legendre nodes per x panel (pointwise density and score)
 FISHER_NODES = 8  # Gauss-Legendre nodes per y panel of the Fisher integral
@@ -97,13 +98,13 @@ _Q_LEVELS = np.array([1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.15, 0.3, 0.5,
                       0.7, 0.85, 0.95, 0.99, 0.999, 1 - 1e-4, 1 - 1e-6, 1 - 1e-9, 1 - 1e-12])
 # noise half-widths mechanism.tail(b, tol): Laplace b (2, 6, 15, 39), Gaussian b (2, 3.5,
 # 5.5, 8.7): across a panel the noise factor falls by a bounded amount
-_NOISE_TOLS = (math.exp(-2.0), math.exp(-6.0), math.exp(-15.0), 1e-17)
+NOISE_TOLS = (math.exp(-2.0), math.exp(-6.0), math.exp(-15.0), 1e-17)
 _UNIFORM_SPACING = 2.0  # largest Fisher panel, in noise scales b, inside the support
 # largest uniform grid of the Fisher rules: the running sums (Laplace) cost O(grid), the
 # matrix rule O(grid^2); eps beyond ~2 x the cap needs a finer grid than the cap allows
 _MAX_UNIFORM = 20_000
 _MAX_UNIFORM_MATRIX = 400
-_CHUNK = 300_000  # elements per chunk of the pointwise rule (cache-sized: ~2x faster)
+CHUNK = 300_000  # elements per chunk of the pointwise rule (cache-sized: ~2x faster)
 _FISHER_CHUNK = 1_000_000  # elements per chunk of the Fisher rules
 
 _GL_CACHE: dict = {}
@@ -119,7 +120,7 @@ def _gl(n):
 # ------------------------------------------------------------------------- inputs
 
 
-def _setup(family, mechanism):
+def setup(family, mechanism):
     return as_family(family), get_mechanism(mechanism)
 
 
@@ -149,10 +150,10 @@ def _check_theta(fam, theta):
 
 def _noise_offsets(mech, b):
     """Breakpoint offsets (..., k) around a noise centre, from the noise's tail widths."""
-    return np.stack([mech.tail(b, tol) for tol in _NOISE_TOLS], axis=-1)
+    return np.stack([mech.tail(b, tol) for tol in NOISE_TOLS], axis=-1)
 
 
-def _theta_info(fam, th, levels=_Q_LEVELS):
+def theta_info(fam, th, levels=_Q_LEVELS):
     """(support lo, support hi, quantiles (..., levels)) for theta arrays of any shape."""
     lo, hi = fam.support(*th, tail=_SUPPORT_TAIL)
     # a quantile function that fails (scipy's Poisson ppf for lam > ~1e15) leaves [l, r]
@@ -215,7 +216,7 @@ def _far(y, b, info, mech):
     """Where y lies beyond the family's quantile range by more than 6 b (Laplace) or
     3.5 b (Gaussian): the peak of p_theta(x) g(y - x) may then be between them."""
     q = info[2]
-    gap = mech.tail(b, _NOISE_TOLS[1])
+    gap = mech.tail(b, NOISE_TOLS[1])
     return (y < q[..., 0] - gap) | (y > q[..., -1] + gap)
 
 
@@ -299,7 +300,7 @@ def _middle_discrete(l, r, info):
     return k, logw
 
 
-def _core(y, l, r, eps, th, info, fam, mech, want_score, nodes=None):
+def core(y, l, r, eps, th, info, fam, mech, want_score, nodes=None):
     """log p(y | theta) and (optionally) the score for broadcastable arrays, no checks.
 
     Elements whose y is far from the family's bulk (they need the peak search and more
@@ -364,7 +365,7 @@ def _core_group(y, l, r, eps, th, info, fam, mech, want_score, nodes, peak):
 
 
 def _pointwise(y, l, r, eps, theta, family, mechanism, want_score):
-    fam, mech = _setup(family, mechanism)
+    fam, mech = setup(family, mechanism)
     eps = check_eps(eps)
     y = check_finite("y", y)
     l, r = check_interval(l, r)
@@ -372,14 +373,14 @@ def _pointwise(y, l, r, eps, theta, family, mechanism, want_score):
     shape = np.broadcast_shapes(y.shape, l.shape, r.shape, *(t.shape for t in th))
     flat = [np.broadcast_to(a, shape).ravel() for a in (y, l, r, *th)]
     n = flat[0].size
-    per = 3 * NODES * (_Q_LEVELS.size + 2 * len(_NOISE_TOLS) + 4) if not fam.discrete else 64
-    step = max(1, _CHUNK // per)
+    per = 3 * NODES * (_Q_LEVELS.size + 2 * len(NOISE_TOLS) + 4) if not fam.discrete else 64
+    step = max(1, CHUNK // per)
     lp = np.empty(n)
     sc = np.empty((n, fam.dim)) if want_score else None
     for i in range(0, n, step):
         yc, lc, rc, *tc = (a[i:i + step] for a in flat)
-        info = _theta_info(fam, tc)
-        lpi, si = _core(yc, lc, rc, eps, tc, info, fam, mech, want_score)
+        info = theta_info(fam, tc)
+        lpi, si = core(yc, lc, rc, eps, tc, info, fam, mech, want_score)
         lp[i:i + step] = lpi
         if want_score:
             sc[i:i + step] = si
@@ -572,7 +573,7 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     (m, c) is F_{(l - m)/c, (r - m)/c}(0, 1)/c^2) and to ``family.default_theta()``
     otherwise.  Vectorised over l, r (broadcast): output (d, d) or (..., d, d).
     """
-    fam, mech = _setup(family, mechanism)
+    fam, mech = setup(family, mechanism)
     eps = check_eps(eps)
     l, r = check_interval(l, r)
     if theta is None:
@@ -584,7 +585,7 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     shape = np.broadcast_shapes(l.shape, r.shape)
     lf = np.broadcast_to(l, shape).ravel()
     rf = np.broadcast_to(r, shape).ravel()
-    info = _theta_info(fam, th)
+    info = theta_info(fam, th)
     if not fam.discrete:
         info = (float(info[0]), float(info[1]), np.asarray(info[2]).ravel())
     laplace = isinstance(mech, LaplaceMechanism) and not fam.discrete
@@ -611,359 +612,3 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
 
 
 # ------------------------------------------------------------------------ posterior
-
-POSTERIOR_NODES = 8  # x nodes a panel for the likelihood on a grid (log p error ~1e-9)
-_POST_LEVELS = np.array([1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9])
-_DROP = 25.0  # the box holds where the log posterior is within this of its maximum
-_SCAN = 21  # coarse scan points per parameter while the box is searched
-_SCAN_NODES = 6  # x nodes a panel while it is searched (log p error ~1e-8)
-_MAX_BOX_STEPS = 60
-
-
-@dataclass(frozen=True)
-class GridPosterior:
-    """A posterior density on a product grid (see :func:`exact_posterior`).
-
-    ``axes[j]`` are the nodes of parameter ``params[j]``, uniform in theta_j, or in
-    log theta_j where ``log_axes[j]`` (positive parameters); ``weights[j]`` their
-    trapezoid weights (in that coordinate, times the Jacobian); ``log_post`` the log
-    density (w.r.t. d theta) on the grid, normalised so that
-    sum exp(log_post) prod_j weights[j] = 1.  ``log_evidence`` is log of the integral of
-    eta(theta) prod_t p(y_t | theta) over the box; ``edge`` the largest log density on
-    the box's boundary minus the largest overall, w.r.t. d log theta_j for positive
-    parameters (about -25 or below when the box holds the posterior).
-    """
-
-    params: tuple
-    axes: list
-    log_post: np.ndarray
-    log_evidence: float
-    edge: float
-    weights: list = field(repr=False)
-    log_axes: tuple = ()
-
-    def _density(self):
-        return np.exp(self.log_post)
-
-    def marginal(self, j):
-        """(axis, marginal density) of parameter j (an index or a name)."""
-        j = self._index(j)
-        p = self._density()
-        for k in reversed(range(len(self.axes))):
-            if k != j:
-                p = np.tensordot(p, self.weights[k], axes=([k], [0]))
-        return self.axes[j], p
-
-    def _index(self, j):
-        if isinstance(j, str):
-            if j not in self.params:
-                raise ValueError(f"unknown parameter {j!r}; choose one of {', '.join(self.params)}")
-            return self.params.index(j)
-        if not 0 <= int(j) < len(self.params):
-            raise ValueError(f"parameter index must be in 0..{len(self.params) - 1}, got {j!r}")
-        return int(j)
-
-    def mean(self):
-        """Posterior means, array (d,)."""
-        out = []
-        for j in range(len(self.axes)):
-            x, p = self.marginal(j)
-            out.append(np.sum(self.weights[j] * p * x))
-        return np.array(out)
-
-    def sd(self):
-        """Posterior standard deviations, array (d,)."""
-        m = self.mean()
-        out = []
-        for j in range(len(self.axes)):
-            x, p = self.marginal(j)
-            out.append(math.sqrt(np.sum(self.weights[j] * p * (x - m[j]) ** 2)))
-        return np.array(out)
-
-    def quantile(self, q):
-        """Marginal posterior quantiles: shape (d,) for a scalar q, (len(q), d) otherwise.
-
-        The marginal density (w.r.t. the grid's coordinate: theta_j, or log theta_j) is
-        interpolated by a cubic spline through the nodes, whose antiderivative is
-        inverted by root finding (error ~h^4, h the node spacing).
-        """
-        qa = np.asarray(q, dtype=float)
-        if not np.all((qa >= 0) & (qa <= 1)):
-            raise ValueError("quantile levels must lie in [0, 1]")
-        cols = []
-        for j in range(len(self.axes)):
-            x, p = self.marginal(j)
-            if j < len(self.log_axes) and self.log_axes[j]:
-                cols.append(np.exp(_spline_quantiles(np.log(x), p * x, qa.ravel())))
-            else:
-                cols.append(_spline_quantiles(x, p, qa.ravel()))
-        out = np.stack(cols, axis=-1)
-        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(self.axes),))
-
-    def summary(self):
-        """{param: {"mean": .., "sd": ..}} as plain floats."""
-        m, s = self.mean(), self.sd()
-        return {p: {"mean": float(a), "sd": float(b)} for p, a, b in zip(self.params, m, s)}
-
-
-def _loglik(cols, y, l, r, eps, fam, mech, nodes):
-    """sum_t log p(y_t | theta_g) for theta given as flat columns (G,)."""
-    g = cols[0].size
-    per = y.size * (3 * nodes * (_POST_LEVELS.size + 2 * len(_NOISE_TOLS) + 4)
-                    if not fam.discrete else 64)
-    step = max(1, int(_CHUNK // per))
-    out = np.empty(g)
-    for i in range(0, g, step):
-        th = [c[i:i + step, None] for c in cols]
-        info = _theta_info(fam, th, _POST_LEVELS)
-        lp, _ = _core(y[None], l[None], r[None], eps, th, info, fam, mech, False, nodes)
-        out[i:i + step] = np.sum(lp, axis=-1)
-    return out
-
-
-def _log_post_grid(axes, y, l, r, eps, fam, mech, nodes):
-    mesh = np.meshgrid(*axes, indexing="ij")
-    cols = [m.ravel() for m in mesh]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lp = _loglik(cols, y, l, r, eps, fam, mech, nodes) + np.asarray(fam.log_prior(*cols))
-    lp = np.where(np.isnan(lp), -np.inf, lp)
-    return lp.reshape(mesh[0].shape)
-
-
-def _auto_box(y, l, r, eps, fam, mech, nodes):
-    """Box [lo_j, hi_j] in theta holding {log post > max - 25} with a margin.
-
-    Coordinates u_j = log theta_j for positive parameters, theta_j otherwise.  On a
-    21-point scan of the box: a side that the region touches moves out (the box doubles
-    that way); otherwise the box closes to one scan step beyond the region, which zooms
-    in while the region spans fewer than 5 steps.
-    """
-    pos = np.array(fam.positive, bool)
-    guess = np.array(fam.check_theta(*fam.guess(y, l, r, eps, mech)), float)
-    centre = np.array([math.log(g) if ps else g for g, ps in zip(guess, pos)])
-    half = np.where(pos, 1.0, np.maximum(1.0, 0.5 * np.abs(guess)))
-    lo, hi = centre - half, centre + half
-    for _ in range(_MAX_BOX_STEPS):
-        us = [np.linspace(a, b, _SCAN) for a, b in zip(lo, hi)]
-        axes = [np.exp(u) if p else u for u, p in zip(us, pos)]
-        lp = _log_post_grid(axes, y, l, r, eps, fam, mech, nodes)
-        # density w.r.t. du (Jacobian theta_j): bounded region even where the density
-        # in theta stays positive as a positive parameter -> 0
-        lp = lp + sum(np.expand_dims(u, [k for k in range(len(us)) if k != j])
-                      for j, (u, p) in enumerate(zip(us, pos)) if p)
-        if not np.any(np.isfinite(lp)):
-            lo, hi = lo - (hi - lo), hi + (hi - lo)
-            continue
-        region = lp >= np.max(lp) - _DROP
-        top = np.unravel_index(np.argmax(lp), lp.shape)
-        done = True
-        for j in range(len(us)):
-            proj = np.any(np.moveaxis(region, j, 0).reshape(_SCAN, -1), axis=1)
-            idx = np.flatnonzero(proj)
-            i0, i1 = idx[0], idx[-1]
-            # a touched side moves out to twice its distance from the maximum, by at
-            # least a quarter of the box (the whole box if the maximum is on that side)
-            width = hi[j] - lo[j]
-            u_top = us[j][top[j]]
-            step_lo = width if top[j] == 0 else max(u_top - lo[j], 0.25 * width)
-            step_hi = width if top[j] == _SCAN - 1 else max(hi[j] - u_top, 0.25 * width)
-            new_lo = lo[j] - step_lo if i0 == 0 else us[j][i0 - 1]
-            new_hi = hi[j] + step_hi if i1 == _SCAN - 1 else us[j][i1 + 1]
-            if i0 == 0 or i1 == _SCAN - 1 or i1 - i0 < 5:
-                done = False
-            lo[j], hi[j] = new_lo, new_hi
-        if done:
-            break
-    return [(math.exp(a), math.exp(b)) if p else (a, b) for a, b, p in zip(lo, hi, pos)]
-
-
-def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=3):
-    """Where the posterior has its mass: returns (box, cores).
-
-    box: per axis, the marginal [tail, 1 - tail] quantiles of a 41-point grid posterior
-    plus two cells each side (the dropped mass is below 2 d ``tail``), repeated while an
-    axis shrinks to less than half its width.  cores: per axis, the [core, 1 - core]
-    quantiles plus two cells, where :func:`exact_posterior` puts most of its nodes.
-
-    The region {log post > max - 25} of :func:`_auto_box` can be far wider than the
-    posterior's bulk (a long ridge of low density, e.g. towards large scales when the
-    releases say little about them, under a prior with a heavy tail there), and a
-    uniform grid spread over it would put few nodes where the mass is.
-    """
-    pos = list(fam.positive)
-    lo = np.array([math.log(a) if p else a for (a, _), p in zip(box, pos)])
-    hi = np.array([math.log(b) if p else b for (_, b), p in zip(box, pos)])
-    n = 41
-    for _ in range(rounds):
-        us = [np.linspace(a, b, n) for a, b in zip(lo, hi)]
-        axes = [np.exp(u) if p else u for u, p in zip(us, pos)]
-        lp = _log_post_grid(axes, y, l, r, eps, fam, mech, nodes)
-        lp = lp + sum(np.expand_dims(u, [k for k in range(len(us)) if k != j])
-                      for j, (u, p) in enumerate(zip(us, pos)) if p)  # density in u
-        if not np.any(np.isfinite(lp)):
-            break
-        dens = np.exp(lp - np.max(lp))
-        shrunk = False
-        for j in range(len(us)):
-            i0, i1 = _mass_cells(dens, j, tail)
-            if (i1 - i0) < 0.5 * (n - 1):
-                lo[j], hi[j] = us[j][i0], us[j][i1]
-                shrunk = True
-        if not shrunk:
-            break
-    cores = []
-    for j in range(len(us)):
-        i0, i1 = _mass_cells(dens, j, core)
-        cores.append((us[j][i0], us[j][i1]))
-    box = [(math.exp(a), math.exp(b)) if p else (a, b) for a, b, p in zip(lo, hi, pos)]
-    return box, cores
-
-
-def _mass_cells(dens, j, level):
-    """Node indices (i0, i1) along axis j of the gridded density ``dens``: the marginal's
-    [level, 1 - level] quantile cells widened by two cells each side."""
-    n = dens.shape[j]
-    m = np.moveaxis(dens, j, 0).reshape(n, -1).sum(axis=1)
-    c = np.cumsum(m) / m.sum()
-    return (max(int(np.searchsorted(c, level)) - 2, 0),
-            min(int(np.searchsorted(c, 1 - level)) + 2, n - 1))
-
-
-def _axis_nodes(lo, hi, core, n):
-    """Nodes on [lo, hi] (coordinate u) and the factor du/dv of their trapezoid weights.
-
-    Uniform (du/dv None: trapezoid in u) unless a core interval is given and is under a
-    fifth of the box: then
-    u = m + s sinh(v) with v uniform, m the core's centre and s a quarter of its
-    half-width, which puts about a third of the nodes in the core and keeps the
-    trapezoid rule's fast convergence (a smooth change of variable).
-    """
-    if core is None:
-        return np.linspace(lo, hi, n), None
-    c0, c1 = max(core[0], lo), min(core[1], hi)
-    if not (c1 > c0 and c1 - c0 < 0.2 * (hi - lo)):
-        return np.linspace(lo, hi, n), None
-    m, sc = 0.5 * (c0 + c1), 0.125 * (c1 - c0)
-    v = np.linspace(math.asinh((lo - m) / sc), math.asinh((hi - m) / sc), n)
-    u = m + sc * np.sinh(v)
-    u[0], u[-1] = lo, hi
-    return u, sc * np.cosh(v) * (v[1] - v[0])
-
-
-def _trapezoid(x):
-    w = np.empty_like(x)
-    h = np.diff(x)
-    w[0], w[-1] = 0.5 * h[0], 0.5 * h[-1]
-    w[1:-1] = 0.5 * (h[:-1] + h[1:])
-    return w
-
-
-def _check_grid(grid, d):
-    if grid is None:
-        grid = (201,) if d == 1 else (101,) * d
-    if np.ndim(grid) == 0:
-        grid = (grid,) * d
-    try:
-        grid = tuple(grid)
-    except TypeError:
-        raise ValueError(f"grid must be {d} node counts, got {grid!r}") from None
-    if len(grid) != d:
-        raise ValueError(f"grid must be {d} node counts, got {grid!r}")
-    return tuple(check_count("grid size", g, 3) for g in grid)
-
-
-def _check_bounds(bounds, fam):
-    if fam.dim == 1 and np.ndim(bounds) == 1:
-        bounds = (bounds,)
-    try:
-        pairs = [(float(a), float(b)) for a, b in bounds]
-    except (TypeError, ValueError):
-        raise ValueError("bounds must be one (lo, hi) pair per parameter") from None
-    if len(pairs) != fam.dim:
-        raise ValueError(f"bounds must be {fam.dim} (lo, hi) pairs, got {len(pairs)}")
-    for name, pos, (a, b) in zip(fam.params, fam.positive, pairs):
-        if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise ValueError(f"bounds for {name} need finite lo < hi, got ({a}, {b})")
-        if pos and a <= 0:
-            raise ValueError(f"bounds for {name} must be > 0 (a positive parameter)")
-    return pairs
-
-
-def _check_theta_grid(theta_grid, fam):
-    try:
-        axes = [np.asarray(a, dtype=float) for a in theta_grid]
-    except (TypeError, ValueError):
-        raise ValueError("theta_grid must be one 1-d array of nodes per parameter") from None
-    if len(axes) != fam.dim:
-        raise ValueError(f"theta_grid must have {fam.dim} axes, got {len(axes)}")
-    for name, pos, x in zip(fam.params, fam.positive, axes):
-        if x.ndim != 1 or x.size < 3 or not np.all(np.isfinite(x)) or np.any(np.diff(x) <= 0):
-            raise ValueError(f"theta_grid for {name} must be >= 3 finite increasing nodes")
-        if pos and x[0] <= 0:
-            raise ValueError(f"theta_grid for {name} must be > 0 (a positive parameter)")
-    return axes
-
-
-def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", grid=None, bounds=None,
-                    theta_grid=None):
-    """Posterior (5) of theta given released data, x_{1:n} integrated out, on a grid.
-
-    p(theta | y_{1:n}) is proportional to eta(theta) prod_t p_{l_t,r_t}^eps(y_t | theta)
-    (eq. 5 with each latent x_t integrated out; :func:`log_density` for the factors,
-    ``family.log_prior`` for eta).  Families with one or two parameters.
-
-    ``grid``: nodes per parameter (default 201 for one parameter, (101, 101) for two);
-    ``bounds``: one (lo, hi) pair per parameter, else found automatically (module
-    docstring; where the central [1e-3, 1 - 1e-3] mass of a marginal is narrow compared
-    with the box, nodes crowd there by a sinh change of variable, see
-    :func:`_axis_nodes`).  Nodes are uniform in theta_j (or log theta_j for a
-    positive parameter) with given bounds; integrals are trapezoid sums in that
-    coordinate.  ``theta_grid``: the
-    nodes themselves instead (one increasing array per parameter; trapezoid in theta).
-    """
-    fam, mech = _setup(family, mechanism)
-    eps = check_eps(eps)
-    y, l, r = check_observations(y, l, r)
-    if fam.dim not in (1, 2):
-        raise ValueError(f"exact_posterior grids one or two parameters; {fam.name} has {fam.dim}")
-    if theta_grid is not None:
-        if grid is not None or bounds is not None:
-            raise ValueError("give theta_grid, or grid and bounds, not both")
-        axes = _check_theta_grid(theta_grid, fam)
-        weights = [_trapezoid(x) for x in axes]
-        log_axes = (False,) * fam.dim
-    else:
-        sizes = _check_grid(grid, fam.dim)
-        if bounds is None:
-            box = _auto_box(y, l, r, eps, fam, mech, _SCAN_NODES)
-            box, cores = _mass_box(box, y, l, r, eps, fam, mech, _SCAN_NODES)
-        else:
-            box, cores = _check_bounds(bounds, fam), None
-        axes, weights = [], []
-        for j, ((a, b), n, pos) in enumerate(zip(box, sizes, fam.positive)):
-            ua, ub = (math.log(a), math.log(b)) if pos else (a, b)
-            u, dudv = _axis_nodes(ua, ub, None if cores is None else cores[j], n)
-            # trapezoid in u (uniform nodes) or in v with du = (du/dv) dv (sinh nodes)
-            wu = _trapezoid(u) if dudv is None else dudv * _trapezoid(np.arange(n, dtype=float))
-            if pos:  # u = log theta: weight du theta
-                x = np.exp(u)
-                x[0], x[-1] = a, b
-                w = wu * x
-            else:
-                x = u
-                w = wu
-            axes.append(x)
-            weights.append(w)
-        log_axes = tuple(bool(p) for p in fam.positive)
-    lp = _log_post_grid(axes, y, l, r, eps, fam, mech, POSTERIOR_NODES)
-    logw = np.log(weights[0])
-    for w in weights[1:]:
-        logw = np.add.outer(logw, np.log(w))
-    log_z = float(special.logsumexp(lp + logw))
-    # edge: in the measure d log theta for positive parameters, as the box search
-    lpu = lp + sum(np.expand_dims(np.log(x), [k for k in range(lp.ndim) if k != j])
-                   for j, (x, p) in enumerate(zip(axes, fam.positive)) if p)
-    edge = max(float(np.max(np.moveaxis(lpu, j, 0)[[0, -1]])) for j in range(lp.ndim))
-    edge -= float(np.max(lpu))
-    return GridPosterior(params=tuple(fam.params), axes=axes, log_post=lp - log_z,
-                         log_evidence=log_z, edge=edge, weights=weights, log_axes=log_axes)

@@ -1,12 +1,13 @@
-"""Sequential Monte Carlo for the posterior (5) with any family and mechanism.
+"""Sequential Monte Carlo for the posterior (5): Algorithms 2 and 3 of the paper.
 
-Algorithms 2 and 3 of the paper for a population family {P_theta} given by a
-:class:`dpbook.families.Family` and an additive mechanism (Laplace or Gaussian noise,
-Section 7: "all that changes throughout is the conditional distribution of Y_t given
-x_t, theta, s_t, eps").  This is the resample-move SMC of Gilks & Berzuini (2001)
-written with numpy, vectorised over particles and time; the normal family with the
-Laplace mechanism also has the compiled :class:`dpbook.smc.SMC`, which
-:func:`make_smc` picks when it applies.
+:class:`SMC` is the one public SMC, for any population family {P_theta} (a
+:class:`dpbook.model.families.Family`) and any additive mechanism (Laplace or Gaussian
+noise; Section 7: "all that changes throughout is the conditional distribution of Y_t
+given x_t, theta, s_t, eps").  It is the resample-move SMC of Gilks & Berzuini (2001),
+written here with numpy, vectorised over particles and time.  For the paper's model
+(normal family, Laplace mechanism) ``SMC(...)`` returns the compiled backend
+:class:`dpbook.smc.normal_laplace.NormalLaplaceSMC`, a subclass with the same interface
+and the same algorithm in one fused kernel (chosen by :mod:`dpbook.backends`).
 
 The estimator sees only the releases (y_t, l_t, r_t) and eps: it never touches the
 population.
@@ -17,12 +18,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
 
-from .families import as_family
-from .mechanisms import GaussianMechanism, LaplaceMechanism, check_mechanism, clip, get_mechanism
-from .policies import thompson_index
-from .validation import check_count, check_eps, check_release
+from dpbook.backends import backend
+from dpbook.model.families import as_family
+from dpbook.model.mechanisms import check_mechanism, clip, get_mechanism
+from dpbook.privacy.policies import thompson_index
+from dpbook.smc.resampling import ess, systematic
+from dpbook.smc.sweep import (
+    KIND,
+    PARALLEL_MIN,
+    log_weights,
+    mh_sweep_parallel,
+    mh_sweep_serial,
+)
+from dpbook.validation import check_count, check_eps, check_observations, check_release
 
 # Optimal random-walk scaling for a d-dimensional Gaussian target (Roberts, Gelman &
 # Gilks 1997), applied to the particles' covariance as in Chopin (2002).
@@ -30,8 +39,8 @@ _RW_SCALE2 = 2.38**2
 _INFO_SAMPLE = 128  # particles averaged for the information matrix of the RW proposal
 
 
-class FamilySMCHistory:
-    """What :class:`FamilySMC` records: for every parameter p, ``mean_<p>`` and ``sd_<p>``
+class History:
+    """What :class:`SMC` records: for every parameter p, ``mean_<p>`` and ``sd_<p>``
     every step and ``snapshot_<p>`` (particles) every ``every`` steps; and ``ess``,
     ``acceptance`` (x moves), ``theta_acceptance``, ``snapshot_t``, ``snapshot_w``."""
 
@@ -48,76 +57,10 @@ class FamilySMCHistory:
         self.snapshot_w = []
 
     def __repr__(self):
-        return f"<FamilySMCHistory {self.params}, {len(self.ess)} steps>"
+        return f"<History {self.params}, {len(self.ess)} steps>"
 
 
-# The shipped mechanisms have a fused compiled MH sweep (kind codes below); any other
-# Mechanism object goes through its own vectorised logpdf (same algorithm).
-_KIND = {LaplaceMechanism: 0, GaussianMechanism: 1}
-
-
-@njit(cache=True)
-def _logg(kind, v, invb, lnorm):
-    """log g_b(v) = lnorm - |v|/b (Laplace) or lnorm - (v/b)^2/2 (Gaussian)."""
-    z = v * invb
-    if kind == 0:
-        return lnorm - abs(z)
-    return lnorm - 0.5 * z * z
-
-
-@njit(cache=True)
-def _mh_row(kind, i, a, x_old, ll_old, x_new, ll_new, xp, e, y, l, r, invb, lnorm):
-    """The MH moves of particle i, started from its ancestor a's path (see _mh_sweep)."""
-    n_acc = 0
-    for k in range(xp.shape[1]):
-        xk = xp[i, k]
-        lp = _logg(kind, y[k] - min(max(xk, l[k]), r[k]), invb[k], lnorm[k])
-        lc = ll_old[a, k]
-        if lp - lc > -e[i, k]:
-            x_new[i, k] = xk
-            ll_new[i, k] = lp
-            n_acc += 1
-        else:
-            x_new[i, k] = x_old[a, k]
-            ll_new[i, k] = lc
-    return n_acc
-
-
-def _mh_sweep_py(kind, anc, x_old, ll_old, x_new, ll_new, xp, e, y, l, r, invb, lnorm):
-    """Algorithm 3 steps 1-3 for all particles i and k < t, after resampling: particle i
-    starts from its ancestor's path x_old[anc[i]] (with its log-likelihoods ll_old) and
-    x_k moves to xp[i, k] ~ P_theta w.p. min(1, exp(ll' - ll)), i.e. if
-    ll' - ll > -e[i, k] with e ~ Exp(1).  Returns the number of accepted moves (the
-    result does not depend on the number of threads: every (i, k) is independent)."""
-    acc = np.zeros(xp.shape[0], np.int64)
-    for i in prange(xp.shape[0]):
-        acc[i] = _mh_row(kind, i, anc[i], x_old, ll_old, x_new, ll_new, xp, e, y, l, r,
-                         invb, lnorm)
-    return acc.sum()
-
-
-# threads only pay off for large sweeps (starting them costs more than small ones)
-_mh_sweep_serial = njit(cache=True)(_mh_sweep_py)
-_mh_sweep_parallel = njit(cache=True, parallel=True)(_mh_sweep_py)
-_PARALLEL_MIN = 1 << 18  # particles x time steps
-
-
-@njit(cache=True)
-def _weights(kind, x, y, l, r, invb, lnorm, out):
-    """Step 4 of Algorithm 2: out[i] = log g_b(y_t - T(x_t^(i)))."""
-    for i in range(x.shape[0]):
-        out[i] = _logg(kind, y - min(max(x[i], l), r), invb, lnorm)
-
-
-def _systematic(rng: np.random.Generator, w):
-    """Systematic resampling: ancestor indices for normalised weights w (one uniform)."""
-    n = w.shape[0]
-    pos = rng.random() + np.arange(n)
-    idx = np.searchsorted(np.cumsum(w) * n, pos, side="left")
-    return np.minimum(idx, n - 1)
-
-
-class FamilySMC:
+class SMC:
     """Online posterior (5) of theta given (y_t, l_t, r_t), t = 1, 2, ..., any family.
 
     One :meth:`update` is Algorithm 2 at time t:
@@ -147,7 +90,7 @@ class FamilySMC:
     Parameters
     ----------
     eps : privacy parameter.
-    family : a family name, a :class:`dpbook.families.Family`, or None (normal).
+    family : a family name, a :class:`dpbook.model.families.Family`, or None (normal).
     mechanism : 'laplace' or 'gaussian' (or a Mechanism object).
     n_particles : N.
     n_max : capacity of the latent paths (number of observations that will come).
@@ -155,6 +98,11 @@ class FamilySMC:
         a fixed order, so the same seed gives bit-identical output.
     every : particles are recorded every ``every``-th step.
     n_theta_moves : theta moves per time step.
+    generic : True runs this numpy code even where a compiled backend is registered
+        (to check one against the other).
+
+    The result of ``SMC(...)`` is always an :class:`SMC`: this class, or the backend
+    registered in :mod:`dpbook.backends` for the family and mechanism (a subclass).
 
     Latent paths are an (N, n_max) array; the MH moves of all x_k, k < t, of all
     particles are one vectorised step (cost O(N t) per update, O(N n^2) in all): the
@@ -163,8 +111,15 @@ class FamilySMC:
     ``Mechanism.logpdf`` for any other (the same algorithm and the same draws).
     """
 
+    def __new__(cls, eps=None, family=None, mechanism="laplace", *args, generic=False, **kw):
+        # the one place the SMC's backend is chosen: dpbook.backends (copy and pickle
+        # call __new__ without arguments and keep the class)
+        if cls is SMC and eps is not None and not generic:
+            cls = backend("smc", family, mechanism) or SMC
+        return super().__new__(cls)
+
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
-                 seed=0, every=20, n_theta_moves=1):
+                 seed=0, every=20, n_theta_moves=1, generic=False):
         self.eps = check_eps(eps)
         self.family = as_family(family)
         self.mechanism = check_mechanism(mechanism)
@@ -188,7 +143,7 @@ class FamilySMC:
         # resampling and the MH sweep write the new paths without a gather copy
         self._x = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
         self._ll = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
-        self._kind = _KIND.get(type(self._mech), -1)
+        self._kind = KIND.get(type(self._mech), -1)
         self._invb = np.ones(self.n_max)
         self._lnorm = np.zeros(self.n_max)  # log g_b(0)
         self._y = np.zeros(self.n_max)
@@ -196,7 +151,7 @@ class FamilySMC:
         self._r = np.zeros(self.n_max)
         self._b = np.ones(self.n_max)
         self.t = 0
-        self.history = FamilySMCHistory(self.params)
+        self.history = History(self.params)
 
     # ------------------------------------------------------------------ helpers
     def _paths(self):
@@ -317,7 +272,7 @@ class FamilySMC:
         if t > 0:
             prev = (self.theta, self.w, self._x[0][:, :t])  # the sweep leaves them intact
             # 1. resampling
-            anc = _systematic(rng, self.w)
+            anc = systematic(rng, self.w)
             self.theta = self.theta[anc]
             # 2. rejuvenation (Algorithm 3): independent MH of every x_k, k < t, with
             # proposal P_theta, which cancels: the ratio is the likelihood ratio only ...
@@ -326,7 +281,7 @@ class FamilySMC:
             x_old, x_new = self._x
             ll_old, ll_new = self._ll
             if self._kind >= 0:
-                sweep = _mh_sweep_parallel if N * t >= _PARALLEL_MIN else _mh_sweep_serial
+                sweep = mh_sweep_parallel if N * t >= PARALLEL_MIN else mh_sweep_serial
                 n_acc = sweep(self._kind, anc, x_old, ll_old, x_new, ll_new,
                               np.ascontiguousarray(xp), e, self._y, self._l, self._r,
                               self._invb, self._lnorm)
@@ -349,7 +304,7 @@ class FamilySMC:
         # 4. weighting
         if self._kind >= 0:
             logw = np.empty(N)
-            _weights(self._kind, xt, y, l, r, self._invb[t], self._lnorm[t], logw)
+            log_weights(self._kind, xt, y, l, r, self._invb[t], self._lnorm[t], logw)
         else:
             logw = self._loglik(xt[:, None], t, t + 1)[:, 0]
         self._ll[0][:, t] = logw
@@ -358,20 +313,29 @@ class FamilySMC:
         self.t = t + 1
         self._record(t, x_acc, th_acc)
 
-    def _record(self, t, x_acc, th_acc):
-        h, w, th = self.history, self.w, self.theta
+    def _moments(self):
+        """Weighted posterior means and sds of the parameters, (d,) arrays."""
+        w, th = self.w, self.theta
         m = w @ th
-        sd = np.sqrt(np.maximum(w @ (th - m) ** 2, 0.0))
+        return m, np.sqrt(np.maximum(w @ (th - m) ** 2, 0.0))
+
+    def _columns(self):
+        """The particles' parameters, one (N,) array per parameter."""
+        return [self.theta[:, j] for j in range(len(self.params))]
+
+    def _record(self, t, x_acc, th_acc):
+        h, w = self.history, self.w
+        m, sd = self._moments()
         for j, p in enumerate(self.params):
             getattr(h, f"mean_{p}").append(float(m[j]))
             getattr(h, f"sd_{p}").append(float(sd[j]))
-        h.ess.append(float(1.0 / (w @ w)))
+        h.ess.append(ess(w))
         h.acceptance.append(x_acc)
         h.theta_acceptance.append(th_acc)
         if (t + 1) % self.every == 0:
             h.snapshot_t.append(t + 1)
-            for j, p in enumerate(self.params):
-                getattr(h, f"snapshot_{p}").append(th[:, j].copy())
+            for p, col in zip(self.params, self._columns()):
+                getattr(h, f"snapshot_{p}").append(col.copy())
             h.snapshot_w.append(w.copy())
 
     def thompson_draw(self, rng: np.random.Generator):
@@ -386,44 +350,16 @@ class FamilySMC:
                 for p in self.params}
 
     def __repr__(self):
-        return (f"<FamilySMC {self.family.describe()}, {self.mechanism} mechanism, "
+        return (f"<{type(self).__name__} {self.family.describe()}, {self.mechanism} mechanism, "
                 f"N={self.N}, t={self.t}>")
 
 
-_COMPILED_KW = ("n_particles", "n_max", "seed", "every")
-
-
-def make_smc(eps, family=None, mechanism="laplace", generic=False, **kw):
-    """The SMC of Algorithm 2 for a family and mechanism.
-
-    The family's specialised implementation (``family.specialised("smc", mechanism)``,
-    the compiled :class:`dpbook.smc.SMC` for the normal family with the Laplace
-    mechanism) when there is one and ``generic`` is False; else :class:`FamilySMC`.
-    ``kw``: n_particles, n_max, seed, every (and n_theta_moves for FamilySMC).
-    """
-    fam = as_family(family)
-    mech = check_mechanism(mechanism)
-    cls = None if generic else fam.specialised("smc", mech)
-    if cls is None:
-        return FamilySMC(eps, family=fam, mechanism=mechanism, **kw)
-    extra = sorted(set(kw) - set(_COMPILED_KW))
-    if extra:
-        raise ValueError(f"the specialised {fam.name} SMC takes no {extra[0]!r} "
-                         "(use generic=True)")
-    return cls(eps, **kw)
-
-
-def smc_posterior_family(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000,
-                         seed=0, generic=False):
-    """Run the SMC over a released data set (y, l, r) in time order; return the SMC.
-
-    ``generic=True`` uses :class:`FamilySMC` even where a specialised SMC exists.
-    """
-    from .validation import check_observations
-
+def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000, seed=0,
+                  generic=False):
+    """Run the SMC over a released data set (y, l, r) in time order; return the SMC."""
     y, l, r = check_observations(y, l, r)
-    smc = make_smc(eps, family, mechanism, generic=generic, n_particles=n_particles,
-                   n_max=len(y), seed=seed)
+    smc = SMC(eps, family, mechanism, n_particles=n_particles, n_max=len(y), seed=seed,
+              generic=generic)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
     return smc

@@ -98,7 +98,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -107,13 +106,18 @@ from numba import njit, prange, types, uint64
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from . import rng as _rng
-from .smc import MU0, MU_VAR, SIG_SCALE, SIG_SHAPE
-from .validation import check_count, check_eps, check_observations, check_positive
-
-TARGET_ACCEPT = 0.1
-ADAPT_EXPONENT = 0.6
-ADAPT_START_FRACTION = 0.1
+from dpbook import rng as _rng
+from dpbook.mhaar.algorithm import (
+    ADAPT_EXPONENT,
+    ADAPT_START_FRACTION,
+    TARGET_ACCEPT,
+    MHAARResult,
+)
+from dpbook.model.prior import LOC_MEAN as MU0
+from dpbook.model.prior import LOC_VAR as MU_VAR
+from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
+from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
+from dpbook.validation import check_count, check_eps, check_observations, check_positive
 
 _BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
 _FAST_EPS_MAX = 600.0  # shifted exponents lie in [-eps, 0]; exp(-600) is far from underflow
@@ -798,98 +802,10 @@ def _run_chain(run, n_iter, npad, n_aux, parallel):
 # ---------------------------------------------------------------- public API
 
 
-def batch_means_se(x, n_batches=50):
-    """Monte Carlo standard error of mean(x) for a correlated chain, by batch means.
-
-    The chain is cut into ``n_batches`` consecutive batches of equal length (the first
-    len(x) mod n_batches values are dropped); the standard error is
-    sd(batch means) / sqrt(n_batches).
-    """
-    x = np.asarray(x, dtype=float)
-    n_batches = check_count("number of batches", n_batches, 2)
-    size = x.size // n_batches
-    if size < 1:
-        raise ValueError(f"need at least {n_batches} samples for {n_batches} batches")
-    means = x[x.size - size * n_batches:].reshape(n_batches, size).mean(axis=1)
-    return float(means.std(ddof=1) / math.sqrt(n_batches))
-
-
-@dataclass
-class MHAARResult:
-    """Output of :func:`mhaar`: the whole chain of theta = (mu, sigma) and the tuning.
-
-    ``mu_samples[m]``, ``sigma_samples[m]`` are theta after iteration m + 1;
-    ``accepted[m]`` says whether that iteration accepted; ``step_mu_trace``,
-    ``step_var_trace`` are the random-walk steps (of mu and of sigma^2) after it.  The
-    estimates use the last ``n_kept`` samples (``burn_fraction`` of the chain discarded).
-    """
-
-    mu_samples: np.ndarray
-    sigma_samples: np.ndarray
-    accepted: np.ndarray
-    step_mu_trace: np.ndarray
-    step_var_trace: np.ndarray
-    burn_fraction: float
-    n_aux: int
-    eps: float
-    seed: object
-    n_parallel: int = 0  # iterations run with the blocks in parallel (timing only)
-
-    @property
-    def n_iter(self) -> int:
-        return int(self.mu_samples.shape[0])
-
-    @property
-    def n_kept(self) -> int:
-        return max(1, self.n_iter - int(math.floor(self.burn_fraction * self.n_iter)))
-
-    @property
-    def kept_mu(self) -> np.ndarray:
-        return self.mu_samples[self.n_iter - self.n_kept:]
-
-    @property
-    def kept_sigma(self) -> np.ndarray:
-        return self.sigma_samples[self.n_iter - self.n_kept:]
-
-    @property
-    def acceptance(self) -> float:
-        """Acceptance rate over all iterations."""
-        return float(self.accepted.mean())
-
-    @property
-    def acceptance_kept(self) -> float:
-        """Acceptance rate over the kept iterations."""
-        return float(self.accepted[self.n_iter - self.n_kept:].mean())
-
-    @property
-    def step_mu(self) -> float:
-        """Final random-walk step of mu."""
-        return float(self.step_mu_trace[-1])
-
-    @property
-    def step_var(self) -> float:
-        """Final random-walk step of sigma^2."""
-        return float(self.step_var_trace[-1])
-
-    def summary(self):
-        """Posterior mean and sd of mu and sigma over the kept samples."""
-        mu, sig = self.kept_mu, self.kept_sigma
-        return {"mu": {"mean": float(mu.mean()), "sd": float(mu.std())},
-                "sigma": {"mean": float(sig.mean()), "sd": float(sig.std())}}
-
-    def diagnostics(self, n_batches=50):
-        """Acceptance, final steps and batch-means standard errors of the kept means."""
-        d = {"acceptance": self.acceptance, "acceptance_kept": self.acceptance_kept,
-             "step_mu": self.step_mu, "step_var": self.step_var, "n_kept": self.n_kept}
-        if self.n_kept >= 2 * n_batches:
-            d["mcse_mu"] = batch_means_se(self.kept_mu, n_batches)
-            d["mcse_sigma"] = batch_means_se(self.kept_sigma, n_batches)
-        return d
-
-
-def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
-          step_mu=None, step_var=None, adapt=True, parallel=None, _fast=None):
-    """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(mu, sigma | y_{1:n}), Section 6.
+def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
+                         steps=None, adapt=True, parallel=None, fast=None):
+    """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(mu, sigma | y_{1:n}), Section 6:
+    the compiled backend of :func:`dpbook.mhaar.mhaar` for the normal/Laplace model.
 
     Parameters
     ----------
@@ -903,8 +819,8 @@ def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
         number of numba threads.
     burn_fraction : fraction of the chain discarded before averaging (0.8: the estimate
         is the mean of the last 20% of the samples).
-    step_mu, step_var : initial random-walk steps of mu and sigma^2 (default 10/sqrt(n)
-        and 20/sqrt(n)).
+    steps : initial random-walk steps (s_mu, s_var) of mu and sigma^2 (default
+        10/sqrt(n) and 20/sqrt(n)).
     adapt : adapt the steps (Robbins-Monro on log s towards acceptance 0.1 from 10% of
         the iterations on; see the module docstring).
     parallel : run the blocks of 64 observations of each iteration in parallel (numba
@@ -912,11 +828,13 @@ def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
         both modes every few seconds (only with at least 3 blocks and 2 threads).  Every
         iteration ends with a barrier, so on a machine whose cores are busy with other
         work the serial mode is faster.  The output does not depend on this choice.
+    fast : the polynomial 2^x kernel (default: for eps <= 600; False for tests).
 
     Returns
     -------
-    MHAARResult
+    MHAARResult (samples of (mu, sigma); steps of (mu, sigma^2))
     """
+    t_start = time.perf_counter()
     y, l, r = check_observations(y, l, r)
     eps = check_eps(eps)
     n_iter = check_count("n_iter", n_iter, 1)
@@ -925,13 +843,17 @@ def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
     if not 0.0 <= burn_fraction < 1.0:
         raise ValueError(f"burn_fraction must be in [0, 1), got {burn_fraction!r}")
     n = y.size
-    if step_mu is None:
-        step_mu = 10.0 / math.sqrt(n)
-    if step_var is None:
-        step_var = 20.0 / math.sqrt(n)
+    if steps is None:
+        step_mu, step_var = 10.0 / math.sqrt(n), 20.0 / math.sqrt(n)
+    else:
+        try:
+            step_mu, step_var = steps
+        except (TypeError, ValueError):
+            raise ValueError(f"steps must be two positive numbers (s_mu, s_var), "
+                             f"got {steps!r}") from None
     step_mu = check_positive("step_mu", step_mu)
     step_var = check_positive("step_var", step_var)
-    fast = eps <= _FAST_EPS_MAX if _fast is None else bool(_fast)
+    fast = eps <= _FAST_EPS_MAX if fast is None else bool(fast)
     b = (r - l) / eps
     ib = eps / (r - l)  # 1/b_t
     off = np.maximum(np.maximum(l - y, y - r), 0.0) * ib  # distance from y_t to [l, r], / b_t
@@ -944,11 +866,13 @@ def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
     v0 = max(0.01, var_y - 2.0 * float(np.mean(b)) ** 2)
     adapt_start = int(math.floor(ADAPT_START_FRACTION * n_iter)) if adapt else n_iter + 1
     key = np.uint64(_rng.seed_to_key(seed))
-    out_mu = np.empty(n_iter)
-    out_sig = np.empty(n_iter)
+    # (n_iter, 2) in column-major order: the kernel writes each column as one array,
+    # and MHAARResult's means over a column sum it as the 1-d arrays they are
+    samples = np.empty((n_iter, 2), order="F")
+    steps_out = np.empty((n_iter, 2), order="F")
+    out_mu, out_sig = samples[:, 0], samples[:, 1]
+    out_smu, out_sv = steps_out[:, 0], steps_out[:, 1]
     out_acc = np.empty(n_iter, dtype=np.bool_)
-    out_smu = np.empty(n_iter)
-    out_sv = np.empty(n_iter)
     nb = -(-n // _BLOCK)
     if parallel is None and (nb < _MIN_PARALLEL_BLOCKS or numba.get_num_threads() < 2):
         parallel = False
@@ -965,7 +889,9 @@ def mhaar(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
                work, out_mu, out_sig, out_acc, out_smu, out_sv)
 
     n_parallel = _run_chain(run, n_iter, npad, n_aux, parallel)
-    return MHAARResult(mu_samples=out_mu, sigma_samples=out_sig, accepted=out_acc,
-                       step_mu_trace=out_smu, step_var_trace=out_sv,
+    return MHAARResult(params=("mu", "sigma"), samples=samples, accepted=out_acc,
+                       steps=steps_out, theta0=np.array([mu0, math.sqrt(v0)]),
                        burn_fraction=burn_fraction, n_aux=n_aux, eps=eps, seed=seed,
+                       family="normal(mu, sigma)", mechanism="laplace",
+                       seconds=time.perf_counter() - t_start, step_coords=("mu", "var"),
                        n_parallel=n_parallel)

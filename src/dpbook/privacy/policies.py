@@ -4,6 +4,9 @@
   Section 5.2: Thompson sampling draws theta_t = (m, c) from the particle
   approximation (6) (Step 1) and sets l = m + a* c, r = m + b* c (eq. 11), where
   (a*, b*) maximise the Fisher score for the base distribution (eq. 13, Theorem 3).
+* :class:`ThetaGridPolicy` -- Section 5.1 for a family that is not location-scale: eq. (9)
+  solved on a grid of theta once (:class:`dpbook.fisher.ThetaGridIntervals`) and
+  interpolated at the Thompson draw;
 * :class:`FixedPolicy` -- the paper's non-adaptive comparison: the same [l_c, r_c]
   for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]).
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_interval
+from dpbook.validation import check_interval
 
 
 def thompson_index(w, rng: np.random.Generator) -> int:
@@ -29,7 +32,21 @@ def thompson_index(w, rng: np.random.Generator) -> int:
     return int(cdf.searchsorted(rng.random(), side="right"))
 
 
-class FixedPolicy:
+class Policy:
+    """The interface of an interval policy: ``next_interval(posterior, rng) -> (l, r)``.
+
+    ``posterior`` is the estimator's current approximation (an :class:`dpbook.smc.SMC`);
+    a policy sees nothing else, never the population.  ``rng`` is the policy's own
+    Generator (the Thompson draws).
+    """
+
+    name = ""
+
+    def next_interval(self, posterior, rng: np.random.Generator):
+        raise NotImplementedError
+
+
+class FixedPolicy(Policy):
     """s_t = T_{l_c}^{r_c} for all t."""
 
     name = "fixed"
@@ -42,7 +59,7 @@ class FixedPolicy:
         return self.l, self.r
 
 
-class AdaptivePolicy:
+class AdaptivePolicy(Policy):
     """Thompson sampling + eq. (11): l = m + a c, r = m + b c with (m, c) ~ posterior.
 
     ``posterior`` must provide ``thompson_draw(rng) -> (m, c)`` (Step 1 of Section
@@ -63,3 +80,24 @@ class AdaptivePolicy:
                              f"the posterior has {len(draw)} parameter(s)")
         m, c = draw
         return m + self.a * c, m + self.b * c
+
+
+class ThetaGridPolicy(Policy):
+    """Thompson sampling with eq. (9) re-optimised for the drawn theta (Section 5.1).
+
+    Step 1: theta = posterior.thompson_draw(rng) (a tuple, theta^(i) with probability
+    w^(i)); Step 2: (l, r) = intervals.interval(*theta), the interpolated maximiser of
+    (9) from a :class:`ThetaGridIntervals`.
+    """
+
+    name = "theta_grid"
+
+    def __init__(self, intervals):
+        if not callable(getattr(intervals, "interval", None)):
+            raise ValueError("ThetaGridPolicy needs a ThetaGridIntervals (an object with "
+                             "interval(*theta) -> (l, r))")
+        self.intervals = intervals
+
+    def next_interval(self, posterior, rng: np.random.Generator):
+        theta = np.atleast_1d(posterior.thompson_draw(rng))
+        return self.intervals.interval(*theta)

@@ -1,6 +1,6 @@
 """MHAAR batch baseline of Section 6 for any population family and mechanism.
 
-The same sampler as :mod:`dpbook.mhaar` (Alparslan & Yildirim 2022, the printed box
+The same sampler as :mod:`dpbook.mhaar.normal_laplace` (Alparslan & Yildirim 2022, the printed box
 "Algorithm 8", after Andrieu, Yildirim, Doucet & Chopin 2020, Section 3; the paper's
 Section 6 batch baseline), written in vectorised numpy for every :class:`Family` and
 :class:`Mechanism` instead of the compiled normal/Laplace kernel.
@@ -26,12 +26,12 @@ The chain lives on (theta, u_{1:n}).  One iteration (Algorithm 8):
    their maximum before exponentiating, so nothing under- or overflows);
 4. u_t <- u_t^(k_t) with P(k_t = k) proportional to h(y_t | u_t^(k), theta_new), where
    theta_new is theta' on acceptance and theta on rejection (as Algorithm 8 states;
-   :mod:`dpbook.mhaar` does the same).
+   :mod:`dpbook.mhaar.normal_laplace` does the same).
 
 A proposal whose prior density is 0 (or not finite) is rejected outright; u is still
 resampled with the current theta's weights.
 
-Step sizes and adaptation.  The same Robbins-Monro rule as :mod:`dpbook.mhaar`: from
+Step sizes and adaptation.  The same Robbins-Monro rule as :mod:`dpbook.mhaar.normal_laplace`: from
 iteration m0 = floor(0.1 n_iter) on, after iteration m (1-based, m > m0),
 
     log s_j += m^(-0.6) (a_m - 0.1)   for every coordinate j,
@@ -60,7 +60,7 @@ integrated autocorrelation times of the kept samples are 9-26 iterations.
 Start and estimate: theta_0 = family.guess(y, l, r, eps, mechanism), u_0 ~ latent_sample;
 the estimate is the mean of the last (1 - burn_fraction) of the samples.
 
-Departures from :mod:`dpbook.mhaar` (the compiled normal/Laplace sampler):
+Departures from :mod:`dpbook.mhaar.normal_laplace` (the compiled normal/Laplace sampler):
 
 * the random walk moves (mu, log sigma) (any family: log of each positive parameter),
   with the Jacobian in the acceptance ratio, instead of (mu, sigma^2) where proposals
@@ -72,9 +72,10 @@ Departures from :mod:`dpbook.mhaar` (the compiled normal/Laplace sampler):
 * random numbers come from one numpy Generator (``default_rng(seed)``) in a fixed order
   per iteration (proposal normals, the (N-1) x n fresh latent draws, the accept uniform,
   the n resampling uniforms), not counter-keyed streams; the step pilot draws its latent
-  sample first, then u_0.  Output is bit-identical for a seed, but differs from dpbook.mhaar's;
+  sample first, then u_0.  Output is bit-identical for a seed, but differs from the
+  compiled backend's;
 * the sums over the N draws use a max-shifted log-sum-exp in double precision
-  (dpbook.mhaar uses a polynomial 2^x and running products);
+  (dpbook.mhaar.normal_laplace uses a polynomial 2^x and running products);
 * steps 2-4 run serially in numpy (no threads).
 
 Implementation.  Both thetas are evaluated in one pass over (2, N, n) arrays that are
@@ -88,7 +89,7 @@ normalising constants (common to all draws and both thetas of an observation, so
 cancel); other mechanisms call ``mechanism.logpdf``.
 
 Cost: n N latent draws and 2 n N weight evaluations per iteration.  Measured
-(``python -m dpbook.mhaar_family``: n = 1000, N = 20, eps = 2, Section 6's fixed
+(``python -m dpbook.mhaar.generic``: n = 1000, N = 20, eps = 2, Section 6's fixed
 intervals; one core of the 2-core development VM while other jobs kept it busy, load
 ~3), seconds per 1000 iterations: normal/Laplace 0.86-0.90, normal/Gaussian 0.84,
 Student-t(5)/Laplace 1.43-1.47, Poisson/Laplace 1.09-1.12 (the compiled dpbook.mhaar,
@@ -101,18 +102,20 @@ prior evaluation dominate (~0.15-0.35 ms per iteration).
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .families import as_family
-from .families.base import Family, LocationScaleFamily
-from .mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
-from .mhaar import ADAPT_EXPONENT, ADAPT_START_FRACTION, TARGET_ACCEPT, batch_means_se
-from .validation import check_count, check_eps, check_observations
+from dpbook.backends import backend
+from dpbook.model.families import Family, LocationScaleFamily, as_family
+from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
+from dpbook.validation import check_count, check_eps, check_observations
+
+TARGET_ACCEPT = 0.1  # the Robbins-Monro rule of the module docstring
+ADAPT_EXPONENT = 0.6
+ADAPT_START_FRACTION = 0.1
 
 PILOT_DRAWS = 2000  # latent draws of the step pilot
 PILOT_H = 0.05  # central-difference step of the pilot (log coordinates; x sd(X) otherwise)
@@ -124,13 +127,32 @@ SMALL_SEARCH = 4096  # fewer draws: binary search instead of the guide table
 # ---------------------------------------------------------------- result
 
 
+def batch_means_se(x, n_batches=50):
+    """Monte Carlo standard error of mean(x) for a correlated chain, by batch means.
+
+    The chain is cut into ``n_batches`` consecutive batches of equal length (the first
+    len(x) mod n_batches values are dropped); the standard error is
+    sd(batch means) / sqrt(n_batches).
+    """
+    x = np.asarray(x, dtype=float)
+    n_batches = check_count("number of batches", n_batches, 2)
+    size = x.size // n_batches
+    if size < 1:
+        raise ValueError(f"need at least {n_batches} samples for {n_batches} batches")
+    means = x[x.size - size * n_batches:].reshape(n_batches, size).mean(axis=1)
+    return float(means.std(ddof=1) / math.sqrt(n_batches))
+
+
+
 @dataclass
-class MHAARFamilyResult:
-    """Output of :func:`mhaar_family`: the chain of theta and the tuning.
+class MHAARResult:
+    """Output of :func:`mhaar` (any family, either backend): the chain of theta and the
+    tuning.
 
     ``samples[m]`` is theta after iteration m + 1 (columns named by ``params``);
     ``accepted[m]`` whether that iteration accepted; ``steps[m]`` the random-walk steps
-    (in the unconstrained coordinates: log for positive parameters) after it.  Estimates
+    after it, in the coordinates named by ``step_coords`` (the generic sampler: log for
+    positive parameters; the compiled normal/Laplace one: mu and sigma^2).  Estimates
     use the last ``n_kept`` samples (``burn_fraction`` of the chain discarded).
     """
 
@@ -146,6 +168,8 @@ class MHAARFamilyResult:
     family: str = ""
     mechanism: str = ""
     seconds: float = field(default=0.0, compare=False)
+    step_coords: tuple = ()
+    n_parallel: int = 0  # compiled backend: iterations run with blocks in parallel
 
     @property
     def n_iter(self) -> int:
@@ -376,19 +400,25 @@ def _check_seed(seed):
     raise ValueError(f"seed must be a non-negative int or a numpy SeedSequence, got {seed!r}")
 
 
-def mhaar_family(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=20,
-                 seed=0, burn_fraction=0.8, steps=None, adapt=True):
+def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=20, seed=0,
+          burn_fraction=0.8, steps=None, adapt=True, generic=False, **backend_options):
     """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(theta | y_{1:n}), any family.
 
+    The public entry point: for the normal family with the Laplace mechanism it runs the
+    compiled backend :func:`dpbook.mhaar.normal_laplace.mhaar_normal_laplace` (chosen in
+    :mod:`dpbook.backends`; ``generic=True`` runs this numpy code instead), which takes
+    ``steps`` as (s_mu, s_var) and the ``backend_options`` ``parallel``.  Both return an
+    :class:`MHAARResult`.
+
     The batch baseline of Section 6 of the paper for a general family and mechanism; see
-    the module docstring for the algorithm and its departures from :func:`dpbook.mhaar.mhaar`.
+    the module docstring for the algorithm and its departures from the compiled backend.
 
     Parameters
     ----------
     y, l, r : released values and their clipping intervals (l, r broadcast against y).
     eps : privacy parameter; the noise scale is b_t = (r_t - l_t)/eps.
-    family : a family name, a :class:`~dpbook.families.Family` or None (normal).
-    mechanism : 'laplace', 'gaussian' or a :class:`~dpbook.mechanisms.Mechanism`.
+    family : a family name, a :class:`~dpbook.model.families.Family` or None (normal).
+    mechanism : 'laplace', 'gaussian' or a :class:`~dpbook.model.mechanisms.Mechanism`.
     n_iter : number of MCMC iterations (Section 6: 10^5).
     n_aux : N, latent draws per observation (the current one plus N - 1 fresh; 20).
     seed : int or numpy SeedSequence (``numpy.random.default_rng(seed)``); the same seed
@@ -401,8 +431,15 @@ def mhaar_family(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
 
     Returns
     -------
-    MHAARFamilyResult
+    MHAARResult
     """
+    impl = None if generic else backend("mhaar", family, mechanism)
+    if impl is not None:
+        return impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
+                    burn_fraction=burn_fraction, steps=steps, adapt=adapt, **backend_options)
+    if backend_options:
+        raise ValueError(f"the generic MHAAR sampler has no option "
+                         f"{sorted(backend_options)[0]!r}")
     fam = as_family(family)
     mech = get_mechanism(mechanism)
     y, l, r = check_observations(y, l, r)
@@ -500,10 +537,12 @@ def mhaar_family(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
                 log_steps = log_steps + m ** (-ADAPT_EXPONENT) * (float(acc) - TARGET_ACCEPT)
                 steps = np.exp(log_steps)
             out_steps[m - 1] = steps
-    return MHAARFamilyResult(params=tuple(fam.params), samples=out_theta, accepted=out_acc,
-                             steps=out_steps, theta0=theta0, burn_fraction=burn_fraction,
-                             n_aux=n_aux, eps=eps, seed=seed, family=fam.describe(),
-                             mechanism=mech.name, seconds=time.perf_counter() - t_start)
+    coords = tuple(f"log_{p}" if pos else p for p, pos in zip(fam.params, positive))
+    return MHAARResult(params=tuple(fam.params), samples=out_theta, accepted=out_acc,
+                       steps=out_steps, theta0=theta0, burn_fraction=burn_fraction,
+                       n_aux=n_aux, eps=eps, seed=seed, family=fam.describe(),
+                       mechanism=mech.name, seconds=time.perf_counter() - t_start,
+                       step_coords=coords)
 
 
 def _is_numeric(v):
@@ -514,33 +553,10 @@ def _is_numeric(v):
     return True
 
 
-def run_mhaar(y, l, r, eps, family=None, mechanism="laplace", **kw):
-    """MHAAR for any family: the family's compiled sampler if it has one, else numpy.
-
-    ``family.specialised("mhaar", mechanism)`` (the normal family with the Laplace
-    mechanism: :func:`dpbook.mhaar.mhaar`, returning an ``MHAARResult``) is called with
-    (y, l, r, eps, **kw); otherwise :func:`mhaar_family` (an ``MHAARFamilyResult``).
-    Both results have ``summary()`` -> {param: {"mean", "sd"}}.
-    """
-    fam = as_family(family)
-    get_mechanism(mechanism)  # validate before dispatching
-    fn = fam.specialised("mhaar", mechanism)
-    if fn is None:
-        return mhaar_family(y, l, r, eps, family=fam, mechanism=mechanism, **kw)
-    accepted = inspect.signature(fn).parameters
-    bad = sorted(set(kw) - set(accepted))
-    if bad:
-        raise ValueError(f"the compiled {fam.name} sampler has no option {bad[0]!r}")
-    return fn(y, l, r, eps, **kw)
-
-
-# ---------------------------------------------------------------- timing
-
-
 def _bench(n=1000, n_aux=20, n_iter=300, cases=None):
     """Seconds per 1000 iterations for a few families and mechanisms (n, N as given)."""
-    from .families import get_family
-    from .mechanisms import release
+    from dpbook.model.families import get_family
+    from dpbook.model.mechanisms import release
 
     cases = cases or [("normal", "laplace"), ("student_t", "laplace"),
                       ("poisson", "laplace"), ("normal", "gaussian")]
@@ -552,9 +568,10 @@ def _bench(n=1000, n_aux=20, n_iter=300, cases=None):
         x = fam.sample(rng, *theta, size=n)
         lc, rc = fam.fixed_interval(*theta)
         yy = release(x, lc, rc, 2.0, rng, mechanism=mech)
-        mhaar_family(yy, lc, rc, 2.0, family=fam, mechanism=mech, n_iter=20, n_aux=n_aux)
+        mhaar(yy, lc, rc, 2.0, family=fam, mechanism=mech, n_iter=20, n_aux=n_aux, generic=True)
         t = time.perf_counter()
-        mhaar_family(yy, lc, rc, 2.0, family=fam, mechanism=mech, n_iter=n_iter, n_aux=n_aux)
+        mhaar(yy, lc, rc, 2.0, family=fam, mechanism=mech, n_iter=n_iter, n_aux=n_aux,
+              generic=True)
         out[f"{name}/{mech}"] = 1000 * (time.perf_counter() - t) / n_iter
     return out
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mechanisms import check_mechanism, release_one
-from .validation import check_count, check_eps, check_finite, check_positive
+from dpbook.model.mechanisms import check_mechanism, release_one
+from dpbook.validation import check_count, check_eps, check_finite, check_positive
 
 
 class Population:
@@ -69,12 +69,12 @@ def normal_population(n, mu, sigma, eps, seed=None, mechanism="laplace") -> Popu
 def family_population(family, theta, n, eps, seed=None, mechanism="laplace") -> Population:
     """n individuals X_t ~ P_theta i.i.d. for any family, released with eps-DP (eq. 10).
 
-    ``family``: a name or a :class:`dpbook.families.Family`; ``theta``: its parameters
+    ``family``: a name or a :class:`dpbook.model.families.Family`; ``theta``: its parameters
     in the order of ``family.params`` (a number for a one-parameter family).  As in
     :func:`normal_population`, the sensitive values and the privacy noise come from two
     independent child streams of ``seed``.
     """
-    from .families import as_family
+    from dpbook.model.families import as_family
 
     fam = as_family(family)
     theta = fam.check_theta(*((theta,) if np.ndim(theta) == 0 else tuple(theta)))

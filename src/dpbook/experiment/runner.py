@@ -43,7 +43,6 @@ experiment loses nothing that had finished and a rerun skips it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -51,14 +50,13 @@ import platform
 import shutil
 import struct
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .validation import check_count, check_eps
+from dpbook.validation import check_count, check_eps
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar")
 _METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
@@ -154,8 +152,8 @@ def _family_config(family, mechanism, theta, mu, sigma) -> dict:
     The normal family (the default) keeps the paper's ``mu``/``sigma`` keys; any other
     family gives its true theta as ``theta`` (default: the family's default_theta()).
     """
-    from .families import as_family, available
-    from .mechanisms import check_mechanism
+    from dpbook.model.families import as_family, available
+    from dpbook.model.mechanisms import check_mechanism
 
     fam = as_family(family)
     mech = check_mechanism(mechanism)
@@ -189,7 +187,7 @@ def _source_hash(cls) -> str:
 
 def _family_of(config, family_obj=None):
     """The Family object of a configuration (the object itself for an unregistered one)."""
-    from .families import get_family
+    from dpbook.model.families import get_family
 
     if family_obj is not None:
         return family_obj
@@ -270,9 +268,8 @@ def config_params(config) -> tuple:
 
 # The modules whose code decides the numbers in a store.  A store made by other code is
 # stale: its results cannot be mixed with new ones (see ensure_results).
-_ALGORITHM_MODULES = ("mechanisms", "population", "policies", "online", "smc", "rng",
-                      "mhaar", "fisher", "exact", "validation", "smc_family",
-                      "mhaar_family", "intervals", "quadrature", "families")
+_ALGORITHM_MODULES = ("model", "privacy", "smc", "mhaar", "fisher", "likelihood",
+                      "posterior", "rng", "validation", "backends")
 
 
 def algorithm_fingerprint() -> str:
@@ -280,9 +277,9 @@ def algorithm_fingerprint() -> str:
     import hashlib
 
     h = hashlib.sha256()
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent
     for name in _ALGORITHM_MODULES:
-        paths = sorted((here / name).glob("*.py")) if (here / name).is_dir() else \
+        paths = sorted((here / name).rglob("*.py")) if (here / name).is_dir() else \
             [here / f"{name}.py"]
         for path in paths:
             h.update(str(path.relative_to(here)).encode())
@@ -350,8 +347,8 @@ def run_task(spec: dict) -> dict:
     the spec, not on the process, thread count or order in which tasks run.
     """
     _set_threads(spec.get("numba_threads"))
-    from .families import as_family
-    from .population import family_population
+    from dpbook.model.families import as_family
+    from dpbook.privacy.population import family_population
 
     if "family_pickle" in spec:  # a family defined outside dpbook, shipped by value
         import cloudpickle
@@ -360,10 +357,8 @@ def run_task(spec: dict) -> dict:
     else:
         family = _family_of(spec)
     mechanism = spec.get("mechanism", "laplace")
-    fast = family.specialised("smc", mechanism) is not None
-    if fast:
-        _warm_up(spec["method"])
     family = as_family(family)
+    _warm_up(spec["method"], family, mechanism)
     params = family.params
     method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
     n, theta = spec["n"], tuple(spec["theta"])
@@ -379,11 +374,12 @@ def run_task(spec: dict) -> dict:
     # the normal/Laplace population is the paper's (bit-identical to earlier stores)
     pop = family_population(family, theta, n, eps, seed=dss, mechanism=mechanism)
     if method in ("smc-adaptive", "smc-fixed"):
-        from .online import run_online
-        from .policies import AdaptivePolicy, FixedPolicy
+        from dpbook.privacy.online import run_online
+        from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 
         if method == "smc-adaptive" and "table" in spec:
-            from .intervals import ThetaGridIntervals, ThetaGridPolicy
+            from dpbook.fisher import ThetaGridIntervals
+            from dpbook.privacy.policies import ThetaGridPolicy
 
             policy = ThetaGridPolicy(ThetaGridIntervals.from_table(family, spec["table"]))
         elif method == "smc-adaptive":
@@ -409,22 +405,18 @@ def run_task(spec: dict) -> dict:
                 arrays[f"snapshot_{p}"] = np.asarray(getattr(h, f"snapshot_{p}"), dtype=float)
             arrays["snapshot_w"] = np.asarray(h.snapshot_w, dtype=float)
     elif method == "mhaar":
-        from .mhaar_family import run_mhaar
+        from dpbook.mhaar import mhaar
 
         y = np.array([pop.release(lc, rc) for _ in range(n)])
         l, r = np.full(n, lc), np.full(n, rc)
-        res = run_mhaar(y, l, r, eps, family=family, mechanism=mechanism,
+        res = mhaar(y, l, r, eps, family=family, mechanism=mechanism,
                         n_iter=spec["mhaar_iters"], n_aux=spec["mhaar_aux"], seed=ass)
         s = res.summary()
         seconds = time.perf_counter() - t0
         row.update(l_c=lc, r_c=rc, iters=spec["mhaar_iters"])
-        acc = getattr(res, "acceptance", None)
-        if acc is not None and np.ndim(acc) == 0:
-            row["acceptance"] = float(acc)
-        for k in ("step_mu", "step_var"):
-            v = getattr(res, k, None)
-            if v is not None and np.ndim(v) == 0:
-                row[f"mhaar_{k}"] = float(v)
+        row["acceptance"] = res.acceptance
+        for k, v in zip(res.step_coords, res.final_steps):
+            row[f"mhaar_step_{k}"] = float(v)
         arrays.update(y=y, l=l, r=r)
         arrays.update(_mhaar_chain(res, params))
     else:  # pragma: no cover - validated before
@@ -439,35 +431,34 @@ def run_task(spec: dict) -> dict:
 _WARM: set = set()
 
 
-def _warm_up(method):
-    """Load the compiled kernels once per process, so that ``seconds`` measures the task
-    and not numba's cache loading.  The kernels keep no random state between calls."""
-    family = "mhaar" if method == "mhaar" else "smc"
-    if family in _WARM:
+def _warm_up(method, family, mechanism):
+    """Run each algorithm once on three individuals per process, so that ``seconds``
+    measures the task and not numba's cache loading.  No random state is kept."""
+    algorithm = "mhaar" if method == "mhaar" else "smc"
+    key = (algorithm, family.describe(), str(mechanism))
+    if key in _WARM:
         return
-    from .population import normal_population
+    from dpbook.privacy.population import family_population
 
-    if family == "smc":
-        from .online import run_online
-        from .policies import AdaptivePolicy
+    theta = (0.0, 1.0) if family.location_scale else family.default_theta()
+    pop = family_population(family, theta, 3, 1.0, seed=0, mechanism=mechanism)
+    lc, rc = family.fixed_interval(*theta)
+    if algorithm == "smc":
+        from dpbook.privacy.online import run_online
+        from dpbook.privacy.policies import FixedPolicy
 
-        run_online(normal_population(3, 0.0, 1.0, 1.0, seed=0), AdaptivePolicy(-1, 1), 3,
-                   n_particles=4, seed=0)
+        run_online(pop, FixedPolicy(lc, rc), 3, n_particles=4, seed=0, family=family)
     else:
-        from .mhaar import mhaar
+        from dpbook.mhaar import mhaar
 
-        mhaar(np.zeros(3), -1.0, 1.0, 1.0, n_iter=4, n_aux=2, seed=0)
-    _WARM.add(family)
+        y = [pop.release(lc, rc) for _ in range(3)]
+        mhaar(y, lc, rc, 1.0, family, mechanism, n_iter=4, n_aux=2, seed=0)
+    _WARM.add(key)
 
 
 def _mhaar_chain(res, params=("mu", "sigma")) -> dict:
     """A thinned chain of theta from an MHAAR result: chain_<param>, chain_iter."""
-    if getattr(res, "samples", None) is not None:
-        th = np.asarray(res.samples, float).reshape(len(res.samples), -1)
-    elif getattr(res, "mu_samples", None) is not None:
-        th = np.column_stack([res.mu_samples, res.sigma_samples]).astype(float)
-    else:
-        return {}
+    th = res.samples
     step = max(1, -(-th.shape[0] // CHAIN_POINTS))
     out = {f"chain_{p}": th[::step, j] for j, p in enumerate(params)}
     out["chain_iter"] = np.arange(0, th.shape[0], step, dtype=np.int64)
@@ -560,7 +551,7 @@ def _git(*args) -> str | None:
 
 def code_version() -> dict:
     """dpbook version, git commit and dirty flag (when run from a git checkout)."""
-    from . import __version__
+    from dpbook import __version__
 
     head = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if head else None
@@ -580,7 +571,7 @@ def package_versions() -> dict:
     return out
 
 
-def _read_manifest(out: Path) -> dict | None:
+def read_manifest(out: Path) -> dict | None:
     p = out / "manifest.json"
     if not p.exists():
         return None
@@ -622,24 +613,17 @@ def _best_intervals(config: dict, manifest: dict | None, family_obj=None) -> dic
         mech = config.get("mechanism", "laplace")
         if not fam.location_scale:
             # eq. (9) depends on theta: best intervals on a theta grid, interpolated
-            from .intervals import ThetaGridIntervals
+            from dpbook.fisher import ThetaGridIntervals
 
             tg = ThetaGridIntervals(fam, e, mechanism=mech, center=config_theta(config),
                                     **kw)
             out[k] = {"table": tg.table(), "seed": iseed,
                       "seconds": time.perf_counter() - t0}
             continue
-        if fam.specialised("fisher_exact", mech) is not None:
-            from .fisher import best_interval
+        from dpbook.fisher import best_interval
 
-            res = best_interval(e, lims=tuple(config["interval_lims"]),
-                                score=config["interval_score"], **kw)
-        else:
-            from .intervals import best_interval_family
-
-            res = best_interval_family(e, family=fam, mechanism=mech,
-                                       lims=tuple(config["interval_lims"]),
-                                       score=config["interval_score"], **kw)
+        res = best_interval(e, family=fam, mechanism=mech, lims=tuple(config["interval_lims"]),
+                            score=config["interval_score"], **kw)
         out[k] = {"a": float(res["a"]), "b": float(res["b"]),
                   "score": None if res.get("score") is None else float(res["score"]),
                   "se": None if res.get("se") is None else float(res["se"]),
@@ -745,7 +729,7 @@ def _versions() -> dict:
     """What decides the numbers a worker produces (run on the Dask workers)."""
     from importlib.metadata import version
 
-    from . import __version__
+    from dpbook import __version__
 
     return {"dpbook": __version__, "numpy": version("numpy"), "numba": version("numba"),
             "python": platform.python_version()}
@@ -841,7 +825,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory")
-    manifest = _read_manifest(out)
+    manifest = read_manifest(out)
     _check_same_config(out, manifest, config)
 
     client = _connect(scheduler, scheduler_timeout) if scheduler else None
@@ -923,7 +907,7 @@ def store_progress(out) -> tuple[int, int, bool] | None:
     has got: it may be running), or None where there is no readable manifest."""
     out = Path(out)
     try:
-        manifest = _read_manifest(out)
+        manifest = read_manifest(out)
     except ValueError:
         return None
     if manifest is None:
@@ -936,7 +920,7 @@ def is_complete(out, **kwargs) -> bool:
     """True if ``out`` holds every task of the configuration given by ``kwargs``."""
     out = Path(out)
     config = make_config(**kwargs)
-    manifest = _read_manifest(out)
+    manifest = read_manifest(out)
     if manifest is None or manifest.get("config") != config:
         return False
     return _finished(out, config) == len(_tasks(config))
@@ -965,7 +949,7 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         config = make_config(**kwargs)
-        manifest = _read_manifest(out)
+        manifest = read_manifest(out)
         old = (manifest or {}).get("config", {})
         code = ("algorithm", "family_source")  # what changes with the code, not the setup
         if old and any(old.get(k) != config.get(k) for k in code) and \
@@ -999,7 +983,7 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False):
     cluster), ``results/quick`` for the quick mode and ``results/<name>-seed<seed>``
     otherwise.  It is run (or resumed) only when incomplete; see :func:`ensure_results`.
     """
-    from .figures import repo_root
+    from dpbook.figures import repo_root
 
     if mode not in BOOK_CONFIGS:
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
@@ -1101,7 +1085,7 @@ def load_results(out="results/paper"):
     import pandas as pd
 
     out = Path(out)
-    manifest = _read_manifest(out)
+    manifest = read_manifest(out)
     if manifest is None:
         raise ValueError(f"{out} holds no experiment results (no manifest.json)")
     config = manifest["config"]
@@ -1138,104 +1122,3 @@ def summarize(estimates, mu=None, sigma=None):
         row["seconds"] = float(g["seconds"].mean())
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------- command line
-def _float(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def add_experiment_parser(subparsers):
-    """Add the ``experiment`` sub-command to an argparse sub-parsers object."""
-    p = subparsers.add_parser(
-        "experiment", help="the paper's Section 6 experiment (resumable)",
-        description="Run or resume the Section 6 experiment: SMC-adaptive, SMC-fixed and "
-                    "MHAAR over eps values and independent runs.")
-    p.add_argument("--eps", type=_float, nargs="+", default=list(PAPER["eps"]),
-                   metavar="E", help="privacy parameters (default 1 2 5 10)")
-    p.add_argument("--runs", type=int, default=30,
-                   help="independent runs per method and eps (default 30, Section 6)")
-    p.add_argument("--n", type=int, default=1000,
-                   help="individuals per run (default 1000)")
-    p.add_argument("--particles", type=int, default=1000,
-                   help="SMC particles N (default 1000)")
-    p.add_argument("--mhaar-iters", type=int, default=100_000,
-                   help="MHAAR iterations (default 100000; 20 auxiliary draws each)")
-    p.add_argument("--methods", default=",".join(METHODS),
-                   help="comma-separated subset of " + ",".join(METHODS))
-    p.add_argument("--seed", type=int, default=0,
-                   help="root seed; every task's seed is derived from it (default 0)")
-    p.add_argument("--out", default="results/paper", metavar="DIR",
-                   help="result store; finished tasks there are skipped (default "
-                        "results/paper)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="address of a Dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--workers", type=int, default=None,
-                   help="local worker processes (default: every core)")
-    p.add_argument("--interval-method", choices=("exact", "mc"), default="exact",
-                   help="Fisher information for the best intervals (eq. 13): exact "
-                        "quadrature or the paper's Monte Carlo (default exact)")
-    p.add_argument("--theta", type=_float, nargs="+", default=None, metavar="V",
-                   help="true parameter values (default: the paper's mu = 50, "
-                        "sigma^2 = 10 for the normal, else the family's default)")
-    from .cli import add_family_arguments
-
-    add_family_arguments(p)
-    p.add_argument("--keep-particles", type=int, default=1,
-                   help="store particles for the first K runs (default 1)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(func=cmd_experiment)
-    return p
-
-
-def cmd_experiment(args):
-    from .cli import family_from_args
-
-    t0 = time.perf_counter()
-    family, mechanism = family_from_args(args)
-    if args.theta is None:
-        extra = {}
-    elif family.name == "normal":  # the paper's configuration keys
-        family.check_theta(*args.theta)
-        extra = {"mu": args.theta[0], "sigma": args.theta[1]}
-    else:
-        extra = {"theta": args.theta}
-    df = run_experiment(family=family, mechanism=mechanism, **extra,
-                        eps=args.eps, runs=args.runs, n=args.n, particles=args.particles,
-                        mhaar_iters=args.mhaar_iters, methods=args.methods, seed=args.seed,
-                        out=args.out, scheduler=args.scheduler,
-                        interval_method=args.interval_method,
-                        progress=not args.no_progress, workers=getattr(args, "workers", None),
-                        keep_particles=getattr(args, "keep_particles", 1))
-    out = Path(args.out)
-    summ = summarize(df)
-    manifest = _read_manifest(out) or {}
-    result = {
-        "summary": summ.to_dict(orient="records"),
-        "intervals": manifest.get("intervals", {}),
-        "tasks": int(len(df)),
-        "complete": bool(manifest.get("complete")),
-        "seconds": time.perf_counter() - t0,
-        "paths": {"out": str(out), "estimates": str(out / "estimates.parquet"),
-                  "manifest": str(out / "manifest.json"), "tasks": str(out / "tasks")},
-    }
-    if args.json:
-        print(json.dumps(result))
-        return result
-    head = f"{'method':<13} {'eps':>6} {'runs':>4}"
-    for p in family.params:
-        head += f"  {p + ' mean':>10} {'bias':>8} {'rmse':>8}"
-    lines = [head + f"  {'s/task':>7}"]
-    for r in result["summary"]:
-        line = f"{r['method']:<13} {r['eps']:>6g} {r['runs']:>4}"
-        for p in family.params:
-            line += f"  {r[p + '_mean']:>10.4f} {r[p + '_bias']:>8.4f} {r[p + '_rmse']:>8.4f}"
-        lines.append(line + f"  {r['seconds']:>7.2f}")
-    lines.append(f"results: {out / 'estimates.parquet'} (manifest {out / 'manifest.json'})")
-    print("\n".join(lines))
-    sys.stdout.flush()
-    return result

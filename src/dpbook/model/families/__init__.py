@@ -1,6 +1,6 @@
 """Population families {P_theta}: the shipped ones and the registry.
 
->>> from dpbook.families import get_family
+>>> from dpbook.model.families import get_family
 >>> get_family("student_t", df=3)
 <family student_t(loc, scale; df=3)>
 
@@ -15,7 +15,7 @@ import importlib
 import inspect
 import pkgutil
 
-from .base import Family, LocationScaleFamily
+from dpbook.model.families.base import Family, LocationScaleFamily
 
 __all__ = ["Family", "LocationScaleFamily", "get_family", "available", "as_family"]
 

@@ -1,0 +1,3 @@
+"""Compatibility name: the families live in :mod:`dpbook.model.families`."""
+
+from dpbook.model.families import *  # noqa: F403

@@ -1,0 +1,17 @@
+"""The Fisher information of one released value and the choice of interval (Section 5).
+
+* :func:`fisher_exact` (eq. 7) and :func:`fisher_information`: :mod:`dpbook.fisher.exact`;
+* :func:`fisher_mc` (eq. 8 with Algorithm 4): :mod:`dpbook.fisher.mc`;
+* :func:`fisher_grid`, :func:`best_interval` (eq. 9, 11-13) and
+  :class:`ThetaGridIntervals`: :mod:`dpbook.fisher.grid`;
+* result types :class:`FisherEstimate`, :class:`FisherGrid`: :mod:`dpbook.fisher.estimates`;
+* the compiled normal/Laplace backend: :mod:`dpbook.fisher.normal_mc`.
+"""
+
+from dpbook.fisher.estimates import FisherEstimate, FisherGrid
+from dpbook.fisher.exact import fisher_exact, fisher_information
+from dpbook.fisher.grid import ThetaGridIntervals, adaptive_policy, best_interval, fisher_grid
+from dpbook.fisher.mc import fisher_mc
+
+__all__ = ["FisherEstimate", "FisherGrid", "fisher_exact", "fisher_information", "fisher_mc",
+           "fisher_grid", "best_interval", "ThetaGridIntervals", "adaptive_policy"]

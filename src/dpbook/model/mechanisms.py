@@ -1,0 +1,175 @@
+"""The privacy mechanism: clip to [l, r], then add noise scaled by the width.
+
+Paper, eq. (2) and (10) with s_t = T_l^r (Section 5):
+
+    Y = T_l^r(X) + (r - l) V,   T_l^r(x) = min(max(x, l), r),   V ~ Laplace(1/eps),
+
+so the noise has scale b = (r - l)/eps and variance 2 b^2 (Theorem 2: eps-DP,
+because the sensitivity of T_l^r is r - l).  The authors' original MATLAB code drew
+V with a sampler parameterised by the standard deviation (scale b/sqrt(2)); dpbook
+draws the paper's Laplace(1/eps).
+
+The Gaussian mechanism (V ~ N(0, 1/eps^2), Section 2 and 7) is provided too.  A
+:class:`Mechanism` object carries everything the estimators need about the noise (log
+density, cdf, sampler); :func:`get_mechanism` maps a name to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpbook.validation import check_eps, check_finite, check_interval, check_one_interval
+
+MECHANISMS = ("laplace", "gaussian")
+
+
+def clip(x, l, r):
+    """T_l^r(x) = min(max(x, l), r) (Section 5)."""
+    return np.minimum(np.maximum(x, l), r)
+
+
+def noise_scale(l, r, eps):
+    """Scale of the additive noise, Delta s / eps = (r - l)/eps (eq. 2)."""
+    return (np.asarray(r, float) - np.asarray(l, float)) / eps
+
+
+def check_mechanism(mechanism) -> str:
+    if isinstance(mechanism, Mechanism):
+        return mechanism.name
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+    return mechanism
+
+
+def release(x, l, r, eps, rng: np.random.Generator, mechanism: str = "laplace"):
+    """Release Y = T_l^r(x) + (r - l) V (eq. 10), vectorised over x, l, r.
+
+    ``rng`` is a ``numpy.random.Generator``; V ~ Laplace(scale 1/eps) for the Laplace
+    mechanism, V ~ N(0, 1/eps^2) for the Gaussian one.
+    """
+    eps = check_eps(eps)
+    check_mechanism(mechanism)
+    x = check_finite("x", x)
+    l, r = check_interval(l, r)
+    c = clip(x, l, r)
+    b = noise_scale(l, r, eps)
+    return c + b * get_mechanism(mechanism).sample(rng, size=np.shape(c))
+
+
+def release_one(x: float, l: float, r: float, eps: float, rng: np.random.Generator,
+                mechanism="laplace") -> float:
+    """One individual's release Y = T_l^r(x) + (r - l) V (eq. 10) for floats x, l, r.
+
+    The same arithmetic and the same draw from ``rng`` as :func:`release` with scalar
+    arguments (so the same value, bit for bit), without its array checks: the online
+    loop (Algorithm 1) calls it once per individual.
+    """
+    l, r = check_one_interval(l, r)
+    c = min(max(x, l), r)
+    v = get_mechanism(mechanism).sample(rng, size=())
+    return float(c + (r - l) / eps * v)
+
+
+def laplace_logpdf(v, scale):
+    """log Laplace(v; scale) = -|v|/scale - log(2 scale)."""
+    return -np.abs(v) / scale - np.log(2.0 * scale)
+
+
+def noise_logpdf(y, c, l, r, eps, mechanism: str = "laplace"):
+    """log Laplace(y - s(x); Delta s/eps), the noise factor of eq. (5), given T_l^r(X) = c."""
+    return get_mechanism(mechanism).logpdf(np.asarray(y) - c, noise_scale(l, r, eps))
+
+
+# ----------------------------------------------------------------- mechanism objects
+class Mechanism:
+    """An additive mechanism: Y = T_l^r(X) + b V with b = (r - l)/eps (eq. 2, 10).
+
+    Only the distribution of the standard noise V changes between mechanisms
+    (Section 7: "all that changes throughout is the conditional distribution of Y_t
+    given x_t, theta, s_t, eps").  Every method takes the noise value v = y - T(x)
+    and the scale b, vectorised.
+    """
+
+    name = ""
+    kink = False  # density not differentiable at 0 (quadrature splits there)
+
+    def logpdf(self, v, scale):
+        raise NotImplementedError
+
+    def pdf(self, v, scale):
+        return np.exp(self.logpdf(v, scale))
+
+    def cdf(self, v, scale):
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, size=None):
+        """Standard noise V (scale 1)."""
+        raise NotImplementedError
+
+    def variance(self, scale):
+        raise NotImplementedError
+
+    def tail(self, scale, tol=1e-16):
+        """A half-width h with P(|b V| > h) < tol (for quadrature ranges)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<mechanism {self.name}>"
+
+
+class LaplaceMechanism(Mechanism):
+    """V ~ Laplace(1/eps) in the paper's notation, i.e. noise Laplace(scale b): eps-DP."""
+
+    name = "laplace"
+    kink = True
+
+    def logpdf(self, v, scale):
+        return laplace_logpdf(v, scale)
+
+    def cdf(self, v, scale):
+        z = np.asarray(v, float) / scale
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)),
+                        1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
+
+    def sample(self, rng, size=None):
+        return rng.laplace(0.0, 1.0, size=size)
+
+    def variance(self, scale):
+        return 2.0 * np.asarray(scale, float) ** 2
+
+    def tail(self, scale, tol=1e-16):
+        return np.asarray(scale, float) * float(-np.log(tol))
+
+
+class GaussianMechanism(Mechanism):
+    """Noise N(0, b^2), b = (r - l)/eps (Gaussian mechanism, Sections 2 and 7)."""
+
+    name = "gaussian"
+
+    def logpdf(self, v, scale):
+        z = np.asarray(v, float) / scale
+        return -0.5 * z * z - np.log(scale) - 0.5 * np.log(2 * np.pi)
+
+    def cdf(self, v, scale):
+        from scipy.special import ndtr
+
+        return ndtr(np.asarray(v, float) / scale)
+
+    def sample(self, rng, size=None):
+        return rng.standard_normal(size=size)
+
+    def variance(self, scale):
+        return np.asarray(scale, float) ** 2
+
+    def tail(self, scale, tol=1e-16):
+        return np.asarray(scale, float) * float(np.sqrt(-2.0 * np.log(tol)))
+
+
+_MECHANISM_OBJECTS = {"laplace": LaplaceMechanism(), "gaussian": GaussianMechanism()}
+
+
+def get_mechanism(mechanism) -> Mechanism:
+    """The Mechanism object for a name ('laplace', 'gaussian') or a Mechanism."""
+    if isinstance(mechanism, Mechanism):
+        return mechanism
+    return _MECHANISM_OBJECTS[check_mechanism(mechanism)]

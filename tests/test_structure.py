@@ -1,0 +1,101 @@
+"""The package's architecture, checked from the source (ast): the rules of the layout.
+
+1. The model (``dpbook.model``) imports no algorithm.
+2. No import cycles between dpbook's modules.
+3. No module imports another module's underscore names.
+4. The privacy boundary: only the population, the online loop (Algorithm 1, which is
+   handed a population) and the experiment runner (which builds populations) import
+   ``dpbook.privacy.population``; every other module sees releases only.
+"""
+
+import ast
+import pathlib
+
+import dpbook
+
+SRC = pathlib.Path(dpbook.__file__).parent
+MODULES = {}  # dotted name -> path
+for path in sorted(SRC.rglob("*.py")):
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    MODULES[name] = path
+
+
+def _imports(name, path):
+    """(imported module, imported name or None) for every import in the module."""
+    tree = ast.parse(path.read_text())
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                out.append((sub, None) if sub in MODULES else (base, a.name))
+    return out
+
+
+def _dpbook_deps(name, path):
+    return {m for m, _ in _imports(name, path) if m in MODULES and m != name}
+
+
+def test_there_are_modules_to_check():
+    assert {"dpbook.model.mechanisms", "dpbook.smc.algorithm", "dpbook.backends"} <= set(MODULES)
+
+
+def test_model_imports_no_algorithm():
+    for name, path in MODULES.items():
+        if name.startswith("dpbook.model"):
+            bad = {m for m in _dpbook_deps(name, path)
+                   if not m.startswith(("dpbook.model", "dpbook.validation"))}
+            assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_no_import_cycles():
+    graph = {n: _dpbook_deps(n, p) for n, p in MODULES.items()}
+    # a package's __init__ re-exports its modules: an edge into a package is an edge to
+    # the module that holds the name, so cycles through __init__ re-exports are skipped
+    packages = {n for n, p in MODULES.items() if p.name == "__init__.py"}
+    state = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for dep in graph[node]:
+            if dep in packages and node.startswith(dep + "."):
+                continue
+            if state.get(dep) == 1:
+                cycle = stack[stack.index(dep):] + [dep]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep, stack + [dep])
+        state[node] = 2
+
+    for n in graph:
+        if n not in state:
+            visit(n, [n])
+
+
+def test_no_underscore_imports_across_modules():
+    for name, path in MODULES.items():
+        for mod, imported in _imports(name, path):
+            if mod.startswith("dpbook") and imported is not None:
+                assert not imported.startswith("_") or imported == "__version__", \
+                    f"{name} imports {mod}.{imported}"
+
+
+def test_privacy_boundary_whole_package():
+    allowed = {"dpbook.privacy.population", "dpbook.privacy.online",
+               "dpbook.experiment.runner", "dpbook.privacy"}
+    seen = 0
+    for name, path in MODULES.items():
+        deps = {m for m, _ in _imports(name, path)}
+        seen += 1
+        if name not in allowed:
+            assert "dpbook.privacy.population" not in deps, \
+                f"{name} imports the population (it may only see releases)"
+    assert seen == len(MODULES) > 30
