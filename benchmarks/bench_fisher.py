@@ -31,13 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
+from dpbook.fisher import fisher_information
 from dpbook.fisher.normal_mc import (
     _draw_y_base,
-    _run_cells,
     _shared_samples,
     fisher_grid,
-    fisher_information,
     fisher_mc,
+    run_cells,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +64,7 @@ def symmetric(eps, M, K, seed):
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
     res = {"exact": {"A": float(A[np.argmax(ex)]), "F_mumu": float(ex.max())}}
     for name, vv in (("mc", v), ("mc_code_noise", v / np.sqrt(2.0))):
-        out = _run_cells(-A, A, eps, 0.0, 1.0, zp, vv, shared, os.cpu_count() or 1)
+        out = run_cells(-A, A, eps, 0.0, 1.0, zp, vv, shared, os.cpu_count() or 1)
         k = int(np.argmax(out[:, 0]))
         res[name] = {"A": float(A[k]), "F_mumu": float(out[k, 0]), "se": float(out[k, 7]),
                      "exact_there": float(ex[k])}
