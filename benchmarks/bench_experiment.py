@@ -3,7 +3,7 @@
 Usage:  python benchmarks/bench_experiment.py [--n 1000] [--particles 1000]
             [--iters 100000] [--threads 1,2] [--eps 1] [--profile]
 
-Cases (each is exactly what ``dpbook.experiment.runner.run_task`` does for one task):
+Cases (each is exactly what ``dpbook.experiment.run_task`` does for one task):
 
 * ``smc-fixed``    -- Algorithm 1 + SMC with [l_c, r_c] = [mu - 10 sigma, mu + 10 sigma]
 * ``smc-adaptive`` -- Algorithm 1 + SMC with Thompson sampling and (a*, b*) =
@@ -82,7 +82,8 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     """Run one case in this process; return a dict of measurements."""
     import numba
 
-    from dpbook.experiment import runner as ex
+    from dpbook import experiment as ex
+    from dpbook.experiment.store import store_task
 
     numba.set_num_threads(threads)
     cfg = ex.make_config(eps=(eps,), runs=1, n=n, particles=particles, mhaar_iters=iters,
@@ -92,13 +93,13 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     # warm-up: load (or compile) the kernels with a tiny task of the same method
     small = ex.make_config(eps=(eps,), runs=1, n=20, particles=20, mhaar_iters=50,
                            methods=(method,))
-    ex.run_task(ex._spec(small, iv, task, threads))
+    ex.run_task(ex.task_spec(small, iv, task, threads))
     import gc
 
     gc.collect()
     reset = _reset_peak()
     rss0 = _status().get("VmRSS", _rss_mb())
-    spec = ex._spec(cfg, iv, task, threads)
+    spec = ex.task_spec(cfg, iv, task, threads)
     prof_text = None
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
@@ -120,7 +121,7 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "tasks").mkdir()
         t1 = time.perf_counter()
-        ex._store_task(Path(d), task, res)
+        store_task(Path(d), task, res)
         store_s = time.perf_counter() - t1
         size = (Path(d) / "tasks" / task.filename).stat().st_size
     row = res["row"]
@@ -155,8 +156,8 @@ def main(argv=None):
         print("@@RESULT@@" + json.dumps(r))
         return 0
 
-    from dpbook.experiment import runner as ex
-    from dpbook.fisher.normal_mc import best_interval
+    from dpbook import experiment as ex
+    from dpbook.fisher import best_interval
 
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
@@ -184,7 +185,8 @@ def main(argv=None):
     hdr = (f"{'method':<13} {'thr':>3} {'seconds':>8} {'cpu s':>8} {'store s':>8} {'file KB':>8} "
            f"{'RSS0 MB':>8} {'peak MB':>8} {'mu_hat':>9} {'sigma_hat':>9}")
     lines = [f"one task at n = {args.n}, N = {args.particles}, MHAAR {args.iters} iterations x "
-             f"{ex.MHAAR_AUX} aux, eps = {args.eps}; (a*, b*) = ({iv['a']:.4f}, {iv['b']:.4f}) "
+             f"{ex.config.MHAAR_AUX} aux, eps = {args.eps}; "
+             f"(a*, b*) = ({iv['a']:.4f}, {iv['b']:.4f}) "
              f"[best_interval exact: {interval_s:.2f} s]", hdr]
     for r in rows:
         lines.append(f"{r['method']:<13} {r['threads']:>3} {r['seconds']:>8.2f} "

@@ -11,7 +11,7 @@ import jupytext
 import pytest
 import yaml
 
-from dpbook.experiment import runner as experiment
+from dpbook import experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,13 +76,13 @@ def test_run_chapters_fails_on_a_failing_cell(tmp_path, monkeypatch, capsys):
 
 
 def _fake_store(root, name, done, complete=False, mtime=None, **config):
-    """A store as dpbook.experiment.runner writes it: a manifest and the first ``done`` task
+    """A store as dpbook.experiment writes it: a manifest and the first ``done`` task
     files of the configuration ``config`` (make_config's arguments), and a temporary
     file being written."""
     store = root / "results" / name
     (store / "tasks").mkdir(parents=True)
     config = experiment.make_config(**config)
-    tasks = experiment._tasks(config)
+    tasks = experiment.config_tasks(config)
     for t in tasks[:done]:
         (store / "tasks" / t.filename).write_bytes(b"")
     (store / "tasks" / f".tmp-1-{tasks[-1].filename}").write_bytes(b"")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbook.experiment import runner as ex
+from dpbook import experiment as ex
 
 SMALL = dict(eps=(1, 5), runs=2, n=40, particles=100, mhaar_iters=100, interval_grid=10,
              progress=False)
@@ -110,7 +110,7 @@ def test_resume_after_deleting_a_task(ref, tmp_path, monkeypatch):
     (out / "estimates.parquet").unlink()
     calls = []
     real = ex.run_task
-    monkeypatch.setattr(ex, "run_task", lambda spec: calls.append(spec) or real(spec))
+    monkeypatch.setattr(ex.runner, "run_task", lambda spec: calls.append(spec) or real(spec))
     df = _run(out, workers=1)
     assert [(c["method"], c["eps"], c["run"]) for c in calls] == [("smc-adaptive", 5.0, 1)]
     _same(ref[1], df)
@@ -131,14 +131,14 @@ def test_interrupted_run_loses_nothing(ref, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(spec)
 
-    monkeypatch.setattr(ex, "run_task", flaky)
+    monkeypatch.setattr(ex.runner, "run_task", flaky)
     with pytest.raises(KeyboardInterrupt):
         _run(out, workers=1)
     assert len(list((out / "tasks").glob("*.npz"))) == 4
     assert len(pd.read_parquet(out / "estimates.parquet")) == 4
     assert not json.loads((out / "manifest.json").read_text())["complete"]
     calls.clear()
-    monkeypatch.setattr(ex, "run_task", lambda spec: calls.append(spec) or real(spec))
+    monkeypatch.setattr(ex.runner, "run_task", lambda spec: calls.append(spec) or real(spec))
     df = _run(out, workers=1)
     assert len(calls) == N_TASKS - 4
     _same(ref[1], df)
@@ -236,7 +236,7 @@ def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
     def boom(spec):
         raise AssertionError("ensure_results must not rerun a complete store")
 
-    monkeypatch.setattr(ex, "run_task", boom)
+    monkeypatch.setattr(ex.runner, "run_task", boom)
     cfg = {k: v for k, v in SMALL.items() if k != "progress"}
     est2, _ = ex.ensure_results(out=out, progress=False, **cfg)
     _same(df, est2)
@@ -244,7 +244,7 @@ def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
     part = tmp_path / "part"
     shutil.copytree(out, part)
     (part / "tasks" / "mhaar_eps1.0_run0.npz").unlink()
-    monkeypatch.setattr(ex, "run_task", _REAL_RUN_TASK)
+    monkeypatch.setattr(ex.runner, "run_task", _REAL_RUN_TASK)
     est3, _ = ex.ensure_results(out=part, progress=False, workers=1, **cfg)
     _same(df, est3)
     with pytest.raises(ValueError, match="no experiment results"):
@@ -292,7 +292,7 @@ def test_stale_store_is_moved_aside_and_rerun(ref, tmp_path, monkeypatch):
     store = tmp_path / "paper"
     shutil.copytree(out, store)
     old = json.loads((store / "manifest.json").read_text())["config"]["algorithm"]
-    monkeypatch.setattr(ex, "algorithm_fingerprint", lambda: "0" * 16)
+    monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda: "0" * 16)
     cfg = {k: v for k, v in SMALL.items() if k != "progress"}
     est, tr = ex.ensure_results(out=store, progress=False, workers=1, **cfg)
     aside = tmp_path / f"paper.stale-{old}"
@@ -300,7 +300,7 @@ def test_stale_store_is_moved_aside_and_rerun(ref, tmp_path, monkeypatch):
     assert tr.config["algorithm"] == "0" * 16
     _same(df, est)  # the same code really ran again: same numbers
     # run_experiment itself refuses to mix stores made by different code
-    monkeypatch.setattr(ex, "algorithm_fingerprint", lambda: "1" * 16)
+    monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda: "1" * 16)
     with pytest.raises(ValueError, match="differing: algorithm"):
         _run(store, workers=1)
 
@@ -332,7 +332,7 @@ def test_ensure_results_serialises_concurrent_callers(ref, tmp_path):
 
 def test_book_experiment_store_names(tmp_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(ex, "ensure_results",
+    monkeypatch.setattr(ex.runner, "ensure_results",
                         lambda out, **kw: (seen.append((Path(out), kw)), (None, None))[1])
     for mode, seed, name in [("full", 0, "paper"), ("quick", 0, "quick"),
                              ("quick", 3, "quick-seed3")]:

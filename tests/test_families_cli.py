@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dpbook.cli import main
-from dpbook.experiment.runner import load_results, run_experiment, summarize
+from dpbook.experiment import load_results, run_experiment, summarize
 from dpbook.model.families import LocationScaleFamily, available
 
 

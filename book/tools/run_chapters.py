@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from dpbook.experiment.runner import keep_freed_memory_env, store_progress
+from dpbook.experiment import keep_freed_memory_env, store_progress
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "notebooks"

@@ -63,7 +63,7 @@ either mode, and however the iterations are split into calls of the compiled cha
   :func:`dpbook.rng.normal` applied to the i-th SplitMix64 output of the stream (computed
   for 8 observations at a time); the ~1% rejected draws continue on a stream of their
   own.  The table look-ups stay scalar (vector gathers are slower on this machine) and
-  are written in LLVM IR (``_zig_lookup``), which keeps the loop's values in registers.
+  are written in LLVM IR (``zig_lookup``), which keeps the loop's values in registers.
 * Weights: with d_t the distance from y_t to [l_t, r_t], every c in [l_t, r_t] has
   d_t <= |y_t - c| <= d_t + (r_t - l_t), so the shifted exponents (d_t - |y_t - c|)/b_t
   lie in [-eps, 0]: sum_i h is summed directly (no max-shift) and cannot underflow for
@@ -92,6 +92,11 @@ best, a Section 6 run (eps = 1, 1 thread) 20-21 s against 23-24 s in the same sl
 phase (16-18 s for the old version with the host idle).  On 2 threads the old version
 took 8.3 s with the machine otherwise idle (benchmarks/bench_mhaar.py,
 results/mhaar.json).
+
+Why this module is over 500 lines: ninety of them are this description; the rest is one
+compiled chain whose parts (draws, block sums, resampling, the chain loop, the wrapper)
+share one random-stream layout and are read together.  The explicit-vector LLVM code it
+calls is in :mod:`dpbook.mhaar.simd`.
 """
 
 from __future__ import annotations
@@ -101,10 +106,7 @@ import time
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types, uint64
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange, uint64
 
 from dpbook import rng as _rng
 from dpbook.mhaar.algorithm import (
@@ -112,6 +114,18 @@ from dpbook.mhaar.algorithm import (
     ADAPT_START_FRACTION,
     TARGET_ACCEPT,
     MHAARResult,
+)
+from dpbook.mhaar.simd import (
+    FM,
+    LANES,
+    LN2,
+    LOG2E,
+    bits_to_f64,
+    count_le_lanes,
+    f64_to_bits,
+    mix_lanes,
+    weights_lanes,
+    zig_lookup,
 )
 from dpbook.model.prior import LOC_MEAN as MU0
 from dpbook.model.prior import LOC_VAR as MU_VAR
@@ -137,328 +151,6 @@ _WI = _rng._WI
 _TWO53_INV = _rng._TWO53_INV
 
 
-# ---------------------------------------------------------------- vectorisable exp
-
-
-@intrinsic
-def _bits_to_f64(typingctx, x):
-    """Reinterpret the 64 bits of an int64 as a float64 (no conversion)."""
-    if not isinstance(x, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(x), codegen
-
-
-@intrinsic
-def _f64_to_bits(typingctx, x):
-    """The 64 bits of a float64 as an int64 (no conversion)."""
-    if not isinstance(x, types.Float):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(x), codegen
-
-
-_LOG2E = 1.4426950408889634
-_LN2 = math.log(2.0)
-
-
-_FM = {"contract"}  # let LLVM fuse multiply-adds (the same code runs on every thread)
-
-# 2^f on |f| <= 1/2: degree-10 Chebyshev interpolant in monomial form (max relative
-# error 1.6e-15, checked in tests/test_mhaar.py)
-_P = (1.0000000000000007, 0.6931471805599483, 0.24022650695901254, 0.055504108664544756,
-      0.00961812911053657, 0.0013333558214738293, 0.00015403526882354606,
-      1.525266622014565e-05, 1.3217210256367588e-06, 1.0206977921453389e-07,
-      6.767963482574983e-09)
-_MAGIC = 6755399441055744.0  # 1.5 * 2^52: x + _MAGIC rounds x to an integer
-_MAGIC_BIAS = int(np.float64(_MAGIC).view(np.int64)) - 1023
-
-
-_W = 8  # lanes of the explicit vectors (one AVX-512 register of doubles)
-
-
-class _Vec:
-    """Emit LLVM IR on <_W x double> vectors: loads, stores, fma, clip, abs, 2^x.
-
-    LLVM's loop vectoriser picks 256-bit vectors on this class of CPU and rematerialises
-    constants inside the loop; writing the hot loop with explicit 512-bit vectors is 1.7
-    times faster there.  On CPUs without AVX-512, LLVM splits the vectors (same results).
-    """
-
-    def __init__(self, context, builder):
-        self.b = builder
-        self.dbl = ir.DoubleType()
-        self.i64 = ir.IntType(64)
-        self.vd = ir.VectorType(self.dbl, _W)
-        self.vi = ir.VectorType(self.i64, _W)
-        self.fmafn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(self.vd, [self.vd] * 3), f"llvm.fma.v{_W}f64")
-
-    def data(self, context, aryty, value):
-        return context.make_array(aryty)(context, self.b, value=value).data
-
-    def _addr(self, p, j, vt=None):
-        et = self.dbl if vt is None or vt is self.vd else self.i64
-        if getattr(p.type, "is_opaque", False):
-            return self.b.gep(p, [j], inbounds=True, source_etype=et)
-        return self.b.gep(p, [j], inbounds=True)
-
-    def load(self, p, j, vt=None):
-        vt = self.vd if vt is None else vt
-        a = self._addr(p, j, vt)
-        if getattr(p.type, "is_opaque", False):
-            return self.b.load(a, typ=vt, align=8)
-        return self.b.load(self.b.bitcast(a, vt.as_pointer()), align=8)
-
-    def store(self, v, p, j, vt=None):
-        vt = self.vd if vt is None else vt
-        a = self._addr(p, j, vt)
-        if not getattr(p.type, "is_opaque", False):
-            a = self.b.bitcast(a, vt.as_pointer())
-        self.b.store(v, a, align=8)
-
-    def splat_int(self, x):
-        v = self.b.insert_element(ir.Constant(self.vi, ir.Undefined), x,
-                                  ir.Constant(ir.IntType(32), 0))
-        return self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), _W),
-                                                       [0] * _W))
-
-    def scalar(self, p, k):
-        a = self._addr(p, ir.Constant(self.i64, k))
-        if getattr(p.type, "is_opaque", False):
-            return self.b.load(a, typ=self.dbl)
-        return self.b.load(a)
-
-    def splat(self, x):
-        v = self.b.insert_element(ir.Constant(self.vd, ir.Undefined), x,
-                                  ir.Constant(ir.IntType(32), 0))
-        return self.b.shuffle_vector(v, v, ir.Constant(ir.VectorType(ir.IntType(32), _W),
-                                                       [0] * _W))
-
-    def const(self, c):
-        return ir.Constant(self.vd, [c] * _W)
-
-    def fma(self, a, x, c):
-        return self.b.call(self.fmafn, [a, x, c])
-
-    def clip(self, x, lo, hi):
-        b = self.b
-        x = b.select(b.fcmp_ordered(">", x, lo), x, lo)
-        return b.select(b.fcmp_ordered("<", x, hi), x, hi)
-
-    def abs(self, x):
-        mask = ir.Constant(self.vi, [0x7FFFFFFFFFFFFFFF] * _W)
-        return self.b.bitcast(self.b.and_(self.b.bitcast(x, self.vi), mask), self.vd)
-
-    def exp2(self, x):
-        """2^x for -1000 < x < 1000, relative error below 2e-15, vectorised.
-
-        x = k + f with k = round(x) (by the 1.5 * 2^52 trick, which also leaves k in the
-        low bits of x + 1.5 * 2^52) and |f| <= 1/2; 2^f by the degree-10 polynomial
-        _P (Estrin's scheme: short dependency chains); 2^k from its exponent bits.
-        """
-        b, c = self.b, [self.const(v) for v in _P]
-        kk = b.fadd(x, self.const(_MAGIC))
-        f = b.fsub(x, b.fsub(kk, self.const(_MAGIC)))
-        f2 = b.fmul(f, f)
-        f4 = b.fmul(f2, f2)
-        p01 = self.fma(c[1], f, c[0])
-        p23 = self.fma(c[3], f, c[2])
-        p45 = self.fma(c[5], f, c[4])
-        p67 = self.fma(c[7], f, c[6])
-        p89 = self.fma(c[9], f, c[8])
-        p03 = self.fma(f2, p23, p01)
-        p47 = self.fma(f2, p67, p45)
-        p8a = self.fma(f2, c[10], p89)
-        p = self.fma(f4, self.fma(f4, p8a, p47), p03)
-        e = b.shl(b.sub(b.bitcast(kk, self.vi), ir.Constant(self.vi, [_MAGIC_BIAS] * _W)),
-                  ir.Constant(self.vi, [52] * _W))
-        return b.fmul(p, b.bitcast(e, self.vd))
-
-
-@intrinsic
-def _mix_lanes(typingctx, keys, out, inc, count):
-    """out[j] = mix64(keys[j] + inc) (SplitMix64 output ``inc / GAMMA`` of stream keys[j])
-    for j < count, a multiple of _W; uint64 arrays."""
-
-    def codegen(context, builder, signature, args):
-        v = _Vec(context, builder)
-        pk = v.data(context, signature.args[0], args[0])
-        po = v.data(context, signature.args[1], args[1])
-        vi = v.vi
-        b = builder
-
-        def c(x):
-            return ir.Constant(vi, [x] * _W)
-
-        inc = v.splat_int(args[2])
-        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[3],
-                                     ir.Constant(v.i64, _W)) as (j, _):
-            z = b.add(v.load(pk, j, vi), inc)
-            z = b.mul(b.xor(z, b.lshr(z, c(30))), c(0xBF58476D1CE4E5B9))
-            z = b.mul(b.xor(z, b.lshr(z, c(27))), c(0x94D049BB133111EB))
-            v.store(b.xor(z, b.lshr(z, c(31))), po, j, vi)
-        return context.get_dummy_value()
-
-    return types.void(keys, out, types.uint64, count), codegen
-
-
-@intrinsic
-def _zig_lookup(typingctx, words, wi, ki, wb, pos, rows, count):
-    """Table look-ups of the ziggurat's fast path, rows 1 .. rows-1, lanes j < count:
-    wb[i, j] = wi[u & 0xFF] for the word u = words[i, j]; the positions i * count + j of
-    the words with (u >> 9) & (2^52 - 1) >= ki[u & 0xFF] (rejected by the fast path) go
-    to pos[0 .. nbad-1] in order; returns nbad.  words, wb: C-contiguous 2-d arrays of
-    the same shape; wi float64 and ki uint64 tables of 256 entries.
-
-    Scalar on purpose (vector gathers are slower on this machine); written in IR so that
-    the loop keeps its few values in registers (in the compiled block function the same
-    loop reloaded the table addresses and masks at every step, 1.5 times slower).
-    """
-
-    def codegen(context, builder, signature, args):
-        b = builder
-        i64 = ir.IntType(64)
-        warr = context.make_array(signature.args[0])(context, builder, value=args[0])
-        stride = b.extract_value(warr.shape, 1)
-        pw = warr.data
-        pwi, pki, pwb, ppos = (
-            context.make_array(signature.args[k])(context, builder, value=args[k]).data
-            for k in (1, 2, 3, 4))
-        nbad = cgutils.alloca_once_value(builder, ir.Constant(i64, 0))
-        with cgutils.for_range_slice(builder, ir.Constant(i64, 1), args[5],
-                                     ir.Constant(i64, 1)) as (i, _):
-            base = b.mul(i, stride)
-            with cgutils.for_range(builder, args[6]) as loop:
-                j = loop.index
-                ij = b.add(base, j)
-                u = b.load(b.gep(pw, [ij], inbounds=True))
-                idx = b.and_(u, ir.Constant(i64, 0xFF))
-                b.store(b.load(b.gep(pwi, [idx], inbounds=True)),
-                        b.gep(pwb, [ij], inbounds=True))
-                rabs = b.and_(b.lshr(u, ir.Constant(i64, 9)),
-                              ir.Constant(i64, 0x000FFFFFFFFFFFFF))
-                k = b.load(b.gep(pki, [idx], inbounds=True))
-                with cgutils.if_unlikely(builder, b.icmp_unsigned(">=", rabs, k)):
-                    nb = b.load(nbad)
-                    b.store(b.add(b.mul(i, args[6]), j), b.gep(ppos, [nb], inbounds=True))
-                    b.store(b.add(nb, ir.Constant(i64, 1)), nbad)
-        return b.load(nbad)
-
-    return types.int64(words, wi, ki, wb, pos, rows, count), codegen
-
-
-@intrinsic
-def _count_le_lanes(typingctx, c, g, k, rows, count):
-    """k[j] = #{i < rows : c[i, j] <= g[j]} for j < count (a multiple of _W); c is a
-    C-contiguous 2-d float array, k an int64 array (the inverse-cdf index of a cumulative
-    sum row-wise)."""
-
-    def codegen(context, builder, signature, args):
-        v = _Vec(context, builder)
-        b = builder
-        cty = signature.args[0]
-        carr = context.make_array(cty)(context, builder, value=args[0])
-        stride = b.extract_value(carr.shape, 1)
-        pc = carr.data
-        pg = v.data(context, signature.args[1], args[1])
-        pk = v.data(context, signature.args[2], args[2])
-        acc = cgutils.alloca_once(builder, v.vi)
-        one = ir.Constant(v.vi, [1] * _W)
-        zero = ir.Constant(v.vi, [0] * _W)
-        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[4],
-                                     ir.Constant(v.i64, _W)) as (j, _):
-            gv = v.load(pg, j)
-            b.store(zero, acc)
-            with cgutils.for_range(builder, args[3]) as loop:
-                row = v.load(pc, b.add(b.mul(loop.index, stride), j))
-                le = b.fcmp_ordered("<=", row, gv)
-                b.store(b.add(b.load(acc), b.select(le, one, zero)), acc)
-            v.store(b.load(acc), pk, j, v.vi)
-        return context.get_dummy_value()
-
-    return types.void(c, g, k, rows, count), codegen
-
-
-@intrinsic
-def _exp2_lanes(typingctx, x, out, count):
-    """out[j] = 2^x[j] for j < count (count a multiple of _W)."""
-
-    def codegen(context, builder, signature, args):
-        v = _Vec(context, builder)
-        px = v.data(context, signature.args[0], args[0])
-        po = v.data(context, signature.args[1], args[1])
-        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[2],
-                                     ir.Constant(v.i64, _W)) as (j, _):
-            v.store(v.exp2(v.load(px, j)), po, j)
-        return context.get_dummy_value()
-
-    return types.void(x, out, count), codegen
-
-
-@intrinsic
-def _weights_lanes(typingctx, zb, y, l, r, off, ib, th, s0, s1, c0, c1, rows, count):
-    """Cumulative weights of the auxiliary draws i < rows for the lanes j < count (a
-    multiple of _W), both thetas, (mu_0, sg_0, mu_1, sg_1) = th[0:4]:
-
-        ck[i, j] = ck[i-1, j] + 2^(off[j] - |y[j] - clip(mu_k + sg_k zb[i, j], l[j], r[j])| ib[j])
-
-    (ck[-1, j] = 0) and sk[j] = ck[rows-1, j].  zb, c0, c1 are C-contiguous 2-d arrays of
-    the same shape.  The loop over i is inside the loop over the lanes, so the running
-    sums and the per-lane data stay in registers.
-    """
-
-    def codegen(context, builder, signature, args):
-        v = _Vec(context, builder)
-        b = builder
-        py, pl, pr, poff, pib, pth, ps0, ps1 = (
-            v.data(context, ty, val) for ty, val in zip(signature.args[1:9], args[1:9]))
-        zarr = context.make_array(signature.args[0])(context, builder, value=args[0])
-        stride = b.extract_value(zarr.shape, 1)
-        pz = zarr.data
-        pc0, pc1 = (v.data(context, signature.args[k], args[k]) for k in (9, 10))
-        mu0, sg0, mu1, sg1 = (v.splat(v.scalar(pth, k)) for k in range(4))
-        acc0 = cgutils.alloca_once(builder, v.vd)
-        acc1 = cgutils.alloca_once(builder, v.vd)
-        with cgutils.for_range_slice(builder, ir.Constant(v.i64, 0), args[12],
-                                     ir.Constant(v.i64, _W)) as (j, _):
-            lo, hi, yy = v.load(pl, j), v.load(pr, j), v.load(py, j)
-            oo, bb = v.load(poff, j), v.load(pib, j)
-            b.store(v.const(0.0), acc0)
-            b.store(v.const(0.0), acc1)
-            with cgutils.for_range(builder, args[11]) as loop:
-                ij = b.add(b.mul(loop.index, stride), j)
-                x = v.load(pz, ij)
-                for mu, sg, pacc, pc in ((mu0, sg0, acc0, pc0), (mu1, sg1, acc1, pc1)):
-                    d = v.abs(b.fsub(yy, v.clip(v.fma(sg, x, mu), lo, hi)))
-                    acc = b.fadd(b.load(pacc), v.exp2(v.fma(b.fneg(d), bb, oo)))
-                    b.store(acc, pacc)
-                    v.store(acc, pc, ij)
-            v.store(b.load(acc0), ps0, j)
-            v.store(b.load(acc1), ps1, j)
-        return context.get_dummy_value()
-
-    return types.void(zb, y, l, r, off, ib, th, s0, s1, c0, c1, rows, count), codegen
-
-
-@njit(cache=True)
-def _exp2_array(x):
-    """2^x by the kernel's vector code (for tests)."""
-    n = x.shape[0]
-    npad = -(-n // _W) * _W
-    xp = np.zeros(npad)
-    xp[:n] = x
-    out = np.empty(npad)
-    _exp2_lanes(xp, out, npad)
-    return out[:n]
-
-
 # ---------------------------------------------------------------- the sampler
 
 
@@ -473,9 +165,9 @@ def _log_prior(mu, v):
 @njit(inline="always", cache=True)
 def _normalise(p):
     """Split p > 0 (normal) into (f, e) with p = f 2^e, f in [1, 2): bit operations only."""
-    bits = _f64_to_bits(p)
+    bits = f64_to_bits(p)
     e = (bits >> 52) - 1023
-    return _bits_to_f64((bits & 0x000FFFFFFFFFFFFF) | (1023 << 52)), e
+    return bits_to_f64((bits & 0x000FFFFFFFFFFFFF) | (1023 << 52)), e
 
 
 @njit(inline="always")
@@ -490,16 +182,16 @@ def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, wb, zb):
     for j in range(cn):
         zb[0, j] = z[j]
     for i in range(1, n_aux):
-        _mix_lanes(keys, words[i], uint64(i) * _GAMMA, cn)
+        mix_lanes(keys, words[i], uint64(i) * _GAMMA, cn)
     # fast path of the ziggurat of rng.normal: scalar table look-ups (vector gathers
     # are slower here), then the vectorised conversion
-    nbad = _zig_lookup(words, _WI, _KI, wb, pos, n_aux, cn)
+    nbad = zig_lookup(words, _WI, _KI, wb, pos, n_aux, cn)
     # x = rabs * w_idx with the sign bit of the word (vectorised)
     for i in range(1, n_aux):
         for j in range(cn):
             u = words[i, j]
             x = float(np.int64((u >> _SH9) & _MASK52)) * wb[i, j]
-            zb[i, j] = _bits_to_f64(_f64_to_bits(x) | (np.int64((u >> _SH8) & _U64_ONE) << 63))
+            zb[i, j] = bits_to_f64(f64_to_bits(x) | (np.int64((u >> _SH8) & _U64_ONE) << 63))
     for q in range(nbad):
         # ziggurat rejection steps (about 1% of the draws), on a stream of their own
         i = pos[q] // cn
@@ -510,8 +202,8 @@ def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, wb, zb):
 
 
 @njit(cache=True)
-def _aux_normals_array(key, m, n, n_aux):
-    """zb[1:, :] of _aux_normals for observations 0 .. n-1 (n a multiple of _W; tests)."""
+def aux_normals_array(key, m, n, n_aux):
+    """zb[1:, :] of _aux_normals for observations 0 .. n-1 (n a multiple of LANES; for tests)."""
     z = np.zeros(n)
     keys = np.empty(n, dtype=np.uint64)
     words = np.empty((n_aux, n), dtype=np.uint64)
@@ -521,14 +213,14 @@ def _aux_normals_array(key, m, n, n_aux):
     return zb[1:]
 
 
-@njit(cache=True, fastmath=_FM, error_model="numpy")
+@njit(cache=True, fastmath=FM, error_model="numpy")
 def _block_sums(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, keys, words,
                 pos, zb, c0, c1, sv):
     """Steps 2-3 of Algorithm 8 for observations t0 .. t0+cn-1; returns the two log sums.
 
     theta = (th[0], th[1]^2), theta' = (th[2], th[3]^2) (means and sds).
     y, l, r, ib, off, z are the slices [t0, t0 + cn) of the padded arrays, cn a multiple
-    of _W; only the first n_real lanes are observations (the others carry harmless
+    of LANES; only the first n_real lanes are observations (the others carry harmless
     values and are ignored).  Indexing slices from 0 also lets LLVM prove the indices
     non-negative, which its vectoriser needs.
 
@@ -549,7 +241,7 @@ def _block_sums(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, keys, 
     if fast:
         # cumulative weights exp(off_t - |y_t - c|/b_t) = 2^(log2(e) (off_t - |y_t - c|/b_t));
         # the exponents lie in [-eps, 0].  Here ib = log2(e)/b, off = log2(e) d_t/b.
-        _weights_lanes(zb, y, l, r, off, ib, th, s0, s1, c0, c1, n_aux, cn)
+        weights_lanes(zb, y, l, r, off, ib, th, s0, s1, c0, c1, n_aux, cn)
     else:
         # guarded log-sum-exp: log weights, their maximum per t, shifted cumulative sums
         mx0 = sv[2]
@@ -588,7 +280,7 @@ def _block_sums(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, keys, 
             p1, d1 = _normalise(p1 * s1[j])
             e0 += d0
             e1 += d1
-        return (e0 * _LN2 + math.log(p0), e1 * _LN2 + math.log(p1))
+        return (e0 * LN2 + math.log(p0), e1 * LN2 + math.log(p1))
     l0 = 0.0
     l1 = 0.0
     for j in range(n_real):
@@ -597,7 +289,7 @@ def _block_sums(key, m, t0, n_real, n_aux, th, fast, y, l, r, ib, off, z, keys, 
     return (l0, l1)
 
 
-@njit(cache=True, fastmath=_FM, error_model="numpy")
+@njit(cache=True, fastmath=FM, error_model="numpy")
 def _resample(n_aux, keys, zb, c, s, g, k, out):
     """Step 4 for the lanes j < cn = len(out) of a block, after :func:`_block_sums`:
     out[j] = zb[k_j, j], k_j the inverse-cdf index of the uniform of stream (m, t0 + j)
@@ -608,7 +300,7 @@ def _resample(n_aux, keys, zb, c, s, g, k, out):
     for j in range(cn):
         v = (float(np.int64(_rng.mix64(keys[j] + inc) >> _SH11)) + 0.5) * _TWO53_INV
         g[j] = v * s[j]
-    _count_le_lanes(c, g, k, n_aux - 1, cn)
+    count_le_lanes(c, g, k, n_aux - 1, cn)
     for j in range(cn):
         out[j] = zb[k[j], j]
 
@@ -690,7 +382,7 @@ def _chain(key, n, y, l, r, ib, off, fast, parallel, n_aux, adapt_start, m0, m1,
 
     state = (mu, sigma^2, s_mu, s_v, log s_mu, log s_v) and z (the latent variables) are
     updated in place.  y, l, r, ib, off hold the n observations padded to a multiple of
-    _W.  Only the blocks of observations run in parallel (``parallel``); the accept
+    LANES.  Only the blocks of observations run in parallel (``parallel``); the accept
     decision, the adaptation and the bookkeeping are serial, and every random number is
     keyed by (iteration, observation), so the result depends neither on ``parallel`` nor
     on how the iterations are split into calls.
@@ -859,8 +551,8 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
     off = np.maximum(np.maximum(l - y, y - r), 0.0) * ib  # distance from y_t to [l, r], / b_t
     if fast:
         # the fast kernel computes exp(u) as 2^(u log2(e))
-        ib = ib * _LOG2E
-        off = off * _LOG2E
+        ib = ib * LOG2E
+        off = off * LOG2E
     var_y = float(np.var(y, ddof=1)) if n > 1 else 0.0
     mu0 = float(np.mean(y))
     v0 = max(0.01, var_y - 2.0 * float(np.mean(b)) ** 2)
@@ -876,8 +568,8 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
     nb = -(-n // _BLOCK)
     if parallel is None and (nb < _MIN_PARALLEL_BLOCKS or numba.get_num_threads() < 2):
         parallel = False
-    # pad to a multiple of _W lanes with a harmless observation (y = 0 in [-1, 1])
-    npad = -(-n // _W) * _W
+    # pad to a multiple of LANES with a harmless observation (y = 0 in [-1, 1])
+    npad = -(-n // LANES) * LANES
     y, l, r, ib, off = (np.concatenate([a, np.full(npad - n, fill)])
                         for a, fill in ((y, 0.0), (l, -1.0), (r, 1.0), (ib, 1.0), (off, 0.0)))
     state = np.array([mu0, v0, step_mu, step_var, math.log(step_mu), math.log(step_var)])

@@ -1,0 +1,252 @@
+"""The experiment's configuration and seeds (Section 6 of the paper).
+
+The configuration is a plain dict (kept in the store's manifest) holding everything that
+changes a result or the set of tasks; how the tasks are executed is not part of it.
+Seeds are derived from identities, never from positions or completion order:
+
+* data (sensitive values and privacy noise): ``SeedSequence(seed, spawn_key=(0, E, run))``
+* algorithm: ``SeedSequence(seed, spawn_key=(code(method), E, run))``, code = 1, 2, 3
+  for smc-adaptive, smc-fixed, mhaar; 4 for the best intervals, 5 for resampling the
+  stored particles,
+
+where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpbook.validation import check_count, check_eps
+
+METHODS = ("smc-adaptive", "smc-fixed", "mhaar")
+METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
+DATA_CODE = 0
+INTERVAL_CODE = 4
+RESAMPLE_CODE = 5
+FORMAT = 1
+FIXED_HALF_WIDTH = 10.0  # [l_c, r_c] = [mu - 10 sigma, mu + 10 sigma]
+MHAAR_AUX = 20
+EVERY = 20
+CHAIN_POINTS = 1000  # at most this many thinned MHAAR chain points per task file
+
+PAPER = dict(eps=(1.0, 2.0, 5.0, 10.0), runs=30, n=1000, particles=1000,
+             mhaar_iters=100_000, mu=50.0, sigma=10 ** 0.5)
+METHOD_ORDER = {m: i for i, m in enumerate(METHODS)}
+
+
+def eps_code(eps: float) -> int:
+    """The IEEE-754 bit pattern of eps, an exact integer identity for a float."""
+    return struct.unpack("<Q", struct.pack("<d", float(eps)))[0]
+
+
+def data_seed(root: int, eps: float, run: int) -> np.random.SeedSequence:
+    """Seed of the sensitive sample and the privacy noise of run ``run`` at ``eps``."""
+    return np.random.SeedSequence(root, spawn_key=(DATA_CODE, eps_code(eps), int(run)))
+
+
+def task_seed(root: int, method: str, eps: float, run: int) -> np.random.SeedSequence:
+    """Seed of the algorithm (SMC + Thompson draws, or MHAAR) of one task."""
+    return np.random.SeedSequence(root, spawn_key=(METHOD_CODE[method], eps_code(eps),
+                                                   int(run)))
+
+
+def seed_str(ss: np.random.SeedSequence) -> str:
+    return f"{ss.entropy}:{','.join(str(k) for k in ss.spawn_key)}"
+
+
+@dataclass(frozen=True, order=True)
+class Task:
+    method: str
+    eps: float
+    run: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}_eps{self.eps!r}_run{self.run}"
+
+    @property
+    def filename(self) -> str:
+        return self.name + ".npz"
+
+
+def _eps_list(eps) -> list[float]:
+    if isinstance(eps, str):
+        eps = [e for e in eps.replace(",", " ").split()]
+    try:
+        items = list(eps)
+    except TypeError:
+        items = [eps]
+    if not items:
+        raise ValueError("eps must list at least one value")
+    out = []
+    for e in items:
+        v = check_eps(e)
+        if v not in out:
+            out.append(v)
+    return sorted(out)
+
+
+def _method_list(methods) -> list[str]:
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    try:
+        items = list(methods)
+    except TypeError:
+        raise ValueError(f"methods must be a list of names, got {methods!r}") from None
+    if not items:
+        raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
+    for m in items:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
+    return [m for m in METHODS if m in items]
+
+
+def _family_config(family, mechanism, theta, mu, sigma) -> dict:
+    """The population part of the configuration: family, its options, mechanism, theta.
+
+    The normal family (the default) keeps the paper's ``mu``/``sigma`` keys; any other
+    family gives its true theta as ``theta`` (default: the family's default_theta()).
+    """
+    from dpbook.model.families import as_family, available
+    from dpbook.model.mechanisms import check_mechanism
+
+    fam = as_family(family)
+    mech = check_mechanism(mechanism)
+    opts = {k: getattr(fam, k) for k in fam.options}
+    out = {"family": fam.name, "family_options": opts, "mechanism": mech,
+           "params": list(fam.params), "family_registered": fam.name in available()}
+    if fam.name == "normal" and theta is None:
+        theta = (mu, sigma)
+    elif theta is None:
+        theta = fam.default_theta()
+    elif np.ndim(theta) == 0:
+        theta = (theta,)
+    out["theta"] = list(fam.check_theta(*theta))
+    if not out["family_registered"]:
+        out["family_source"] = _source_hash(type(fam))
+    return out
+
+
+def _source_hash(cls) -> str:
+    """A hash of a class's source (results of an edited family are not reused)."""
+    import hashlib
+    import inspect
+
+    try:
+        text = inspect.getsource(cls)
+    except (OSError, TypeError):  # no source available: fall back to the bytecode
+        text = repr(sorted((k, v.__code__.co_code.hex() if hasattr(v, "__code__") else repr(v))
+                           for k, v in vars(cls).items() if not k.startswith("__")))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def family_of(config, family_obj=None):
+    """The Family object of a configuration (the object itself for an unregistered one)."""
+    from dpbook.model.families import get_family
+
+    if family_obj is not None:
+        return family_obj
+    if not config.get("family_registered", True):
+        raise ValueError(f"family {config['family']!r} is not a shipped family: pass the "
+                         f"Family object (family=...) to run its tasks")
+    return get_family(config.get("family", "normal"), **config.get("family_options", {}))
+
+
+def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
+                methods=METHODS, seed=0, interval_method="exact", mu=50.0,
+                sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
+                interval_K=10000, family=None, mechanism="laplace", theta=None) -> dict:
+    """Validate the arguments and return the configuration dict kept in the manifest.
+
+    Everything that changes a result or the set of tasks is in the configuration;
+    how the tasks are executed (workers, scheduler, progress) is not.  ``family``
+    (name or Family object; default the normal), ``mechanism`` and the true ``theta``
+    choose the population; for the normal family ``mu`` and ``sigma`` give theta.
+    """
+    pop = _family_config(family, mechanism, theta, mu, sigma)
+    if pop["family"] != "normal":
+        mu, sigma = 0.0, 1.0  # unused: theta is in pop
+    try:
+        mu_f = float(mu) if not isinstance(mu, bool) else float("nan")
+    except (TypeError, ValueError):
+        mu_f = float("nan")
+    if not math.isfinite(mu_f):
+        raise ValueError(f"mu must be a finite number, got {mu!r}")
+    try:
+        sig_f = float(sigma)
+    except (TypeError, ValueError):
+        sig_f = float("nan")
+    if not (math.isfinite(sig_f) and sig_f > 0):
+        raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
+    if interval_method not in ("exact", "mc"):
+        raise ValueError(f"interval_method must be 'exact' or 'mc', got {interval_method!r}")
+    config = {
+        "format": FORMAT,
+        "eps": _eps_list(eps),
+        "runs": check_count("runs", runs),
+        "n": check_count("n", n),
+        "particles": check_count("particles", particles, 2),
+        "mhaar_iters": check_count("mhaar_iters", mhaar_iters),
+        "mhaar_aux": MHAAR_AUX,
+        "methods": _method_list(methods),
+        "seed": check_count("seed", seed, 0),
+        "interval_method": interval_method,
+        "interval_grid": check_count("interval_grid", interval_grid, 2),
+        "interval_lims": [-3.0, 3.0],
+        "interval_score": "mu",
+        "interval_M": check_count("interval_M", interval_M),
+        "interval_K": check_count("interval_K", interval_K),
+        "fixed_half_width": FIXED_HALF_WIDTH,
+        "mu": mu_f,
+        "sigma": sig_f,
+        "keep_particles": check_count("keep_particles", keep_particles, 0),
+        "every": EVERY,
+        "algorithm": algorithm_fingerprint(),
+    }
+    if pop["family"] == "normal":
+        del pop["theta"]  # it is (mu, sigma)
+    else:
+        del config["mu"], config["sigma"], config["fixed_half_width"]
+    if pop["family"] != "normal" or pop["mechanism"] != "laplace":
+        config.update(pop)  # the paper's configuration keeps its keys unchanged
+    return config
+
+
+def config_theta(config) -> tuple:
+    """The true theta of a configuration."""
+    return tuple(config["theta"]) if "theta" in config else (config["mu"], config["sigma"])
+
+
+def config_params(config) -> tuple:
+    return tuple(config.get("params", ("mu", "sigma")))
+
+
+# The modules whose code decides the numbers in a store.  A store made by other code is
+# stale: its results cannot be mixed with new ones (see ensure_results).
+_ALGORITHM_MODULES = ("model", "privacy", "smc", "mhaar", "fisher", "likelihood",
+                      "posterior", "rng", "validation", "backends")
+
+
+def algorithm_fingerprint() -> str:
+    """A short hash of the source of the modules that produce the estimates."""
+    import hashlib
+
+    h = hashlib.sha256()
+    here = Path(__file__).parent.parent
+    for name in _ALGORITHM_MODULES:
+        paths = sorted((here / name).rglob("*.py")) if (here / name).is_dir() else \
+            [here / f"{name}.py"]
+        for path in paths:
+            h.update(str(path.relative_to(here)).encode())
+            h.update(path.read_bytes() if path.exists() else b"")
+    return h.hexdigest()[:16]
+
+
+def config_tasks(config) -> list[Task]:
+    return [Task(m, e, r) for m in config["methods"] for e in config["eps"]
+            for r in range(config["runs"])]

@@ -1,0 +1,140 @@
+"""Where the experiment's tasks run: in this process, a local process pool, or a Dask
+cluster.  The executors only call ``fn(spec)`` and hand each result to ``on_done`` as it
+finishes; the results do not depend on which executor ran them, nor in which order.
+"""
+
+from __future__ import annotations
+
+import platform
+
+from dpbook.experiment.tasks import init_worker
+
+
+def connect(scheduler: str, timeout: float):
+    """A Dask client of the scheduler at ``scheduler``; ValueError if unreachable."""
+    try:
+        from dask.distributed import Client
+    except ImportError as e:  # pragma: no cover
+        raise ValueError(f"dask.distributed is not available: {e}") from None
+    _probe(scheduler, timeout)
+    try:
+        return Client(scheduler, timeout=timeout, set_as_default=False)
+    except Exception as e:  # noqa: BLE001 - any failure means: not reachable
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: {msg}") from None
+
+
+def _probe(scheduler: str, timeout: float):
+    """Fail fast (instead of retrying until the timeout) when nothing listens on a tcp
+    address; other protocols are left to the Dask client."""
+    import socket
+
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+
+    try:
+        proto, loc = parse_address(scheduler, strict=False)
+        if proto != "tcp":
+            return
+        host, port = parse_host_port(loc)
+    except Exception as e:  # noqa: BLE001
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"bad Dask scheduler address {scheduler!r}: {msg}") from None
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: "
+                         f"{e.strerror or e}") from None
+
+
+def run_serial(fn, specs, on_done):
+    """Each (task, spec) of ``specs`` in turn, in this process."""
+    for task, spec in specs:
+        on_done(task, fn(spec))
+
+
+def run_pool(fn, specs, workers, on_done):
+    """A local pool of ``workers`` spawned processes with one numba thread each."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                             initializer=init_worker)
+    try:
+        futs = {ex.submit(fn, spec): task for task, spec in specs}
+        errors = []
+        for f in as_completed(futs):
+            try:
+                res = f.result()
+            except Exception as e:  # noqa: BLE001 - keep the others, report at the end
+                errors.append((futs[f], e))
+                continue
+            on_done(futs[f], res)
+        _raise_first(errors)
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+def _versions() -> dict:
+    """What decides the numbers a worker produces (run on the Dask workers)."""
+    from importlib.metadata import version
+
+    from dpbook import __version__
+
+    return {"dpbook": __version__, "numpy": version("numpy"), "numba": version("numba"),
+            "python": platform.python_version()}
+
+
+def check_workers(client) -> dict:
+    """The versions each Dask worker runs; warns where they differ from this process."""
+    import warnings
+
+    try:
+        remote = client.run(_versions)
+    except Exception as e:  # noqa: BLE001 - informative only
+        return {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+    if not remote:
+        warnings.warn("the Dask scheduler has no workers yet; tasks wait until some join",
+                      stacklevel=3)
+    here = _versions()
+    for addr, v in remote.items():
+        if v != here:
+            warnings.warn(f"Dask worker {addr} runs {v}, this process {here}: results may "
+                          f"differ from a local run", stacklevel=3)
+    return remote
+
+
+def run_dask(fn, client, specs, on_done):
+    """The tasks on the Dask cluster of ``client``; no retries (a task is not re-run
+    behind the user's back)."""
+    from dask.distributed import as_completed
+
+    futs = {}
+    for task, spec in specs:
+        f = client.submit(fn, spec, key=f"dpbook-experiment-{task.name}-{spec['seed']}",
+                          pure=False, retries=0)
+        futs[f] = task
+    errors = []
+    try:
+        for f in as_completed(list(futs), loop=client.loop):
+            try:
+                res = f.result()
+            except Exception as e:  # noqa: BLE001
+                errors.append((futs[f], e))
+                continue
+            on_done(futs[f], res)
+            f.release()
+    except BaseException:
+        client.cancel(list(futs))
+        raise
+    _raise_first(errors)
+
+
+def _raise_first(errors):
+    """Re-raise the first task error (after every other task has been stored)."""
+    if errors:
+        task, e = errors[0]
+        e.add_note(f"in task {task.name} ({len(errors)} task(s) failed)")
+        raise e

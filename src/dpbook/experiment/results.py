@@ -1,0 +1,148 @@
+"""Reading an experiment store: the estimates table, the per-task trajectories (lazily)
+and the per-(method, eps) summaries of Table-style comparisons (bias, RMSE)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dpbook.experiment.config import (
+    METHOD_CODE,
+    RESAMPLE_CODE,
+    Task,
+    config_params,
+    config_tasks,
+    eps_code,
+)
+from dpbook.experiment.store import collect, finished_tasks, read_manifest, write_estimates
+
+
+class Trajectories:
+    """Lazy access to the per-task arrays of an experiment store.
+
+    ``tr[method, eps, run]`` is a dict of arrays: for SMC tasks ``mean_mu``,
+    ``mean_sigma``, ``sd_mu``, ``sd_sigma``, ``ess``, ``acceptance``, ``y``, ``l``, ``r``
+    (one value per step t = 1..n) and, for the first ``keep_particles`` runs,
+    ``snapshot_t``, ``snapshot_mu``, ``snapshot_sigma``, ``snapshot_w`` (shape
+    [steps/every, N]); for MHAAR tasks ``y``, ``l``, ``r`` and possibly a thinned chain.
+    """
+
+    def __init__(self, out, manifest):
+        self.out = Path(out)
+        self.manifest = manifest
+        self.config = manifest["config"]
+        self._cache = {}
+
+    def keys(self):
+        return [(t.method, t.eps, t.run) for t in config_tasks(self.config)
+                if (self.out / "tasks" / t.filename).exists()]
+
+    def __contains__(self, key):
+        return key in self.keys()
+
+    def __len__(self):
+        return len(self.keys())
+
+    def __getitem__(self, key):
+        method, eps, run = key
+        task = Task(method, float(eps), int(run))
+        if task not in self._cache:
+            path = self.out / "tasks" / task.filename
+            if not path.exists():
+                raise KeyError(key)
+            with np.load(path, allow_pickle=False) as z:
+                self._cache[task] = {k: z[k] for k in z.files if k != "row_json"}
+        return self._cache[task]
+
+    def get(self, method, eps, run):
+        return self[method, eps, run]
+
+    def particles(self, method, eps, run, resample=True):
+        """(t, mu, sigma) at every ``every``-th step; mu, sigma have shape [len(t), N]
+        (for another family: t and one array per parameter).
+
+        With ``resample=True`` the particles are resampled (systematic resampling with a
+        seed fixed by the task) to equal weights, as in the paper's Figure 2; otherwise
+        the weights are returned too: (t, mu, sigma, w).
+        """
+        d = self[method, eps, run]
+        if "snapshot_t" not in d:
+            raise KeyError(f"no particles stored for {(method, eps, run)} "
+                           f"(keep_particles={self.config['keep_particles']})")
+        t, w = d["snapshot_t"], d["snapshot_w"]
+        ths = [d[f"snapshot_{p}"] for p in config_params(self.config)]
+        if not resample:
+            return (t, *ths, w)
+        rng = np.random.default_rng(np.random.SeedSequence(self.config["seed"], spawn_key=(
+            RESAMPLE_CODE, METHOD_CODE[method], eps_code(eps), int(run))))
+        N = w.shape[1]
+        u = (rng.random(len(t))[:, None] + np.arange(N)) / N
+        cw = np.cumsum(w, axis=1)
+        cw[:, -1] = 1.0
+        idx = np.stack([np.searchsorted(cw[k], u[k], side="right") for k in range(len(t))])
+        idx = np.minimum(idx, N - 1)
+        return (t, *(np.take_along_axis(a, idx, 1) for a in ths))
+
+    def steps(self, methods=None, eps=None):
+        """Long DataFrame of the per-step SMC trajectories (method, eps, run, t, ...)."""
+        import pandas as pd
+
+        frames = []
+        for m, e, r in self.keys():
+            if m == "mhaar" or (methods and m not in methods) or (eps and e not in eps):
+                continue
+            d = self[m, e, r]
+            keys = [k for k in d if k.startswith(("mean_", "sd_"))]
+            cols = {k: d[k] for k in keys + ["ess", "acceptance", "l", "r", "y"] if k in d}
+            f = pd.DataFrame(cols)
+            f.insert(0, "t", np.arange(1, len(f) + 1))
+            f.insert(0, "run", r)
+            f.insert(0, "eps", e)
+            f.insert(0, "method", m)
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_results(out="results/paper"):
+    """(estimates DataFrame, :class:`Trajectories`) of the experiment stored in ``out``."""
+    import pandas as pd
+
+    out = Path(out)
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise ValueError(f"{out} holds no experiment results (no manifest.json)")
+    config = manifest["config"]
+    done = finished_tasks(out, config)
+    p = out / "estimates.parquet"
+    df = pd.read_parquet(p) if p.exists() else None
+    if df is None or len(df) != done:
+        df = collect(out, config)
+        try:
+            write_estimates(out, df)
+        except OSError:
+            pass
+    return df, Trajectories(out, manifest)
+
+
+def summarize(estimates, mu=None, sigma=None):
+    """Per method and eps: runs, mean, bias and RMSE of every parameter's estimate
+    (columns <param>_hat against <param>_true; mu/sigma override the truth)."""
+    import pandas as pd
+
+    rows = []
+    if len(estimates) == 0:
+        return pd.DataFrame(rows)
+    params = [c[:-5] for c in estimates.columns if c.endswith("_true")]
+    given = {"mu": mu, "sigma": sigma}
+    for (m, e), g in estimates.groupby(["method", "eps"], sort=False):
+        row = {"method": m, "eps": float(e), "runs": int(len(g))}
+        for p in params:
+            truth = float(g[f"{p}_true"].iloc[0]) if given.get(p) is None else given[p]
+            v = g[f"{p}_hat"].to_numpy(float)
+            row[f"{p}_mean"] = float(v.mean())
+            row[f"{p}_bias"] = float(v.mean() - truth)
+            row[f"{p}_rmse"] = float(np.sqrt(np.mean((v - truth) ** 2)))
+        row["seconds"] = float(g["seconds"].mean())
+        rows.append(row)
+    return pd.DataFrame(rows)

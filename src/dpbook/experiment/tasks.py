@@ -1,0 +1,228 @@
+"""One task of the experiment: a (method, eps, run) triple, its spec and how it runs.
+
+``task_spec`` turns the configuration into a plain, picklable dict; ``run_task`` runs it
+in any process (the local pool, a Dask worker or this one) and returns the estimates row
+and the trajectories.  The result depends only on the spec: the SMC (Algorithms 1-3) and
+MHAAR kernels are bit-identical for any number of numba threads.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from dpbook.experiment.config import (
+    CHAIN_POINTS,
+    Task,
+    config_theta,
+    data_seed,
+    family_of,
+    seed_str,
+    task_seed,
+)
+
+
+def task_spec(config: dict, intervals: dict, task: Task, threads,
+              family_obj=None) -> dict:
+    """The picklable spec of one task: what :func:`run_task` needs and nothing else
+    (``intervals`` are the best intervals per eps, ``threads`` the numba threads)."""
+    spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
+                                   "every")}
+    for k in ("family", "family_options", "family_registered", "mechanism"):
+        if k in config:
+            spec[k] = config[k]
+    theta = config_theta(config)
+    if "fixed_half_width" in config:  # Section 6: [mu - 10 sigma, mu + 10 sigma]
+        h = config["fixed_half_width"]
+        fixed = (theta[0] - h * theta[1], theta[0] + h * theta[1])
+    else:
+        fixed = family_of(config, family_obj).fixed_interval(*theta)
+    spec.update(method=task.method, eps=task.eps, run=task.run, theta=list(theta),
+                fixed=[float(v) for v in fixed],
+                keep=task.run < config["keep_particles"], numba_threads=threads)
+    if family_obj is not None and not config.get("family_registered", True):
+        # by value (cloudpickle), so that worker processes need not import its module
+        import cloudpickle
+
+        spec["family_pickle"] = cloudpickle.dumps(family_obj)
+    if task.method == "smc-adaptive":
+        iv = intervals[repr(task.eps)]
+        if "table" in iv:
+            spec["table"] = iv["table"]
+        else:
+            spec.update(a=iv["a"], b=iv["b"])
+    return spec
+
+
+def set_threads(k):
+    if k:
+        import numba
+
+        numba.set_num_threads(max(1, min(int(k), numba.config.NUMBA_NUM_THREADS)))
+
+
+# glibc malloc settings: name -> (mallopt parameter number, value).  The mmap threshold
+# is at most 32 MiB; the trim threshold keeps up to 1 GiB of freed memory.
+_MALLOC = {"MMAP_THRESHOLD": (-3, 32 << 20), "TRIM_THRESHOLD": (-1, 1 << 30)}
+
+
+def keep_freed_memory():
+    """Let glibc keep freed memory for reuse instead of returning it to the system.
+
+    The generic SMC (dpbook.smc.SMC) allocates and frees numpy arrays of about a
+    megabyte at every step; with glibc's defaults each one comes back from the kernel
+    as fresh pages, and page faults and zeroing took 20% of a Gumbel run at n = N = 300
+    (1.7-2.0 s of system time in 9 s; 0.15-0.25 s with this).  The results do not
+    change.  Called in the worker processes the experiment starts; for processes yet to
+    start, see :func:`keep_freed_memory_env`.  Does nothing where the C library is not
+    glibc.
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        for number, value in _MALLOC.values():
+            libc.mallopt(number, value)
+    except (OSError, AttributeError):
+        pass
+
+
+def keep_freed_memory_env() -> dict:
+    """The settings of :func:`keep_freed_memory` as the environment variables glibc
+    reads when a process starts (book/tools/run_chapters.py sets them for the chapters'
+    kernels)."""
+    return {f"MALLOC_{name}_": str(value) for name, (_, value) in _MALLOC.items()}
+
+
+def init_worker():
+    """Process-pool initializer: one numba thread per worker so tasks run side by side,
+    and freed memory kept for reuse (:func:`keep_freed_memory`)."""
+    set_threads(1)
+    keep_freed_memory()
+
+
+def run_task(spec: dict) -> dict:
+    """Run one (method, eps, run) task; return {"row": {...}, "arrays": {...}}.
+
+    ``spec`` is a plain dict (picklable for any executor).  The result depends only on
+    the spec, not on the process, thread count or order in which tasks run.
+    """
+    set_threads(spec.get("numba_threads"))
+    from dpbook.model.families import as_family
+    from dpbook.privacy.population import family_population
+
+    if "family_pickle" in spec:  # a family defined outside dpbook, shipped by value
+        import cloudpickle
+
+        family = cloudpickle.loads(spec["family_pickle"])
+    else:
+        family = family_of(spec)
+    mechanism = spec.get("mechanism", "laplace")
+    family = as_family(family)
+    _warm_up(spec["method"], family, mechanism)
+    params = family.params
+    method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
+    n, theta = spec["n"], tuple(spec["theta"])
+    dss, ass = data_seed(root, eps, run), task_seed(root, method, eps, run)
+    row = {"method": method, "eps": eps, "run": run, "seed": seed_str(ass),
+           "data_seed": seed_str(dss), "n": n,
+           **{f"{p}_true": float(v) for p, v in zip(params, theta)},
+           "a": math.nan, "b": math.nan, "l_c": math.nan, "r_c": math.nan,
+           "particles": math.nan, "iters": math.nan}
+    arrays = {}
+    lc, rc = spec["fixed"]
+    t0 = time.perf_counter()
+    # the normal/Laplace population is the paper's (bit-identical to earlier stores)
+    pop = family_population(family, theta, n, eps, seed=dss, mechanism=mechanism)
+    if method in ("smc-adaptive", "smc-fixed"):
+        from dpbook.privacy.online import run_online
+        from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+
+        if method == "smc-adaptive" and "table" in spec:
+            from dpbook.fisher import ThetaGridIntervals
+            from dpbook.privacy.policies import ThetaGridPolicy
+
+            policy = ThetaGridPolicy(ThetaGridIntervals.from_table(family, spec["table"]))
+        elif method == "smc-adaptive":
+            policy = AdaptivePolicy(spec["a"], spec["b"])
+            row.update(a=float(spec["a"]), b=float(spec["b"]))
+        else:
+            policy = FixedPolicy(lc, rc)
+            row.update(l_c=lc, r_c=rc)
+        res = run_online(pop, policy, n, n_particles=spec["particles"], seed=ass,
+                         every=spec["every"], family=family)
+        seconds = time.perf_counter() - t0
+        s, h = res.smc.summary(), res.smc.history
+        acc = np.asarray(h.acceptance[1:], dtype=float)
+        row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
+                   acceptance=float(acc.mean()) if acc.size else math.nan)
+        arrays.update(y=res.y, l=res.l, r=res.r)
+        keys = [f"{k}_{p}" for k in ("mean", "sd") for p in params] + ["ess", "acceptance"]
+        for k in keys:
+            arrays[k] = np.asarray(getattr(h, k), dtype=float)
+        if spec["keep"] and h.snapshot_t:
+            arrays["snapshot_t"] = np.asarray(h.snapshot_t, dtype=np.int64)
+            for p in params:
+                arrays[f"snapshot_{p}"] = np.asarray(getattr(h, f"snapshot_{p}"), dtype=float)
+            arrays["snapshot_w"] = np.asarray(h.snapshot_w, dtype=float)
+    elif method == "mhaar":
+        from dpbook.mhaar import mhaar
+
+        y = np.array([pop.release(lc, rc) for _ in range(n)])
+        l, r = np.full(n, lc), np.full(n, rc)
+        res = mhaar(y, l, r, eps, family=family, mechanism=mechanism,
+                        n_iter=spec["mhaar_iters"], n_aux=spec["mhaar_aux"], seed=ass)
+        s = res.summary()
+        seconds = time.perf_counter() - t0
+        row.update(l_c=lc, r_c=rc, iters=spec["mhaar_iters"])
+        row["acceptance"] = res.acceptance
+        for k, v in zip(res.step_coords, res.final_steps):
+            row[f"mhaar_step_{k}"] = float(v)
+        arrays.update(y=y, l=l, r=r)
+        arrays.update(_mhaar_chain(res, params))
+    else:  # pragma: no cover - validated before
+        raise ValueError(f"unknown method {method!r}")
+    for p in params:
+        row[f"{p}_hat"] = float(s[p]["mean"])
+        row[f"{p}_sd"] = float(s[p]["sd"])
+    row["seconds"] = seconds
+    return {"row": row, "arrays": arrays}
+
+
+_WARM: set = set()
+
+
+def _warm_up(method, family, mechanism):
+    """Run each algorithm once on three individuals per process, so that ``seconds``
+    measures the task and not numba's cache loading.  No random state is kept."""
+    algorithm = "mhaar" if method == "mhaar" else "smc"
+    key = (algorithm, family.describe(), str(mechanism))
+    if key in _WARM:
+        return
+    from dpbook.privacy.population import family_population
+
+    theta = (0.0, 1.0) if family.location_scale else family.default_theta()
+    pop = family_population(family, theta, 3, 1.0, seed=0, mechanism=mechanism)
+    lc, rc = family.fixed_interval(*theta)
+    if algorithm == "smc":
+        from dpbook.privacy.online import run_online
+        from dpbook.privacy.policies import FixedPolicy
+
+        run_online(pop, FixedPolicy(lc, rc), 3, n_particles=4, seed=0, family=family)
+    else:
+        from dpbook.mhaar import mhaar
+
+        y = [pop.release(lc, rc) for _ in range(3)]
+        mhaar(y, lc, rc, 1.0, family, mechanism, n_iter=4, n_aux=2, seed=0)
+    _WARM.add(key)
+
+
+def _mhaar_chain(res, params=("mu", "sigma")) -> dict:
+    """A thinned chain of theta from an MHAAR result: chain_<param>, chain_iter."""
+    th = res.samples
+    step = max(1, -(-th.shape[0] // CHAIN_POINTS))
+    out = {f"chain_{p}": th[::step, j] for j, p in enumerate(params)}
+    out["chain_iter"] = np.arange(0, th.shape[0], step, dtype=np.int64)
+    return out
