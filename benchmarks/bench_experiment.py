@@ -121,7 +121,7 @@ def one(method, threads, eps, n, particles, iters, a, b, profile):
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "tasks").mkdir()
         t1 = time.perf_counter()
-        store_task(Path(d), task, res)
+        store_task(Path(d), task, res, cfg)
         store_s = time.perf_counter() - t1
         size = (Path(d) / "tasks" / task.filename).stat().st_size
     row = res["row"]

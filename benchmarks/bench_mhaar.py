@@ -9,7 +9,7 @@ released with Laplace noise of scale (r - l)/eps.  One run is n * iters * aux = 
 auxiliary draws (1.9e9 fresh normals, 4e9 Laplace weights) at the default size.  Timed
 configurations: 1 thread (serial), 2 threads with the blocks of observations in
 parallel, and 2 threads in the default "auto" mode (which times both modes now and
-then and keeps the faster; see dpbook.mhaar.normal_laplace._run_chain).  All runs must give the same
+then and keeps the faster; see dpbook.mhaar.normal_laplace).  All runs must give the same
 chain (checked).  Compilation / cache loading is timed separately in a warm-up.  The
 1-minute load average is recorded before and after each run: on a shared machine other
 processes take CPU time and the parallel mode, which synchronises its threads at every
@@ -29,7 +29,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from dpbook.mhaar.normal_laplace import mhaar
+from dpbook.mhaar import mhaar
 from dpbook.model.mechanisms import release
 
 HERE = Path(__file__).resolve().parent
@@ -80,8 +80,7 @@ def main():
             if ref is None:
                 ref = res
             else:
-                assert np.array_equal(ref.mu_samples, res.mu_samples), "chains differ"
-                assert np.array_equal(ref.sigma_samples, res.sigma_samples), "chains differ"
+                assert np.array_equal(ref.samples, res.samples), "chains differ"
             row.update(repeat=rep, ns_per_draw_wall=row["wall_s"] / draws * 1e9,
                        ns_per_draw_cpu=row["cpu_s"] / draws * 1e9)
             rows.append(row)
@@ -100,7 +99,7 @@ def main():
     print(f"best wall {best:.2f} s (target {TARGET_S:.0f} s); estimate: mu {s['mu']['mean']:.3f} "
           f"(sd {s['mu']['sd']:.3f}), sigma {s['sigma']['mean']:.3f} "
           f"(sd {s['sigma']['sd']:.3f}); acceptance {ref.acceptance:.3f}, "
-          f"steps {ref.step_mu:.3g} / {ref.step_var:.3g}")
+          f"steps {ref.final_steps[0]:.3g} / {ref.final_steps[1]:.3g}")
     out = {
         "settings": vars(a) | {"draws": draws},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
@@ -112,8 +111,8 @@ def main():
         "target_s": TARGET_S,
         "estimate": s,
         "acceptance": ref.acceptance,
-        "step_mu": ref.step_mu,
-        "step_var": ref.step_var,
+        "step_mu": float(ref.final_steps[0]),
+        "step_var": float(ref.final_steps[1]),
     }
     (HERE / "results").mkdir(exist_ok=True)
     with open(HERE / "results" / "mhaar.json", "w") as f:

@@ -60,8 +60,8 @@ def _time_split():
             acc[key] += time.perf_counter() - t0
         return call
 
-    smc._move_propagate_weight = timed(smc._move_propagate_weight, "sweep")
-    smc._systematic = timed(smc._systematic, "resample")
+    smc.move_propagate_weight = timed(smc.move_propagate_weight, "sweep")
+    smc.systematic_keyed = timed(smc.systematic_keyed, "resample")
     return acc
 
 

@@ -14,6 +14,7 @@ import json
 import math
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -436,15 +437,22 @@ def cmd_experiment(args):
     return result
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    text = str(message).splitlines()[0] if str(message) else category.__name__
+    print(f"dpbook: warning: {text}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        args.func(args)
-    except (_UsageError, ValueError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"dpbook: error: {msg}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning  # a user sees one line, not a stack
+        try:
+            args = parser.parse_args(argv)
+            args.func(args)
+        except (_UsageError, ValueError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print(f"dpbook: error: {msg}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -28,7 +28,7 @@ METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
 DATA_CODE = 0
 INTERVAL_CODE = 4
 RESAMPLE_CODE = 5
-FORMAT = 1
+FORMAT = 2  # 2: task files carry the configuration's hash
 FIXED_HALF_WIDTH = 10.0  # [l_c, r_c] = [mu - 10 sigma, mu + 10 sigma]
 MHAAR_AUX = 20
 EVERY = 20
@@ -245,6 +245,16 @@ def algorithm_fingerprint() -> str:
             h.update(str(path.relative_to(here)).encode())
             h.update(path.read_bytes() if path.exists() else b"")
     return h.hexdigest()[:16]
+
+
+def config_hash(config) -> str:
+    """A short hash of the whole configuration; every task file carries it, and a file
+    whose hash differs is never used (see :func:`dpbook.experiment.store.read_task`)."""
+    import hashlib
+    import json
+
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def config_tasks(config) -> list[Task]:

@@ -17,11 +17,51 @@ def connect(scheduler: str, timeout: float):
     except ImportError as e:  # pragma: no cover
         raise ValueError(f"dask.distributed is not available: {e}") from None
     _probe(scheduler, timeout)
+    _identify(scheduler, timeout)
     try:
         return Client(scheduler, timeout=timeout, set_as_default=False)
     except Exception as e:  # noqa: BLE001 - any failure means: not reachable
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ValueError(f"cannot reach the Dask scheduler at {scheduler!r}: {msg}") from None
+
+
+def _identify(scheduler: str, timeout: float):
+    """Ask the server at ``scheduler`` who it is, within ``timeout`` seconds.
+
+    A server that is not Dask may accept the connection and never answer; the Dask
+    client then waits forever.  The question runs on its own event loop in a helper
+    thread (the caller may be inside a running loop, e.g. a notebook)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect as comm_connect
+
+    async def ask():
+        comm = await comm_connect(scheduler, timeout=timeout)
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run():
+        return asyncio.run(asyncio.wait_for(ask(), timeout))
+
+    with ThreadPoolExecutor(1) as ex:
+        try:
+            answer = ex.submit(run).result()
+        except TimeoutError:
+            raise ValueError(f"no Dask scheduler answered at {scheduler!r} within "
+                             f"{timeout:g} s (is another kind of server listening "
+                             f"there?)") from None
+        except Exception as e:  # noqa: BLE001 - a closed or garbled connection
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ValueError(f"{scheduler!r} did not answer as a Dask scheduler: "
+                             f"{msg}") from None
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind != "Scheduler":
+        raise ValueError(f"{scheduler!r} is not a Dask scheduler (it says it is "
+                         f"{kind or 'something else'})")
 
 
 def _probe(scheduler: str, timeout: float):

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from dpbook.experiment.config import (
+    FORMAT,
     METHOD_CODE,
     RESAMPLE_CODE,
     Task,
@@ -15,7 +16,7 @@ from dpbook.experiment.config import (
     config_tasks,
     eps_code,
 )
-from dpbook.experiment.store import collect, finished_tasks, read_manifest, write_estimates
+from dpbook.experiment.store import collect, read_manifest, valid_tasks, write_estimates
 
 
 class Trajectories:
@@ -28,15 +29,17 @@ class Trajectories:
     [steps/every, N]); for MHAAR tasks ``y``, ``l``, ``r`` and possibly a thinned chain.
     """
 
-    def __init__(self, out, manifest):
+    def __init__(self, out, manifest, tasks=None):
         self.out = Path(out)
         self.manifest = manifest
         self.config = manifest["config"]
+        self._tasks = tasks  # the checked task files (None: every file present)
         self._cache = {}
 
     def keys(self):
         return [(t.method, t.eps, t.run) for t in config_tasks(self.config)
-                if (self.out / "tasks" / t.filename).exists()]
+                if (t in self._tasks if self._tasks is not None
+                    else (self.out / "tasks" / t.filename).exists())]
 
     def __contains__(self, key):
         return key in self.keys()
@@ -49,10 +52,11 @@ class Trajectories:
         task = Task(method, float(eps), int(run))
         if task not in self._cache:
             path = self.out / "tasks" / task.filename
-            if not path.exists():
+            if not path.exists() or (self._tasks is not None and task not in self._tasks):
                 raise KeyError(key)
             with np.load(path, allow_pickle=False) as z:
-                self._cache[task] = {k: z[k] for k in z.files if k != "row_json"}
+                self._cache[task] = {k: z[k] for k in z.files
+                                     if k not in ("row_json", "config_sha")}
         return self._cache[task]
 
     def get(self, method, eps, run):
@@ -105,24 +109,37 @@ class Trajectories:
 
 
 def load_results(out="results/paper"):
-    """(estimates DataFrame, :class:`Trajectories`) of the experiment stored in ``out``."""
-    import pandas as pd
+    """(estimates DataFrame, :class:`Trajectories`) of the experiment stored in ``out``.
 
+    Only task files that pass :func:`~dpbook.experiment.store.read_task` are used (the
+    others are reported); ``estimates.parquet`` is rewritten when it does not hold them.
+    """
     out = Path(out)
     manifest = read_manifest(out)
     if manifest is None:
         raise ValueError(f"{out} holds no experiment results (no manifest.json)")
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{out} was written in store format {manifest.get('format')}, this "
+                         f"dpbook reads format {FORMAT}: rerun the experiment into it")
     config = manifest["config"]
-    done = finished_tasks(out, config)
+    rows = valid_tasks(out, config)
+    df = collect(out, config, rows)
     p = out / "estimates.parquet"
-    df = pd.read_parquet(p) if p.exists() else None
-    if df is None or len(df) != done:
-        df = collect(out, config)
+    if not p.exists() or _parquet_rows(p) != len(df):
         try:
             write_estimates(out, df)
-        except OSError:
+        except OSError:  # a read-only store is still readable
             pass
-    return df, Trajectories(out, manifest)
+    return df, Trajectories(out, manifest, set(rows))
+
+
+def _parquet_rows(path) -> int | None:
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # noqa: BLE001 - any damage means: rewrite it
+        return None
 
 
 def summarize(estimates, mu=None, sigma=None):

@@ -30,8 +30,10 @@ MHAAR; the sample x is shared there too).
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,15 +53,17 @@ from dpbook.experiment.config import (
 from dpbook.experiment.executors import check_workers, connect, run_dask, run_pool, run_serial
 from dpbook.experiment.results import load_results
 from dpbook.experiment.store import (
+    StoreWarning,
     check_same_config,
     code_version,
     collect,
-    finished_tasks,
     package_versions,
+    prepare_store,
     read_manifest,
     store_task,
+    update_manifest,
+    valid_tasks,
     write_estimates,
-    write_json,
 )
 from dpbook.experiment.tasks import run_task, task_spec
 from dpbook.validation import check_count
@@ -141,49 +145,54 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
         raise ValueError(f"scheduler must be an address such as tcp://host:8786, "
                          f"got {scheduler!r}")
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{out} exists and is not a directory")
-    manifest = read_manifest(out)
-    check_same_config(out, manifest, config)
-
+    if out.exists():
+        check_same_config(out, read_manifest(out), config)
     client = connect(scheduler, scheduler_timeout) if scheduler else None
     try:
+        prepare_store(out)  # fails before any computing if the store cannot be written
+        manifest = read_manifest(out)
+        check_same_config(out, manifest, config)
         intervals = _best_intervals(config, manifest, family_obj)
-        (out / "tasks").mkdir(parents=True, exist_ok=True)
-        for p in (out / "tasks").glob(".tmp-*"):  # debris of a killed writer
-            p.unlink(missing_ok=True)
         tasks = config_tasks(config)
+        done = valid_tasks(out, config, quarantine=True)
         # submitted run by run, the methods alternating, so that the pace is even and the
         # progress bar's ETA holds from the start (the results do not depend on the order)
-        pending = sorted((t for t in tasks if not (out / "tasks" / t.filename).exists()),
+        pending = sorted((t for t in tasks if t not in done),
                          key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))
         if scheduler:
             executor, nw = "dask", None
         else:
             nw = min(workers or os.cpu_count() or 1, max(len(pending), 1))
             executor = "pool" if nw > 1 else "serial"
-        session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "code": code_version(),
-                   "executor": executor, "workers": nw, "scheduler": scheduler,
-                   "tasks_to_run": len(pending)}
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        session = {"id": f"{platform.node()}:{os.getpid()}:{time.time_ns()}",
+                   "started": started, "code": code_version(), "executor": executor,
+                   "workers": nw, "scheduler": scheduler, "tasks_to_run": len(pending)}
         if client is not None:
             session["dask_workers"] = check_workers(client)
             session["workers"] = len(session["dask_workers"])
-        new = {"format": FORMAT, "config": config, "intervals": intervals,
-               "code": (manifest or {}).get("code", session["code"]),
-               "packages": (manifest or {}).get("packages", package_versions()),
-               "created": (manifest or {}).get("created", session["started"]),
-               "sessions": (manifest or {}).get("sessions", []) + [session],
-               "tasks": len(tasks), "complete": False}
         if manifest and manifest.get("packages") != package_versions():
             session["packages"] = package_versions()
-        write_json(out / "manifest.json", new)
 
+        def begin(old):
+            # another process may have written the manifest since it was read above
+            check_same_config(out, old, config)
+            old = old or {}
+            return {"format": FORMAT, "config": config,
+                    "intervals": {**old.get("intervals", {}), **intervals},
+                    "code": old.get("code", session["code"]),
+                    "packages": old.get("packages", package_versions()),
+                    "created": old.get("created", started),
+                    "sessions": old.get("sessions", []) + [session],
+                    "tasks": len(tasks), "complete": False}
+
+        update_manifest(out, begin)
         threads = None if executor == "serial" else 1
         specs = [(t, task_spec(config, intervals, t, threads, family_obj)) for t in pending]
         bar = _progress(len(tasks), len(tasks) - len(pending), progress)
 
         def on_done(task, result):
-            store_task(out, task, result)
+            store_task(out, task, result, config)
             bar.update(1)
             bar.set_postfix_str(task.name, refresh=False)
 
@@ -198,9 +207,16 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
             bar.close()
             df = collect(out, config)
             write_estimates(out, df)
-            session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            new["complete"] = len(df) == len(tasks)
-            write_json(out / "manifest.json", new)
+
+            def finish(old):
+                new = old if old is not None else begin(None)
+                for s in new["sessions"]:
+                    if s.get("id") == session["id"]:
+                        s["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                new["complete"] = len(df) == len(tasks)
+                return new
+
+            update_manifest(out, finish)
     finally:
         if client is not None:
             client.close()
@@ -222,7 +238,9 @@ def is_complete(out, **kwargs) -> bool:
     manifest = read_manifest(out)
     if manifest is None or manifest.get("config") != config:
         return False
-    return finished_tasks(out, config) == len(config_tasks(config))
+    with warnings.catch_warnings():  # reported (once) by the run that follows
+        warnings.simplefilter("ignore", StoreWarning)
+        return len(valid_tasks(out, config)) == len(config_tasks(config))
 
 
 def ensure_results(out="results/paper", progress=True, workers=None, scheduler=None,
@@ -244,13 +262,14 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
     import fcntl
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_store(out)
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         config = make_config(**kwargs)
         manifest = read_manifest(out)
         old = (manifest or {}).get("config", {})
-        code = ("algorithm", "family_source")  # what changes with the code, not the setup
+        # what changes with the code, not with the setup
+        code = ("algorithm", "family_source", "format")
         if old and any(old.get(k) != config.get(k) for k in code) and \
                 {k: v for k, v in old.items() if k not in code} == \
                 {k: v for k, v in config.items() if k not in code}:
@@ -258,7 +277,7 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
             shutil.rmtree(aside, ignore_errors=True)
             aside.mkdir()
             for item in out.iterdir():
-                if item.name != ".lock":
+                if item.name not in (".lock", ".manifest.lock"):
                     item.rename(aside / item.name)
         if not is_complete(out, **kwargs):
             run_experiment(out=out, progress=progress, workers=workers, scheduler=scheduler,

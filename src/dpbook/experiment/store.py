@@ -17,15 +17,25 @@ had finished and a rerun skips it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import subprocess
+import time
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from dpbook.experiment.config import METHOD_ORDER, Task, config_params, config_tasks
+from dpbook.experiment.config import (
+    METHOD_ORDER,
+    Task,
+    config_hash,
+    config_params,
+    config_tasks,
+)
 
 
 def atomic_write_bytes(path: Path, writer):
@@ -46,31 +56,86 @@ def write_json(path: Path, obj):
         (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode()))
 
 
-def store_task(out: Path, task: Task, result: dict):
+class StoreWarning(UserWarning):
+    """A task file of a store was not used (and, when running, moved aside)."""
+
+
+def store_task(out: Path, task: Task, result: dict, config: dict):
+    """Write one finished task; the file carries the hash of its configuration."""
     arrays = dict(result["arrays"])
     arrays["row_json"] = np.array(json.dumps(result["row"]))
+    arrays["config_sha"] = np.array(config_hash(config))
     atomic_write_bytes(out / "tasks" / task.filename,
                        lambda f: np.savez_compressed(f, **arrays))
 
 
-def _read_row(path: Path) -> dict:
-    with np.load(path, allow_pickle=False) as z:
-        return json.loads(str(z["row_json"]))
+def read_task(path: Path, task: Task, sha: str) -> dict:
+    """The estimates row of a task file, checked: ValueError naming the file and the
+    problem if it is unreadable, is not a dpbook task file, or was made by another
+    configuration (``sha``, see :func:`config_hash`) or for another task.  Nothing is
+    ever unpickled (a store may come from someone else)."""
+    try:
+        if path.stat().st_size == 0:
+            raise ValueError("the file is empty")
+        with np.load(path, allow_pickle=False) as z:
+            if not {"row_json", "config_sha"} <= set(z.files):
+                raise ValueError("it is not a dpbook task file of this version (keys "
+                                 f"{', '.join(sorted(z.files)) or 'none'})")
+            file_sha, row = str(z["config_sha"]), json.loads(str(z["row_json"]))
+    except ValueError as e:
+        msg = str(e)
+        if "allow_pickle" in msg or "pickled" in msg:
+            msg = "it holds pickled Python objects, which dpbook never loads"
+        elif "cannot reshape" in msg or "NPY" in msg or "header" in msg:
+            msg = "it is damaged (unreadable array)"
+        raise ValueError(f"{path}: {msg}") from None
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise ValueError(f"{path}: unreadable ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'truncated'})") from None
+    if file_sha != sha:
+        raise ValueError(f"{path}: made by another configuration (hash {file_sha}, "
+                         f"this one {sha})")
+    if not isinstance(row, dict) or (row.get("method"), row.get("eps"), row.get("run")) != (
+            task.method, task.eps, task.run):
+        raise ValueError(f"{path}: holds another task than its name says")
+    return row
 
 
-def collect(out: Path, config: dict | None = None):
-    """Estimates DataFrame from the finished task files (only those of ``config``)."""
+def valid_tasks(out: Path, config: dict, quarantine: bool = False) -> dict:
+    """{task: estimates row} of the configuration's tasks stored in ``out``, every file
+    checked by :func:`read_task`.  A file that fails is never used: it is reported (a
+    :class:`StoreWarning`) and, with ``quarantine``, moved to ``out/quarantine/`` so that
+    its task is recomputed."""
+    sha, rows = config_hash(config), {}
+    for task in config_tasks(config):
+        path = out / "tasks" / task.filename
+        if not path.exists():
+            continue
+        try:
+            rows[task] = read_task(path, task, sha)
+        except ValueError as e:
+            if quarantine:
+                qdir = out / "quarantine"
+                qdir.mkdir(exist_ok=True)
+                dest = qdir / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{path.name}"
+                try:
+                    os.replace(path, dest)
+                except FileNotFoundError:  # another process moved it first
+                    continue
+                warnings.warn(f"{e}; moved to {dest}, its task will be recomputed",
+                              StoreWarning, stacklevel=2)
+            else:
+                warnings.warn(f"{e}; not used", StoreWarning, stacklevel=2)
+    return rows
+
+
+def collect(out: Path, config: dict, rows: dict | None = None):
+    """Estimates DataFrame of the configuration's valid task files (``rows``, as
+    :func:`valid_tasks` returns them, when already read)."""
     import pandas as pd
 
-    tdir = out / "tasks"
-    wanted = None if config is None else {t.filename for t in config_tasks(config)}
-    rows = []
-    if tdir.is_dir():
-        for p in sorted(tdir.glob("*.npz")):
-            if p.name.startswith(".") or (wanted is not None and p.name not in wanted):
-                continue
-            rows.append(_read_row(p))
-    ps = config_params(config) if config is not None else ("mu", "sigma")
+    rows = list((valid_tasks(out, config) if rows is None else rows).values())
+    ps = config_params(config)
     cols = (["method", "eps", "run", "seed", "data_seed"]
             + [f"{p}_hat" for p in ps] + [f"{p}_sd" for p in ps]
             + ["seconds", "a", "b", "l_c", "r_c", "n", "particles", "iters",
@@ -151,8 +216,55 @@ def check_same_config(out: Path, manifest: dict | None, config: dict):
                          f"directory or remove it")
 
 
+def prepare_store(out: Path):
+    """Create the store's directories and check that they can be written, before any
+    computing: ValueError naming the path otherwise.  Removes the temporary files of
+    writers that no longer run."""
+    try:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"{out} exists and is not a directory")
+        (out / "tasks").mkdir(parents=True, exist_ok=True)
+        probe = out / "tasks" / f".tmp-{os.getpid()}-write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(f"cannot write the store {out}: {e.strerror or e}") from None
+    for p in (out / "tasks").glob(".tmp-*"):  # debris of a killed writer
+        try:
+            pid = int(p.name.split("-")[1])
+            os.kill(pid, 0)  # signal 0: only asks whether the process exists
+            alive = True
+        except (ValueError, IndexError, ProcessLookupError):
+            alive = False
+        except PermissionError:  # a process of another user: it exists
+            alive = True
+        if not alive:
+            p.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def manifest_lock(out: Path):
+    """An exclusive lock on the store's manifest (released when the block ends), so that
+    processes sharing a store never lose each other's updates."""
+    import fcntl
+
+    with open(out / ".manifest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def update_manifest(out: Path, change) -> dict:
+    """Read, change and write the manifest atomically: ``change(old or None) -> new``
+    runs under :func:`manifest_lock`."""
+    with manifest_lock(out):
+        new = change(read_manifest(out))
+        write_json(out / "manifest.json", new)
+    return new
+
+
 def finished_tasks(out: Path, config: dict) -> int:
-    """Number of the configuration's tasks stored in ``out``."""
+    """Number of the configuration's task files in ``out`` (not checked: a progress
+    count; :func:`valid_tasks` checks them)."""
     return sum((out / "tasks" / t.filename).exists() for t in config_tasks(config))
 
 

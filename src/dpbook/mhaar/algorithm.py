@@ -149,7 +149,6 @@ def batch_means_se(x, n_batches=50):
     return float(means.std(ddof=1) / math.sqrt(n_batches))
 
 
-
 @dataclass
 class MHAARResult:
     """Output of :func:`mhaar` (any family, either backend): the chain of theta and the

@@ -190,7 +190,7 @@ class _Scratch(NamedTuple):
 
 
 @njit(parallel=True, cache=True)
-def _move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y, l, r,
+def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y, l, r,
                            invb, logw, acc,
                            S0, S1, S2, S3, J, AOFF, BAD, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
@@ -331,7 +331,7 @@ class NormalLaplaceSMC(SMC):
         self.every = check_count("every", every, 1)
         self._key = np.uint64(_rng.seed_to_key(seed))
         N = self.N
-        # latent paths, block-major and flat (see _move_propagate_weight)
+        # latent paths, block-major and flat (see move_propagate_weight)
         size = -(-N // _LANES) * self.n_max * _LANES
         self._x = [np.zeros(size), np.zeros(size)]
         # theta = rows mu, sigma; the sweep reads the first array and writes the second
@@ -389,7 +389,7 @@ class NormalLaplaceSMC(SMC):
             self._anc[:] = np.arange(N)
         x_old, x_new = self._x
         th_old, th_new = self._theta
-        _move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
+        move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
                                th_old[0], th_old[1], th_new[0], th_new[1], self._y, self._l,
                                self._r, self._invb, self._logw, self._acc, *self._work)
         self._x = [x_new, x_old]
