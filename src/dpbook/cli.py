@@ -180,9 +180,25 @@ def read_releases(path):
     import pandas as pd
 
     try:
-        df = pd.read_csv(path)
+        with open(path, "rb") as f:
+            head = f.read(4096)
     except FileNotFoundError:
         raise ValueError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory, not a CSV file") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ValueError(f"{path} is UTF-16 text; save it as UTF-8 (or ASCII) CSV")
+    if b"\x00" in head:
+        raise ValueError(f"{path} is a binary file, not a CSV file")
+    try:
+        df = pd.read_csv(path, encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
+                         f"position {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty") from None
     except pd.errors.ParserError as e:

@@ -7,6 +7,7 @@ the command line turns it into ``dpbook: error: <message>`` and exit status 2.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -94,3 +95,63 @@ def check_observations(y, l, r):
         raise ValueError("observations must be a non-empty 1-d sequence")
     return (np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(l, dtype=float),
             np.ascontiguousarray(r, dtype=float))
+
+
+def as_generator(rng) -> np.random.Generator:
+    """A Generator from what ``numpy.random.default_rng`` accepts: a Generator (used as
+    it is), a BitGenerator, an int seed >= 0, a SeedSequence, or None (fresh entropy);
+    ValueError otherwise."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
+            isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
+        try:
+            return np.random.default_rng(rng)
+        except ValueError as e:
+            raise ValueError(f"rng: {e}") from None
+    raise ValueError(f"rng must be a numpy Generator, a BitGenerator, an int seed >= 0, a "
+                     f"SeedSequence or None, got {type(rng).__name__}")
+
+
+def available_memory() -> int:
+    """Bytes of memory this process can still allocate: the smaller of the system's
+    MemAvailable and the room left under a cgroup limit (Linux); physical memory
+    elsewhere."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return 1 << 62
+    try:
+        limit = open("/sys/fs/cgroup/memory.max").read().strip()
+        used = int(open("/sys/fs/cgroup/memory.current").read().strip())
+        if limit != "max":
+            avail = min(avail, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return max(avail, 0)
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if nbytes < 1024 or unit == "PiB":
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.3g} EiB"  # pragma: no cover
+
+
+def check_memory(what: str, nbytes: float):
+    """ValueError before allocating when ``what`` would need more memory (``nbytes``,
+    an estimate of its arrays) than the machine has available."""
+    avail = available_memory()
+    if nbytes > avail:
+        raise ValueError(f"{what} would need about {_size(nbytes)} of memory; this machine "
+                         f"has {_size(avail)} available")

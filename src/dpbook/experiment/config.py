@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.validation import check_count, check_eps
+from dpbook.validation import check_count, check_eps, check_memory
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar")
 METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
@@ -208,6 +208,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "every": EVERY,
         "algorithm": algorithm_fingerprint(),
     }
+    _check_task_memory(config)
     if pop["family"] == "normal":
         del pop["theta"]  # it is (mu, sigma)
     else:
@@ -215,6 +216,19 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     if pop["family"] != "normal" or pop["mechanism"] != "laplace":
         config.update(pop)  # the paper's configuration keeps its keys unchanged
     return config
+
+
+def _check_task_memory(config):
+    """Each task must fit in memory (the executors run them side by side, but one that
+    cannot fit alone would fail in every executor)."""
+    from dpbook.smc.algorithm import check_smc_memory
+
+    if {"smc-adaptive", "smc-fixed"} & set(config["methods"]):
+        check_smc_memory(config["particles"], config["n"])
+    if "mhaar" in config["methods"]:
+        check_memory(f"MHAAR with {config['mhaar_iters']} iterations for {config['n']} "
+                     f"individuals", 40 * config["mhaar_iters"]
+                     + 64 * config["n"] * config["mhaar_aux"])
 
 
 def config_theta(config) -> tuple:

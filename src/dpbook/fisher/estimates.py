@@ -64,16 +64,6 @@ def check_lims(lims):
     return lo, hi
 
 
-def as_generator(rng):
-    """A Generator from a Generator, an int seed, a SeedSequence or None (fresh entropy)."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (int, np.integer, np.random.SeedSequence)):
-        return np.random.default_rng(rng)
-    raise ValueError(f"rng must be a numpy Generator, an int seed or a SeedSequence, "
-                     f"got {type(rng).__name__}")
-
-
 @dataclass(frozen=True)
 class FisherGrid:
     """F_{l,r}^eps(theta) on a grid of intervals for the search of eq. (9), or of eq. (13)

@@ -48,10 +48,10 @@ from dpbook.fisher.estimates import (
     check_score,
 )
 from dpbook.fisher.exact import fisher_exact
-from dpbook.fisher.mc import fisher_mc_pairs, mc_setup
+from dpbook.fisher.mc import fisher_mc_bytes, fisher_mc_pairs, mc_setup
 from dpbook.model.families import as_family
 from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
-from dpbook.validation import check_count, check_eps, check_positive
+from dpbook.validation import check_count, check_eps, check_memory, check_positive
 
 BASE_LIMS = (-3.0, 3.0)  # the paper's (a, b) range for the base distribution (Section 6)
 
@@ -94,6 +94,11 @@ def fisher_grid(eps, family=None, mechanism="laplace", theta=None, method="exact
     the compiled backend :func:`dpbook.fisher.normal_mc.fisher_grid` (its own draws for
     'mc'), unless ``path`` names a generic path.
     """
+    grid = check_count("grid", grid, 2)
+    mem = grid * grid * (2 * 8 * 2 * 2 + 16)  # F and its standard errors, per cell
+    if method == "mc":
+        mem += fisher_mc_bytes(check_count("M", M, 1), check_count("K", K, 1))
+    check_memory(f"a {grid} x {grid} grid of Fisher informations", mem)
     impl = backend("fisher_grid", family, mechanism) if path == "auto" else None
     if impl is not None and (theta is None or tuple(theta) == (0.0, 1.0)):
         g = impl(eps, method, grid, (-3.0, 3.0) if lims is None else lims, M, K, seed, workers)

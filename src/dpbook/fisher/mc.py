@@ -23,11 +23,17 @@ import numpy as np
 from numba import njit
 
 from dpbook.backends import backend
-from dpbook.fisher.estimates import FisherEstimate, as_generator
+from dpbook.fisher.estimates import FisherEstimate
 from dpbook.fisher.normal_mc import count_le, run_cells, sorted_cell
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
-from dpbook.validation import check_count, check_eps, check_interval
+from dpbook.validation import (
+    as_generator,
+    check_count,
+    check_eps,
+    check_interval,
+    check_memory,
+)
 
 PATHS = ("auto", "sorted", "dense")
 _ROWS_PER_CHUNK = 1 << 20  # elements per block in the fresh-samples path
@@ -406,6 +412,12 @@ def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
     return F, se, se_tr, so, so_tr
 
 
+def fisher_mc_bytes(M, K, d=2) -> int:
+    """Memory of one Monte Carlo estimate: the M draws of y with their scores and the K
+    draws of x with their gradients (float64), with room for temporaries."""
+    return 8 * 3 * (M + K) * (2 + d)
+
+
 def fisher_mc(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000, K=10000,
               rng=None, share_samples=True, path="auto"):
     """Monte Carlo Fisher information, eq. (8) with Algorithm 4 scores, for any family.
@@ -427,6 +439,9 @@ def fisher_mc(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000, K
     draw order: M normals, M Laplace, K normals) unless ``path`` names a generic path
     ('sorted' or 'dense', see the module docstring).
     """
+    M, K = check_count("M", M, 1), check_count("K", K, 1)
+    check_memory(f"the Monte Carlo Fisher information with M = {M}, K = {K}",
+                 fisher_mc_bytes(M, K))
     impl = backend("fisher_mc", family, mechanism) if path == "auto" else None
     if impl is not None:
         return impl(l, r, eps, theta, M=M, K=K, rng=rng, share_samples=share_samples)

@@ -106,12 +106,18 @@ from numba import njit
 from dpbook.fisher.estimates import (
     FisherEstimate,
     FisherGrid,
-    as_generator,
     check_lims,
     check_method,
 )
 from dpbook.likelihood.normal_laplace import fisher_exact
-from dpbook.validation import check_count, check_eps, check_finite, check_interval, check_positive
+from dpbook.validation import (
+    as_generator,
+    check_count,
+    check_eps,
+    check_finite,
+    check_interval,
+    check_positive,
+)
 
 _ROWS_PER_CHUNK = 1 << 20  # elements per block in the fresh-samples path
 

@@ -117,7 +117,7 @@ import numpy as np
 from dpbook.backends import backend
 from dpbook.model.families import Family, LocationScaleFamily, as_family
 from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
-from dpbook.validation import check_count, check_eps, check_observations
+from dpbook.validation import check_count, check_eps, check_memory, check_observations
 
 TARGET_ACCEPT = 0.1  # the Robbins-Monro rule of the module docstring
 ADAPT_EXPONENT = 0.6
@@ -438,6 +438,10 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     -------
     MHAARResult
     """
+    n_iter, n_aux = check_count("n_iter", n_iter, 1), check_count("n_aux", n_aux, 2)
+    # the chain, its steps and acceptances; n x N auxiliary draws and their weights
+    check_memory(f"MHAAR with {n_iter} iterations and {n_aux} auxiliary draws for "
+                 f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)
     impl = None if generic else backend("mhaar", family, mechanism)
     if impl is not None:
         return impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,

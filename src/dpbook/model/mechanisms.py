@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbook.validation import check_eps, check_finite, check_interval, check_one_interval
+from dpbook.validation import (
+    as_generator,
+    check_eps,
+    check_finite,
+    check_interval,
+    check_one_interval,
+)
 
 MECHANISMS = ("laplace", "gaussian")
 
@@ -41,12 +47,14 @@ def check_mechanism(mechanism) -> str:
     return mechanism
 
 
-def release(x, l, r, eps, rng: np.random.Generator, mechanism: str = "laplace"):
+def release(x, l, r, eps, rng, mechanism: str = "laplace"):
     """Release Y = T_l^r(x) + (r - l) V (eq. 10), vectorised over x, l, r.
 
-    ``rng`` is a ``numpy.random.Generator``; V ~ Laplace(scale 1/eps) for the Laplace
-    mechanism, V ~ N(0, 1/eps^2) for the Gaussian one.
+    ``rng``: a ``numpy.random.Generator`` (or what ``numpy.random.default_rng`` accepts,
+    e.g. an int seed); V ~ Laplace(scale 1/eps) for the Laplace mechanism,
+    V ~ N(0, 1/eps^2) for the Gaussian one.
     """
+    rng = as_generator(rng)
     eps = check_eps(eps)
     check_mechanism(mechanism)
     x = check_finite("x", x)
@@ -65,6 +73,8 @@ def release_one(x: float, l: float, r: float, eps: float, rng: np.random.Generat
     loop (Algorithm 1) calls it once per individual.
     """
     l, r = check_one_interval(l, r)
+    if not isinstance(rng, np.random.Generator):
+        rng = as_generator(rng)
     c = min(max(x, l), r)
     v = get_mechanism(mechanism).sample(rng, size=())
     return float(c + (r - l) / eps * v)

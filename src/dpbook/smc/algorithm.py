@@ -31,7 +31,13 @@ from dpbook.smc.sweep import (
     mh_sweep_parallel,
     mh_sweep_serial,
 )
-from dpbook.validation import check_count, check_eps, check_observations, check_release
+from dpbook.validation import (
+    check_count,
+    check_eps,
+    check_memory,
+    check_observations,
+    check_release,
+)
 
 # Optimal random-walk scaling for a d-dimensional Gaussian target (Roberts, Gelman &
 # Gilks 1997), applied to the particles' covariance as in Chopin (2002).
@@ -58,6 +64,13 @@ class History:
 
     def __repr__(self):
         return f"<History {self.params}, {len(self.ess)} steps>"
+
+
+def check_smc_memory(n_particles, n_max):
+    """ValueError before allocating an SMC that cannot fit: it keeps the latent paths
+    x_{1:t} of every particle twice (before and after the move)."""
+    check_memory(f"an SMC with {n_particles} particles for {n_max} individuals",
+                 16 * n_particles * n_max + 400 * n_particles + 64 * n_max)
 
 
 class SMC:
@@ -129,6 +142,7 @@ class SMC:
         self.n_max = check_count("n_max", n_max, 1)
         self.every = check_count("every", every, 1)
         self.n_theta_moves = check_count("n_theta_moves", n_theta_moves, 1)
+        check_smc_memory(self.N, self.n_max)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer,
                                                            np.random.SeedSequence)):
             raise ValueError(f"seed must be an int or a numpy SeedSequence, got {seed!r}")

@@ -41,7 +41,7 @@ from dpbook.model.prior import LOC_VAR as MU_VAR
 from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
 from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
 from dpbook.privacy.policies import thompson_index
-from dpbook.smc.algorithm import SMC, History
+from dpbook.smc.algorithm import SMC, History, check_smc_memory
 from dpbook.smc.resampling import systematic_keyed
 from dpbook.validation import check_count, check_eps, check_release
 
@@ -329,6 +329,7 @@ class NormalLaplaceSMC(SMC):
         self.N = check_count("number of particles", n_particles, 2)
         self.n_max = check_count("n_max", n_max, 1)
         self.every = check_count("every", every, 1)
+        check_smc_memory(self.N, self.n_max)
         self._key = np.uint64(_rng.seed_to_key(seed))
         N = self.N
         # latent paths, block-major and flat (see move_propagate_weight)

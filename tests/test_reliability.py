@@ -1,0 +1,94 @@
+"""Bad or extreme input gives a one-line error naming the problem (exit status 2 on the
+command line, ValueError in Python), never a traceback or a silently wrong answer
+(issue #13).  The store's faults are in test_store.py."""
+
+import numpy as np
+import pytest
+
+from dpbook.cli import main
+from dpbook.mechanisms import release
+from dpbook.validation import available_memory
+
+
+def _cli_error(capsys, *args) -> str:
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpbook: error: ") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("kind", ["directory", "utf16", "binary", "latin1"])
+def test_data_file_problems_are_named(tmp_path, capsys, kind):
+    path = tmp_path / "data.csv"
+    if kind == "directory":
+        path.mkdir()
+        want = "is a directory"
+    elif kind == "utf16":
+        path.write_bytes("y,l,r\n1,0,2\n".encode("utf-16"))
+        want = "UTF-16"
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+        want = "binary file"
+    else:
+        path.write_bytes("y,l,r\n1,0,2\n# caf\xe9\n".encode("latin-1"))
+        want = "not UTF-8"
+    err = _cli_error(capsys, "posterior", "--method", "exact", "--eps", "1", str(path))
+    assert str(path) in err and want in err
+
+
+def test_utf8_with_byte_order_mark_is_read(tmp_path, capsys):
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffy,l,r\n1,0,2\n0.5,0,2\n".encode("utf-8"))
+    plain = tmp_path / "plain.csv"
+    plain.write_text("y,l,r\n1,0,2\n0.5,0,2\n")
+    outs = []
+    for p in (path, plain):
+        assert main(["posterior", "--method", "exact", "--eps", "1", str(p), "--json"]) == 0
+        outs.append(capsys.readouterr().out.split('"seconds"')[0])
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("args", [
+    ["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--M", "10" * 7],
+    ["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--K", "10" * 7],
+    ["best-interval", "--eps", "1", "--grid", "100000000"],
+    ["best-interval", "--eps", "1", "--grid", "1000000", "--family", "student_t"],
+    ["experiment", "--n", "10000000000", "--runs", "1", "--eps", "1", "--no-progress"],
+    ["experiment", "--particles", "10000000000", "--runs", "1", "--n", "10", "--eps", "1"],
+    ["experiment", "--mhaar-iters", "10" * 7, "--methods", "mhaar", "--runs", "1"],
+])
+def test_work_that_cannot_fit_is_refused_before_allocating(tmp_path, capsys, args):
+    if args[0] == "experiment":
+        args = args + ["--out", str(tmp_path / "x")]
+    err = _cli_error(capsys, *args)
+    assert "would need about" in err and "available" in err
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("method, extra", [("smc", ["--particles", "10" * 6]),
+                                           ("mhaar", ["--iters", "10" * 7])])
+def test_posterior_sizes_that_cannot_fit(tmp_path, capsys, method, extra):
+    data = tmp_path / "d.csv"
+    data.write_text("y,l,r\n1,0,2\n")
+    err = _cli_error(capsys, "posterior", "--method", method, "--eps", "1", str(data), *extra)
+    assert "would need about" in err
+
+
+def test_available_memory_is_plausible():
+    assert 1 << 20 < available_memory() < 1 << 50
+
+
+def test_release_accepts_what_default_rng_accepts():
+    x = np.array([0.3, 1.7, -2.0])
+    a = release(x, -1, 1, 2.0, 5)
+    b = release(x, -1, 1, 2.0, np.random.default_rng(5))
+    c = release(x, -1, 1, 2.0, np.random.SeedSequence(5))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    assert release(x, -1, 1, 2.0, None).shape == (3,)
+
+
+@pytest.mark.parametrize("bad", ["seed", 1.5, -1, True, [1, 2], object()])
+def test_release_rejects_other_rngs(bad):
+    with pytest.raises(ValueError, match="rng"):
+        release([0.0], -1, 1, 1.0, bad)
