@@ -92,3 +92,38 @@ def test_release_accepts_what_default_rng_accepts():
 def test_release_rejects_other_rngs(bad):
     with pytest.raises(ValueError, match="rng"):
         release([0.0], -1, 1, 1.0, bad)
+
+
+_BAD_THETA = [("normal", (0.0, -1.0), "sigma"), ("normal", (0.0, 0.0), "sigma"),
+              ("normal", (float("nan"), 1.0), "mu"), ("normal", (0.0, float("inf")), "sigma"),
+              ("laplace", (0.0, -1.0), "scale"), ("student_t", (0.0, 0.0), "scale"),
+              ("poisson", (0.0,), "lam"), ("poisson", (-1.0,), "lam"),
+              ("normal", (0.0, np.array([1.0, -2.0])), "sigma")]
+
+
+@pytest.mark.parametrize("name, theta, param", _BAD_THETA)
+@pytest.mark.parametrize("primitive", ["logpdf", "score", "sample", "cdf", "sf", "ppf",
+                                       "cdf_grad", "from_latent"])
+def test_family_primitives_validate_theta(name, theta, param, primitive):
+    from dpbook.families import get_family
+
+    fam = get_family(name)
+    first = np.random.default_rng(0) if primitive == "sample" else 0.5
+    with pytest.raises(ValueError, match=f"^{param} of the {name} family must be"):
+        getattr(fam, primitive)(first, *theta)
+
+
+def test_a_family_defined_outside_dpbook_is_checked_too():
+    from dpbook.families import LocationScaleFamily
+
+    class Logistic(LocationScaleFamily):
+        name = "logistic"
+
+        def base_logpdf(self, z):
+            return -z - 2 * np.log1p(np.exp(-z))
+
+    assert np.isfinite(Logistic().logpdf(0.3, 0.0, 2.0))
+    with pytest.raises(ValueError, match="scale of the logistic family"):
+        Logistic().logpdf(0.3, 0.0, -2.0)
+    with pytest.raises(ValueError, match="has 2 parameter"):
+        Logistic().logpdf(0.3, 0.0)

@@ -240,7 +240,12 @@ class SMC:
         with np.errstate(all="ignore"):
             lp = np.asarray(fam.log_prior(*theta.T), float)
             if x.shape[1]:
-                lp = lp + fam.logpdf(x, *fam.theta_args(theta)).sum(axis=1)
+                # proposals outside the parameter space (a scale that under- or
+                # overflowed) have target 0; the family is asked only about the others
+                ok = np.isfinite(theta).all(axis=1) & (theta[:, self._pos] > 0).all(axis=1)
+                safe = np.where(ok[:, None], theta, self.theta) if not ok.all() else theta
+                lp = lp + np.where(ok, fam.logpdf(x, *fam.theta_args(safe)).sum(axis=1),
+                                   -np.inf)
             lp = lp + phi[:, self._pos].sum(axis=1)
         return np.where(np.isnan(lp), -np.inf, lp)
 

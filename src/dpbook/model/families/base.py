@@ -30,12 +30,27 @@ and take them as keyword arguments.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from scipy import special
 
 from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
+
+# The primitives that take theta after one leading argument (x, q, u or rng): each
+# subclass's own definitions are wrapped so that theta is checked before they run.
+_PRIMITIVES = ("logpdf", "score", "sample", "cdf", "sf", "ppf", "cdf_grad", "from_latent")
+
+
+def _theta_checked(fn):
+    @functools.wraps(fn)
+    def method(self, first, *theta, **kwargs):
+        self.check_theta_arrays(*theta)
+        return fn(self, first, *theta, **kwargs)
+
+    method.theta_checked = True
+    return method
 
 
 class Family:
@@ -58,6 +73,33 @@ class Family:
     location_scale = False
     options: dict = {}  # fixed settings: {name: (type, default, help)}
     summary = ""  # one line for `dpbook families`
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _PRIMITIVES:
+            fn = cls.__dict__.get(name)
+            if callable(fn) and not getattr(fn, "theta_checked", False):
+                setattr(cls, name, _theta_checked(fn))
+
+    def check_theta_arrays(self, *theta):
+        """Check theta as ``scipy.stats`` does its parameters, elementwise over arrays:
+        ValueError naming the first parameter that is not finite, or not > 0 where the
+        family needs it positive.  Every primitive (logpdf, score, sample, cdf, sf, ppf,
+        cdf_grad, from_latent) runs it first."""
+        if len(theta) != self.dim:
+            raise ValueError(f"the {self.name} family has {self.dim} parameter(s) "
+                             f"({', '.join(self.params)}), got {len(theta)}")
+        for name, pos, v in zip(self.params, self.positive, theta):
+            try:
+                a = np.asarray(v, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a number, got {v!r}") from None
+            ok = np.isfinite(a) & (a > 0) if pos else np.isfinite(a)
+            if not ok.all():
+                bad = a[~ok].flat[0] if a.ndim else a
+                kind = "a positive finite" if pos else "a finite"
+                raise ValueError(f"{name} of the {self.name} family must be {kind} number, "
+                                 f"got {float(bad)!r}")
 
     # ------------------------------------------------------------------ the model
     def logpdf(self, x, *theta):
