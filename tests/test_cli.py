@@ -15,15 +15,6 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-@pytest.fixture
-def csv(tmp_path):
-    def write(text, name="data.csv"):
-        path = tmp_path / name
-        path.write_text(text)
-        return str(path)
-    return write
-
-
 GOOD = "y,l,r\n0.3,-1,1\n-0.2,-1,1\n1.4,-1,1\n0.1,-0.5,1.5\n"
 
 
@@ -42,8 +33,8 @@ GOOD = "y,l,r\n0.3,-1,1\n-0.2,-1,1\n1.4,-1,1\n0.1,-0.5,1.5\n"
     (["posterior", "--method", "magic", "--eps", "1", "DATA"], "method"),
     (["frobnicate"], "invalid choice"),
 ])
-def test_bad_arguments(args, needle, csv, capsys):
-    args = [csv(GOOD) if a == "DATA" else a for a in args]
+def test_bad_arguments(args, needle, write_csv, capsys):
+    args = [write_csv(GOOD) if a == "DATA" else a for a in args]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("dpbook: error:") and needle in err
@@ -60,9 +51,9 @@ def test_bad_arguments(args, needle, csv, capsys):
     ("y,l,r\ninf,0,1\n", "finite"),
     ("y,l,r\n1,2,1\n", "l < r"),
 ])
-def test_bad_csv(text, needle, csv, capsys):
+def test_bad_csv(text, needle, write_csv, capsys):
     for method in ("smc", "exact"):
-        assert main(["posterior", "--method", method, "--eps", "1", csv(text)]) == 2
+        assert main(["posterior", "--method", method, "--eps", "1", write_csv(text)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, err
 
@@ -72,8 +63,8 @@ def test_missing_file(capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_posterior_json_and_reproducible(csv):
-    path = csv(GOOD)
+def test_posterior_json_and_reproducible(write_csv):
+    path = write_csv(GOOD)
     code, out, err = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
                          "--seed", "4", "--json", path)
     assert code == 0, err
@@ -100,9 +91,31 @@ def test_best_interval_json():
     assert res["a"] < res["b"] and res["score"] > 0
 
 
-def test_human_readable_output(csv):
-    code, out, _ = run("posterior", "--method", "exact", "--eps", "1", csv(GOOD))
-    assert code == 0 and "mu" in out and "{" not in out
+@pytest.mark.parametrize("args", [
+    ["posterior", "--method", "exact", "--eps", "1", "DATA"],
+    ["posterior", "--method", "smc", "--eps", "2", "--particles", "100", "DATA"],
+    ["fisher", "--eps", "2", "--a", "-1", "--b", "1"],
+    ["best-interval", "--eps", "2", "--grid", "10"],
+])
+def test_human_readable_output_shows_the_json_numbers(write_csv, capsys, args):
+    """The text output carries the same numbers as --json (to its printed precision)."""
+    import re
+
+    args = [write_csv(GOOD) if a == "DATA" else a for a in args]
+    assert main(args + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "{" not in text
+    shown = [float(v) for v in re.findall(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?", text)]
+    if "F" in data:
+        want = [v for row in data["F"] for v in row]
+    elif "a" in data:
+        want = [data["a"], data["b"], data["score"]]
+    else:
+        want = [data[p][k] for p in ("mu", "sigma") for k in ("mean", "sd")]
+    for w in want:
+        assert any(abs(s - w) <= 1e-4 * max(1.0, abs(w)) for s in shown), (w, text)
 
 
 def test_every_option_has_help():

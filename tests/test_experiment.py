@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import assert_same_estimates
 
 from dpbook import experiment as ex
 
@@ -18,11 +19,6 @@ _REAL_RUN_TASK = ex.run_task
 
 def _run(out, **kw):
     return ex.run_experiment(out=out, **{**SMALL, **kw})
-
-
-def _same(a: pd.DataFrame, b: pd.DataFrame):
-    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"),
-                                  check_exact=True)
 
 
 def _same_tasks(d1: Path, d2: Path):
@@ -79,7 +75,7 @@ def test_reference_store(ref):
 def test_same_config_twice_bit_identical(ref, tmp_path):
     out, df = ref
     df2 = _run(tmp_path / "again", workers=1)
-    _same(df, df2)
+    assert_same_estimates(df, df2)
     _same_tasks(out, tmp_path / "again")
 
 
@@ -88,9 +84,9 @@ def test_seeds_come_from_identities_not_positions(ref, tmp_path):
     _, df = ref
     sub = _run(tmp_path / "sub", eps=(5,), methods="smc-fixed", workers=1)
     want = df[(df.method == "smc-fixed") & (df.eps == 5.0)].reset_index(drop=True)
-    _same(want, sub)
+    assert_same_estimates(want, sub)
     sub2 = _run(tmp_path / "sub2", eps=(5, 1), methods=("mhaar", "smc-fixed"), workers=1)
-    _same(df[df.method != "smc-adaptive"].reset_index(drop=True), sub2)
+    assert_same_estimates(df[df.method != "smc-adaptive"].reset_index(drop=True), sub2)
 
 
 def test_methods_share_the_sample(ref):
@@ -113,7 +109,7 @@ def test_resume_after_deleting_a_task(ref, tmp_path, monkeypatch):
     monkeypatch.setattr(ex.runner, "run_task", lambda spec: calls.append(spec) or real(spec))
     df = _run(out, workers=1)
     assert [(c["method"], c["eps"], c["run"]) for c in calls] == [("smc-adaptive", 5.0, 1)]
-    _same(ref[1], df)
+    assert_same_estimates(ref[1], df)
     _same_tasks(ref[0], out)
     calls.clear()
     _run(out, workers=1)  # complete: nothing runs
@@ -141,7 +137,7 @@ def test_interrupted_run_loses_nothing(ref, tmp_path, monkeypatch):
     monkeypatch.setattr(ex.runner, "run_task", lambda spec: calls.append(spec) or real(spec))
     df = _run(out, workers=1)
     assert len(calls) == N_TASKS - 4
-    _same(ref[1], df)
+    assert_same_estimates(ref[1], df)
     _same_tasks(ref[0], out)
     m = json.loads((out / "manifest.json").read_text())
     assert m["complete"] and len(m["sessions"]) == 2
@@ -152,12 +148,12 @@ def test_process_pool_matches_serial(ref, tmp_path):
     df = _run(out, workers=2)
     m = json.loads((out / "manifest.json").read_text())
     assert m["sessions"][-1]["executor"] == "pool" and m["sessions"][-1]["workers"] == 2
-    _same(ref[1], df)
+    assert_same_estimates(ref[1], df)
     _same_tasks(ref[0], out)
 
 
 def test_dask_cluster_matches_local(ref, tmp_path):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         addr = cluster.scheduler_address
@@ -169,7 +165,7 @@ def test_dask_cluster_matches_local(ref, tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["sessions"][-1]["executor"] == "dask"
     assert m["sessions"][-1]["scheduler"] == addr and m["sessions"][-1]["workers"] == 2
-    _same(ref[1], df)
+    assert_same_estimates(ref[1], df)
     _same_tasks(ref[0], out)
 
 
@@ -183,7 +179,7 @@ def test_config_mismatch(ref, tmp_path):
         _run(out, n=61, seed=1)
     with pytest.raises(ValueError, match="differing: methods"):
         _run(out, methods="smc-fixed")
-    _same(ref[1], ex.load_results(out)[0])  # nothing was touched
+    assert_same_estimates(ref[1], ex.load_results(out)[0])  # nothing was touched
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -211,7 +207,7 @@ def test_unreachable_scheduler(tmp_path):
 def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
     out, df = ref
     est, tr = ex.load_results(out)
-    _same(df, est)
+    assert_same_estimates(df, est)
     assert len(tr) == N_TASKS and ("mhaar", 5.0, 1) in tr
     d = tr["smc-adaptive", 1.0, 0]
     for k in ("mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "ess", "l", "r", "y"):
@@ -239,14 +235,14 @@ def test_load_and_ensure_results(ref, tmp_path, monkeypatch):
     monkeypatch.setattr(ex.runner, "run_task", boom)
     cfg = {k: v for k, v in SMALL.items() if k != "progress"}
     est2, _ = ex.ensure_results(out=out, progress=False, **cfg)
-    _same(df, est2)
+    assert_same_estimates(df, est2)
     # an incomplete store is resumed
     part = tmp_path / "part"
     shutil.copytree(out, part)
     (part / "tasks" / "mhaar_eps1.0_run0.npz").unlink()
     monkeypatch.setattr(ex.runner, "run_task", _REAL_RUN_TASK)
     est3, _ = ex.ensure_results(out=part, progress=False, workers=1, **cfg)
-    _same(df, est3)
+    assert_same_estimates(df, est3)
     with pytest.raises(ValueError, match="no experiment results"):
         ex.load_results(tmp_path / "nothing")
 
@@ -298,7 +294,7 @@ def test_stale_store_is_moved_aside_and_rerun(ref, tmp_path, monkeypatch):
     aside = tmp_path / f"paper.stale-{old}"
     assert (aside / "manifest.json").exists() and len(list((aside / "tasks").glob("*"))) == N_TASKS
     assert tr.config["algorithm"] == "0" * 16
-    _same(df, est)  # the same code really ran again: same numbers
+    assert_same_estimates(df, est)  # the same code really ran again: same numbers
     # run_experiment itself refuses to mix stores made by different code
     monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda: "1" * 16)
     with pytest.raises(ValueError, match="differing: algorithm"):
@@ -327,7 +323,7 @@ def test_ensure_results_serialises_concurrent_callers(ref, tmp_path):
         assert not done.wait(1.0)  # ensure_results waits for the lock
     thread.join(60)
     assert done.is_set()
-    _same(df, result["est"])
+    assert_same_estimates(df, result["est"])
 
 
 def test_book_experiment_store_names(tmp_path, monkeypatch):

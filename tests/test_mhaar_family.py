@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import shipped_family
 
 from dpbook.mhaar import MHAARResult, batch_means_se, mhaar
 from dpbook.mhaar import algorithm as mf
-from dpbook.model.families import available, get_family
+from dpbook.model.families import available
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, release
 from dpbook.posterior import exact_posterior
@@ -19,10 +20,6 @@ N, EPS = 40, 5.0
 N_ITER, BURN, BATCHES = 12_000, 0.2, 40
 MECHANISMS = ("laplace", "gaussian")
 CASES = [(name, mech) for name in available() for mech in MECHANISMS]
-
-
-def _family(name):
-    return get_family(name, df=5.0) if name == "student_t" else get_family(name)
 
 
 def _data(fam, mechanism, n=N, eps=EPS, seed=5):
@@ -39,7 +36,7 @@ def _data(fam, mechanism, n=N, eps=EPS, seed=5):
 
 @functools.cache
 def _run(name, mechanism):
-    fam = _family(name)
+    fam = shipped_family(name)
     y, l, r, eps = _data(fam, mechanism)
     res = mhaar(y, l, r, eps, family=fam, mechanism=mechanism, n_iter=N_ITER, seed=11,
                        burn_fraction=BURN, generic=True)
@@ -118,7 +115,7 @@ def test_agrees_with_compiled_sampler():
 
 
 def test_run_mhaar_dispatch():
-    fam = _family("normal")
+    fam = shipped_family("normal")
     y, l, r, eps = _data(fam, "laplace", n=30)
     a = mhaar(y, l, r, eps, n_iter=300, seed=4)  # normal/Laplace: the compiled sampler
     assert isinstance(a, MHAARResult)
@@ -136,7 +133,7 @@ def test_run_mhaar_dispatch():
 
 @pytest.mark.parametrize("name", ["poisson", "student_t"])
 def test_same_seed_bit_identical(name):
-    fam = _family(name)
+    fam = shipped_family(name)
     y, l, r, eps = _data(fam, "laplace", n=30)
     kw = dict(family=fam, n_iter=200)
     a = mhaar(y, l, r, eps, seed=7, **kw, generic=True)
@@ -168,7 +165,7 @@ def test_generic_paths_match_fast_paths():
     """The in-place location-scale map and the mechanisms' log densities without their
     constants give the chain of the generic calls (family.from_latent, mechanism.logpdf),
     up to rounding."""
-    fam = _family("normal")
+    fam = shipped_family("normal")
     y, l, r, eps = _data(fam, "laplace", n=30)
     a = mhaar(y, l, r, eps, family=fam, n_iter=300, seed=2, generic=True)
     b = mhaar(y, l, r, eps, family=_GenericNormal(), mechanism=_GenericLaplaceNoise(),
@@ -182,8 +179,8 @@ def test_generic_paths_match_fast_paths():
 def test_discrete_quantile_table_equals_ppf(lam, n):
     """The cdf-table look-up of discrete families (binary search for 5 x 200 draws, guide
     table for 5 x 1000) gives family.ppf's values exactly."""
-    fam = _family("poisson")
-    xmap = mf._latent_mapper(fam)
+    fam = shipped_family("poisson")
+    xmap = mf.latent_mapper(fam)
     rng = np.random.default_rng(0)
     th = np.array([[lam], [1.3 * lam]])
     args = (th[:, 0, None, None],)
@@ -199,7 +196,7 @@ def test_pilot_steps_without_noise_or_clipping():
     """With negligible noise and clipping the default steps are the posterior sds of
     (mu, log sigma), sigma/sqrt(n) and 1/sqrt(2n) (module docstring), up to the pilot's
     Monte Carlo error (2000 draws: ~5%)."""
-    fam = _family("normal")
+    fam = shipped_family("normal")
     n = 400
     rng = np.random.default_rng(1)
     x = rng.normal(3.0, 2.0, n)
@@ -211,7 +208,7 @@ def test_pilot_steps_without_noise_or_clipping():
 
 
 def test_result_and_adaptation():
-    fam = _family("laplace")
+    fam = shipped_family("laplace")
     y, l, r, eps = _data(fam, "gaussian", n=30)
     res = mhaar(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=500, seed=0, generic=True)
     assert res.samples.shape == (500, 2) and res.steps.shape == (500, 2)

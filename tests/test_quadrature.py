@@ -442,6 +442,7 @@ def test_bad_quantile_level():
         post.marginal("mu")
 
 
+@pytest.mark.slow
 def test_posterior_grid_converges_when_the_box_is_wide():
     """Weak releases (eps = 2, a 20-scale interval, heavy-tailed family) leave long
     ridges (towards large scales, and flat likelihood where every value is clipped): the

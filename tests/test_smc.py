@@ -106,18 +106,18 @@ def _reference_update(smc, y, l, r):
     from dpbook import rng
     from dpbook.smc import normal_laplace as S
 
-    t, N, key = smc.t, smc.N, smc._key
-    ys, ls, rs = np.append(smc._y[:t], y), np.append(smc._l[:t], l), np.append(smc._r[:t], r)
+    t, N, key = smc.t, smc.N, smc.key
+    ys, ls, rs = (np.append(v, w) for v, w in zip(smc.releases(), (y, l, r)))
     invb = smc.eps / (rs - ls)
     anc = np.arange(N)
     if t > 0:
-        systematic_keyed(key, S._P_RESAMPLE, t, smc.w, anc)
-    old = smc._paths()
+        systematic_keyed(key, S.P_RESAMPLE, t, smc.w, anc)
+    old = smc.paths()
     paths, mus, sigs, logw = np.zeros((N, t + 1)), np.zeros(N), np.zeros(N), np.zeros(N)
     for i in range(N):
         a = anc[i]
         m, sg = smc.mu[a], smc.sigma[a]
-        st = [np.uint64(w) for w in rng.xoshiro_seed(key, 8 * t + S._P_MH, i)]
+        st = [np.uint64(w) for w in rng.xoshiro_seed(key, 8 * t + S.P_MH, i)]
         s1 = s2 = 0.0
         for k in range(t):
             *st, w1 = rng.xoshiro_next(*st)
@@ -126,7 +126,7 @@ def _reference_update(smc, y, l, r):
             j, mag = rng.ziggurat_split(np.uint64(w1))
             z = rng.ziggurat_fast(j, mag)
             if np.isnan(z):
-                st_slow = np.uint64(rng.stream_key(key, 8 * t + S._P_ZIG, (i << 32) | k))
+                st_slow = np.uint64(rng.stream_key(key, 8 * t + S.P_ZIG, (i << 32) | k))
                 z = rng.ziggurat_slow(st_slow, j, mag)
             u = rng.u64_to_uniform(np.uint64(w2))
             xc, xp = old[a, k], m + sg * z
@@ -136,7 +136,7 @@ def _reference_update(smc, y, l, r):
             paths[i, k] = x
             s1 += x
             s2 += x * x
-        m, sg, xt = S._gibbs_propagate(key, 8 * t + S._P_GIBBS, i, t, m, sg, s1, s2)
+        m, sg, xt = S.gibbs_propagate(key, 8 * t + S.P_GIBBS, i, t, m, sg, s1, s2)
         paths[i, t], mus[i], sigs[i] = xt, m, sg
         logw[i] = -abs(ys[t] - min(max(xt, ls[t]), rs[t])) * invb[t]
     return paths, mus, sigs, logw
@@ -158,7 +158,7 @@ def test_kernel_equals_plain_algorithm(eps, width):
         before = copy.deepcopy(smc)
         smc.update(y[t], l, r)
         paths, mus, sigs, logw = _reference_update(before, y[t], l, r)
-        np.testing.assert_array_equal(smc._paths(), paths)
+        np.testing.assert_array_equal(smc.paths(), paths)
         np.testing.assert_array_equal(smc.mu, mus)
         np.testing.assert_array_equal(smc.sigma, sigs)
         w = np.exp(logw - logw.max())
@@ -173,10 +173,10 @@ def test_exp_approx_accuracy():
     d = np.concatenate([np.linspace(-700, 0, 200_001),
                         -np.random.default_rng(1).exponential(2, 200_000),
                         [-0.0, -1e-300, -0.34657359, -0.34657360]])
-    got = np.array([S._exp_approx(v) for v in d])
+    got = np.array([S.exp_approx(v) for v in d])
     rel = np.abs(got / np.exp(d) - 1)
-    assert rel.max() < S._EXP_TOL / 5, rel.max()
-    assert S._exp_approx(0.0) == 1.0  # so u < 1 = e accepts every d >= 0
+    assert rel.max() < S.EXP_TOL / 5, rel.max()
+    assert S.exp_approx(0.0) == 1.0  # so u < 1 = e accepts every d >= 0
 
 
 def test_thompson_index_is_rng_choice_bit_for_bit():

@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from conftest import shipped_family
 
 from dpbook.model.families import available, get_family
 from dpbook.model.mechanisms import LaplaceMechanism, release
@@ -23,12 +24,9 @@ TRUTH = {"normal": (1.0, 2.0), "laplace": (1.0, 2.0), "student_t": (1.0, 2.0),
          "poisson": (10.0,)}
 BOX = {"normal": ((-4.0, 7.0), (0.05, 12.0)), "laplace": ((-4.0, 7.0), (0.05, 12.0)),
        "student_t": ((-4.0, 7.0), (0.05, 12.0)), "poisson": ((4.0, 20.0),)}
-FAMILY_OPTIONS = {"student_t": {"df": 5.0}}
 CASES = [(f, m) for f in available() for m in ("laplace", "gaussian")]
 
 
-def _family(name):
-    return get_family(name, **FAMILY_OPTIONS.get(name, {}))
 
 
 def _data(fam, mech, n=N_DATA, eps=EPS, seed=0):
@@ -79,7 +77,7 @@ def test_matches_exact_posterior(name, mech):
     spread reveals it; N = 1000 makes it small against the posterior sd).  The grid
     error of the reference is below 1e-4 posterior sd and is ignored.
     """
-    fam = _family(name)
+    fam = shipped_family(name)
     y, l, r = _data(fam, mech)
     ref_mean, ref_sd = _reference(fam, mech, y, l, r)
     runs = [smc_posterior(y, l, r, EPS, fam, mech, n_particles=N_PART, seed=s,
@@ -97,7 +95,7 @@ def test_matches_exact_posterior(name, mech):
 
 def test_several_theta_moves():
     """n_theta_moves = 3 random-walk moves a step: the same posterior."""
-    fam, mech = _family("laplace"), "gaussian"
+    fam, mech = shipped_family("laplace"), "gaussian"
     y, l, r = _data(fam, mech)
     ref_mean, ref_sd = _reference(fam, mech, y, l, r)
     runs = []
@@ -114,7 +112,7 @@ def test_several_theta_moves():
 
 def test_generic_agrees_with_compiled_smc():
     """FamilySMC on the normal family, Laplace mechanism, against the compiled SMC."""
-    fam = _family("normal")
+    fam = shipped_family("normal")
     if "runs" in _GENERIC_NORMAL_LAPLACE:
         y, l, r, m_gen, sd_gen = _GENERIC_NORMAL_LAPLACE["runs"]
     else:
@@ -147,14 +145,14 @@ def _run(fam, mech, seed, n=20, n_part=200):
 def _same(a, b):
     np.testing.assert_array_equal(a.theta, b.theta)
     np.testing.assert_array_equal(a.w, b.w)
-    np.testing.assert_array_equal(a._paths(), b._paths())
+    np.testing.assert_array_equal(a.paths(), b.paths())
     for key, v in vars(a.history).items():
         np.testing.assert_array_equal(np.asarray(v), np.asarray(getattr(b.history, key)))
 
 
 @pytest.mark.parametrize("name", ["student_t", "poisson"])
 def test_same_seed_bit_identical(name, monkeypatch):
-    fam = _family(name)
+    fam = shipped_family(name)
     a = _run(fam, "laplace", 7)
     _same(a, _run(fam, "laplace", np.random.SeedSequence(7)))
     assert not np.array_equal(a.theta, _run(fam, "laplace", 8).theta)
@@ -165,14 +163,14 @@ def test_same_seed_bit_identical(name, monkeypatch):
 
 def test_numpy_path_matches_compiled_sweep():
     """A user-defined mechanism goes through Mechanism.logpdf: same algorithm, same draws."""
-    fam = _family("student_t")
+    fam = shipped_family("student_t")
     a, b = _run(fam, "laplace", 3), _run(fam, _MyLaplace(), 3)
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9)
     np.testing.assert_allclose(a.w, b.w, rtol=1e-9)
 
 
 def test_history_snapshots_and_thompson_draw():
-    fam = _family("student_t")
+    fam = shipped_family("student_t")
     s = _run(fam, "laplace", 1)
     h = s.history
     assert s.params == ("loc", "scale") and s.theta.shape == (200, 2) and s.t == 20
@@ -186,16 +184,16 @@ def test_history_snapshots_and_thompson_draw():
     assert isinstance(draw, tuple) and len(draw) == 2 and draw[1] > 0
     assert any(np.array_equal(draw, row) for row in s.theta)
     # the normal family's history has the compiled SMC's names
-    hn = _run(_family("normal"), "gaussian", 1).history
+    hn = _run(shipped_family("normal"), "gaussian", 1).history
     assert {"mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "snapshot_mu"} <= set(vars(hn))
     # and the compiled SMC has FamilySMC's read-only conveniences
-    c = smc_posterior(*_data(_family("normal"), "laplace", n=5), EPS, n_particles=10)
+    c = smc_posterior(*_data(shipped_family("normal"), "laplace", n=5), EPS, n_particles=10)
     assert c.params == ("mu", "sigma") and c.family.name == "normal"
     np.testing.assert_array_equal(c.theta, np.column_stack([c.mu, c.sigma]))
 
 
 def test_online_student_t_adaptive():
-    fam = _family("student_t")
+    fam = shipped_family("student_t")
     pop = family_population(fam, (1.0, 2.0), 40, 2.0, seed=5)
     run = run_online(pop, AdaptivePolicy(-1.5, 1.5), 40, n_particles=200, seed=2, family=fam)
     assert type(run.smc) is SMC and run.smc.family is fam and run.smc.t == 40
@@ -208,7 +206,7 @@ def test_online_student_t_adaptive():
 
 
 def test_online_poisson_fixed_gaussian_mechanism():
-    fam = _family("poisson")
+    fam = shipped_family("poisson")
     pop = family_population("poisson", 10.0, 40, 5.0, seed=6, mechanism="gaussian")
     run = run_online(pop, FixedPolicy(*fam.fixed_interval(10.0)), 40, n_particles=300,
                      seed=1, family="poisson")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import assert_same_estimates
 
 from dpbook import experiment as ex
 from dpbook.experiment.store import StoreWarning
@@ -22,11 +23,6 @@ from dpbook.experiment.store import StoreWarning
 SMALL = dict(eps=(1, 5), runs=2, n=30, particles=40, mhaar_iters=60, interval_grid=6,
              progress=False, workers=1)
 N_TASKS = 3 * 2 * 2
-
-
-def _same(a, b):
-    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"),
-                                  check_exact=True)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +43,8 @@ def test_foreign_task_files_are_never_used(ref, tmp_path):
     assert len(list((out / "quarantine").glob("*.npz"))) == N_TASKS
     m = json.loads((out / "manifest.json").read_text())
     assert m["complete"] and m["config"]["n"] == 25
-    _same(df, ex.run_experiment(out=tmp_path / "fresh", **{**SMALL, "n": 25, "seed": 7}))
+    fresh = ex.run_experiment(out=tmp_path / "fresh", **{**SMALL, "n": 25, "seed": 7})
+    assert_same_estimates(df, fresh)
     assert (pd.read_parquet(out / "estimates.parquet")["n"] == 25).all()
 
 
@@ -84,9 +81,9 @@ def test_corrupt_task_file_is_quarantined_and_recomputed(ref, tmp_path, how):
     assert str(victim) in msg and "\n" not in msg and "allow_pickle" not in msg
     with pytest.warns(StoreWarning, match="moved to .*quarantine.*recomputed"):
         df = ex.run_experiment(out=out, **SMALL)
-    _same(ref[1], df)
+    assert_same_estimates(ref[1], df)
     assert len(list((out / "quarantine").iterdir())) == 1
-    _same(ref[1], ex.load_results(out)[0])
+    assert_same_estimates(ref[1], ex.load_results(out)[0])
 
 
 def test_cli_reports_a_quarantined_file_in_one_line(tmp_path, capsys):
@@ -128,7 +125,7 @@ def test_old_store_format_is_refused_by_load_and_set_aside_by_ensure(ref, tmp_pa
         ex.load_results(out)
     cfg = {k: v for k, v in SMALL.items() if k not in ("progress", "workers")}
     est, _ = ex.ensure_results(out=out, progress=False, workers=1, **cfg)
-    _same(ref[1], est)
+    assert_same_estimates(ref[1], est)
     assert list(tmp_path.glob("old.stale-*"))
 
 
@@ -153,7 +150,7 @@ def test_two_concurrent_writers_lose_no_manifest_update(ref, tmp_path):
     assert len(m["sessions"]) == 2 and all("finished" in s for s in m["sessions"])
     assert len({s["id"] for s in m["sessions"]}) == 2 and m["complete"]
     est, _ = ex.load_results(out)
-    _same(ref[1], est)
+    assert_same_estimates(ref[1], est)
     assert not list((out / "tasks").glob(".tmp-*"))
 
 

@@ -26,10 +26,10 @@ import math
 import numpy as np
 from numba import int64, njit, uint64
 
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_TWO53_INV = 1.0 / 9007199254740992.0
+TWO53_INV = 1.0 / 9007199254740992.0
 
 
 @njit(inline="always", cache=True)
@@ -43,12 +43,12 @@ def mix64(z):
 @njit(inline="always", cache=True)
 def stream_key(seed, a, b):
     """Key of the stream for (seed, a, b): independent of evaluation order."""
-    return mix64(mix64(uint64(seed) + uint64(a) * _GAMMA) ^ (uint64(b) * _M2 + _GAMMA))
+    return mix64(mix64(uint64(seed) + uint64(a) * GAMMA) ^ (uint64(b) * _M2 + GAMMA))
 
 
 @njit(inline="always", cache=True)
 def next_u64(state):
-    state = state + _GAMMA
+    state = state + GAMMA
     return state, mix64(state)
 
 
@@ -56,7 +56,7 @@ def next_u64(state):
 def uniform(state):
     """Uniform on the open interval (0, 1), 53-bit resolution."""
     state, z = next_u64(state)
-    return state, (float(int64(z >> uint64(11))) + 0.5) * _TWO53_INV
+    return state, (float(int64(z >> uint64(11))) + 0.5) * TWO53_INV
 
 
 def _ziggurat_tables(n=256, r=3.6541528853610088, v=4.92867323399e-3):
@@ -75,13 +75,13 @@ def _ziggurat_tables(n=256, r=3.6541528853610088, v=4.92867323399e-3):
     return ki, wi, fi
 
 
-_KI, _WI, _FI = _ziggurat_tables()
-_ZR = 3.6541528853610088
-_ZR_INV = 1.0 / _ZR
+KI, WI, _FI = _ziggurat_tables()
+ZR = 3.6541528853610088
+_ZR_INV = 1.0 / ZR
 
 
 @njit(cache=True)
-def _normal_slow(state, idx, x, neg):
+def normal_slow(state, idx, x, neg):
     """Ziggurat rejection steps, reached with probability about 1%."""
     while True:
         if idx == 0:
@@ -92,7 +92,7 @@ def _normal_slow(state, idx, x, neg):
                 xx = -_ZR_INV * math.log(u1)
                 yy = -math.log(u2)
                 if yy + yy > xx * xx:
-                    return state, (-(_ZR + xx) if neg else _ZR + xx)
+                    return state, (-(ZR + xx) if neg else ZR + xx)
         state, u = uniform(state)
         if _FI[idx + 1] + u * (_FI[idx] - _FI[idx + 1]) < math.exp(-0.5 * x * x):
             return state, x
@@ -101,8 +101,8 @@ def _normal_slow(state, idx, x, neg):
         z = z >> uint64(8)
         neg = z & uint64(1)
         rabs = (z >> uint64(1)) & uint64(0x000FFFFFFFFFFFFF)
-        x = float(int64(rabs)) * _WI[idx] * (1.0 - 2.0 * float(int64(neg)))
-        if rabs < _KI[idx]:
+        x = float(int64(rabs)) * WI[idx] * (1.0 - 2.0 * float(int64(neg)))
+        if rabs < KI[idx]:
             return state, x
 
 
@@ -115,17 +115,17 @@ def normal(state):
     neg = z & uint64(1)
     rabs = (z >> uint64(1)) & uint64(0x000FFFFFFFFFFFFF)
     # branch-free sign: a mispredicted branch here costs more than the rest
-    x = float(int64(rabs)) * _WI[idx] * (1.0 - 2.0 * float(int64(neg)))
-    if rabs < _KI[idx]:
+    x = float(int64(rabs)) * WI[idx] * (1.0 - 2.0 * float(int64(neg)))
+    if rabs < KI[idx]:
         return state, x
-    return _normal_slow(state, idx, x, neg)
+    return normal_slow(state, idx, x, neg)
 
 
 # The 512-entry form of the ziggurat tables: index j = bits & 0x1FF holds the layer
 # (j & 0xFF) and the sign (bit 8), so one look-up gives the signed layer width;
 # the acceptance bound is stored as a float (exact: it is below 2^52).
-_WIS = np.concatenate([_WI, -_WI])
-_KIF = np.concatenate([_KI, _KI]).astype(np.float64)
+WIS = np.concatenate([WI, -WI])
+KIF = np.concatenate([KI, KI]).astype(np.float64)
 _MASK52 = uint64(0x000FFFFFFFFFFFFF)
 
 
@@ -168,7 +168,7 @@ def xoshiro_next(s0, s1, s2, s3):
 @njit(cache=True)
 def u64_to_uniform(z):
     """The top 53 bits of a word as a uniform on the open interval (0, 1)."""
-    return (float(int64(z >> uint64(11))) + 0.5) * _TWO53_INV
+    return (float(int64(z >> uint64(11))) + 0.5) * TWO53_INV
 
 
 @njit(cache=True)
@@ -184,14 +184,14 @@ def ziggurat_split(z):
 def ziggurat_fast(j, m):
     """The normal for table index j and magnitude m (from ziggurat_split), or NaN when
     the fast path rejects (about 1.2%): then call ziggurat_slow."""
-    return m * _WIS[j] if m < _KIF[j] else np.nan
+    return m * WIS[j] if m < KIF[j] else np.nan
 
 
 @njit(cache=True)
 def ziggurat_slow(state, j, m):
     """Finish a normal whose fast path rejected, drawing from ``state``."""
     ju = uint64(j)
-    state, x = _normal_slow(uint64(state), ju & uint64(0xFF), m * _WIS[ju], ju >> uint64(8))
+    state, x = normal_slow(uint64(state), ju & uint64(0xFF), m * WIS[ju], ju >> uint64(8))
     return x
 
 

@@ -314,7 +314,7 @@ class _DiscreteQuantile:
         np.add(idx, self.lo - 1, out=out)
 
 
-def _latent_mapper(fam):
+def latent_mapper(fam):
     """f(u, (theta_1, .., theta_d), out) writing from_latent(u, *theta) to out."""
     cls = type(fam)
     if isinstance(fam, LocationScaleFamily) and cls.from_latent is LocationScaleFamily.from_latent:
@@ -488,7 +488,7 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
         lp = float(np.asarray(fam.log_prior(*th), float))
         return lp + sum(float(ph[j]) for j in pos_idx)
 
-    xmap = _latent_mapper(fam)
+    xmap = latent_mapper(fam)
     adapt_start = int(math.floor(ADAPT_START_FRACTION * n_iter)) if adapt else n_iter + 1
     out_theta = np.empty((n_iter, d))
     out_acc = np.empty(n_iter, dtype=bool)

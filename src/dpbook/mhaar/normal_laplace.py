@@ -145,10 +145,10 @@ _MASK52 = np.uint64(0x000FFFFFFFFFFFFF)
 _SH8 = np.uint64(8)
 _SH9 = np.uint64(9)
 _SH11 = np.uint64(11)
-_GAMMA = _rng._GAMMA
-_KI = _rng._KI
-_WI = _rng._WI
-_TWO53_INV = _rng._TWO53_INV
+_GAMMA = _rng.GAMMA
+_KI = _rng.KI
+_WI = _rng.WI
+_TWO53_INV = _rng.TWO53_INV
 
 
 # ---------------------------------------------------------------- the sampler
@@ -198,7 +198,7 @@ def _aux_normals(key, m, t0, n_aux, z, keys, words, pos, wb, zb):
         j = pos[q] - i * cn
         u = words[i, j]
         st = _rng.stream_key(keys[j], i, _SLOW_STREAM)
-        _, zb[i, j] = _rng._normal_slow(st, u & _U64_FF, zb[i, j], (u >> _SH8) & _U64_ONE)
+        _, zb[i, j] = _rng.normal_slow(st, u & _U64_FF, zb[i, j], (u >> _SH8) & _U64_ONE)
 
 
 @njit(cache=True)

@@ -168,9 +168,14 @@ class SMC:
         self.history = History(self.params)
 
     # ------------------------------------------------------------------ helpers
-    def _paths(self):
+    def paths(self):
         """The latent paths x_{1:t} of the N particles as an (N, t) array (a copy)."""
         return self._x[0][:, : self.t].copy()
+
+    def releases(self):
+        """(y, l, r) of the t releases seen so far (copies)."""
+        t = self.t
+        return self._y[:t].copy(), self._l[:t].copy(), self._r[:t].copy()
 
     def _loglik(self, x, k0, k1):
         """log g_b(y_k - T(x_k)) for the columns k0..k1-1 of x (the noise factor of (5))."""

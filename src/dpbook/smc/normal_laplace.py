@@ -49,22 +49,22 @@ from dpbook.validation import check_count, check_eps, check_release
 # resampling a = 3 (b = t); at time t, a = 8 t + purpose with b = particle for the MH
 # words (xoshiro256++), b = particle << 32 | k for the ziggurat's rare slow path of
 # x_k's proposal, and b = particle for the Gibbs move and the propagation.
-_P_INIT, _P_RESAMPLE = 1, 3
-_P_MH, _P_ZIG, _P_GIBBS = 4, 5, 6
+P_INIT, P_RESAMPLE = 1, 3
+P_MH, P_ZIG, P_GIBBS = 4, 5, 6
 
 # The MH sweep handles particles in blocks of _LANES (a performance knob only: every
 # particle has its own streams, so the output does not depend on it or on threads).
 _LANES = 128
 _ULANES = uint64(_LANES)
-_WIS = _rng._WIS
-_KIF = _rng._KIF
+_WIS = _rng.WIS
+_KIF = _rng.KIF
 
 
 @njit(cache=True)
 def _init_particles(key, mu, sig):
     """theta^(i) ~ eta: mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (Section 6)."""
     for i in range(mu.shape[0]):
-        s = _rng.stream_key(key, _P_INIT, i)
+        s = _rng.stream_key(key, P_INIT, i)
         s, z = _rng.normal(s)
         mu[i] = MU0 + math.sqrt(MU_VAR) * z
         s, g = _rng.gamma(s, SIG_SHAPE)
@@ -127,16 +127,16 @@ def _gather_zig(typingctx, x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i
 # The MH test u < min(1, exp(d)) = exp(min(d, 0)) without a libm call (no SVML here,
 # so math.exp would keep the loop scalar): exp(d) = 2^n exp(r), |r| <= ln2/2, exp(r) by
 # its Taylor polynomial of degree 6, relative error below 2e-7 (tested).  A decision
-# with u within a relative _EXP_TOL of the approximation is taken again with
+# with u within a relative EXP_TOL of the approximation is taken again with
 # math.exp, so every decision is exactly that of u < math.exp(d).
-_EXP_TOL = 1e-6
+EXP_TOL = 1e-6
 _LOG2E = 1.4426950408889634
 _LN2 = 0.6931471805599453
 _C2, _C3, _C4, _C5, _C6 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720  # (multiply, not divide)
 
 
 @njit(cache=True, fastmath={"contract"})
-def _exp_approx(d):
+def exp_approx(d):
     """exp(d) to a relative 2e-7 for -700 <= d <= 0 (FMAs allowed: only this value)."""
     n = np.int64(d * _LOG2E - 0.5)  # nearest integer (truncation, d <= 0)
     r = d - float(n) * _LN2
@@ -147,7 +147,7 @@ def _exp_approx(d):
 
 
 @njit(cache=True)
-def _gibbs_propagate(key, a, i, t, m, sg, s1, s2):
+def gibbs_propagate(key, a, i, t, m, sg, s1, s2):
     """Algorithm 3 step 4 as a Gibbs move given s1 = sum x_k, s2 = sum x_k^2 (k < t),
     then step 3 of Algorithm 2: x_t ~ N(mu, sigma^2).  Returns (mu, sigma, x_t)."""
     s = _rng.stream_key(key, a, i)
@@ -229,7 +229,7 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
             SG[i] = sig[a]
             # where the ancestor's path starts in x_old (see the layout above)
             AOFF[i] = (a // _ULANES) * row_len + a % _ULANES
-            S0[i], S1[i], S2[i], S3[i] = _rng.xoshiro_seed(key, a_t + _P_MH, i)
+            S0[i], S1[i], S2[i], S3[i] = _rng.xoshiro_seed(key, a_t + P_MH, i)
             SUM1[i] = 0.0
             SUM2[i] = 0.0
         nacc = 0
@@ -253,7 +253,7 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
             nbad = _gather_zig(x_old, kl, AOFF, J, MAG, XC, Z, BAD, _WIS, _KIF, i0, i1)
             for q in range(nbad):  # about 1.2% of the particles
                 i = BAD[i0 + uint64(q)]
-                st = _rng.stream_key(key, a_t + _P_ZIG, (i << uint64(32)) | uint64(k))
+                st = _rng.stream_key(key, a_t + P_ZIG, (i << uint64(32)) | uint64(k))
                 Z[i] = _rng.ziggurat_slow(st, J[i], MAG[i])
             row = blk + kl - i0  # x_new[row + i] is x_k of particle i
             # (c) accept x'_k w.p. min(1, exp(d)), d the log Laplace likelihood ratio
@@ -265,10 +265,10 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
                 cp = min(max(xp, lk), rk)
                 d = (abs(yk - cc) - abs(yk - cp)) * ibk
                 # (|d| <= eps, so the lower clamp only matters for eps > 700)
-                e = _exp_approx(max(min(d, 0.0), -700.0))
+                e = exp_approx(max(min(d, 0.0), -700.0))
                 u = U[i]
                 ok = u < e
-                close += abs(u - e) <= _EXP_TOL * e
+                close += abs(u - e) <= EXP_TOL * e
                 xn = xp if ok else xc
                 x_new[row + i] = xn
                 SUM1[i] += xn
@@ -292,7 +292,7 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
                         nacc += 1 if ok else -1
         acc[b] = nacc
         for i in range(i0, i1):
-            m, sg, xt = _gibbs_propagate(key, a_t + _P_GIBBS, i, t, M[i], SG[i], SUM1[i],
+            m, sg, xt = gibbs_propagate(key, a_t + P_GIBBS, i, t, M[i], SG[i], SUM1[i],
                                          SUM2[i])
             # propagation x_t ~ N(mu, sigma^2) and weighting
             x_new[blk + uint64(t) * _ULANES - i0 + i] = xt
@@ -370,7 +370,12 @@ class NormalLaplaceSMC(SMC):
         """sigma of the N particles (a view, valid until the next update)."""
         return self._theta[0][1]
 
-    def _paths(self):
+    @property
+    def key(self):
+        """The 64-bit key of this run's counter-keyed random streams (:mod:`dpbook.rng`)."""
+        return self._key
+
+    def paths(self):
         """The latent paths x_{1:t} of the N particles as an (N, t) array (a copy)."""
         if self.t == 0:
             return np.zeros((self.N, 0))
@@ -385,7 +390,7 @@ class NormalLaplaceSMC(SMC):
         self._invb[t] = self.eps / (r - l)
         N = self.N
         if t > 0:
-            systematic_keyed(self._key, _P_RESAMPLE, t, self.w, self._anc)
+            systematic_keyed(self._key, P_RESAMPLE, t, self.w, self._anc)
         else:
             self._anc[:] = np.arange(N)
         x_old, x_new = self._x

@@ -1,0 +1,39 @@
+"""Shared fixtures and helpers of the test suite.
+
+* ``shipped_family(name)``: a shipped family as the tests use it (Student-t with df 5);
+  the ``family_name`` fixture runs a test once per shipped family;
+* ``assert_same_estimates(a, b)``: two estimates tables identical bit for bit, apart
+  from the timing column;
+* ``write_csv``: a function writing a data file (header y,l,r) into the test's folder.
+"""
+
+import pandas as pd
+import pytest
+
+from dpbook.families import get_family
+
+FAMILIES = ("normal", "laplace", "student_t", "poisson")
+
+
+def shipped_family(name):
+    """A shipped family; the Student-t with df = 5 (its default, named for clarity)."""
+    return get_family(name, df=5.0) if name == "student_t" else get_family(name)
+
+
+def assert_same_estimates(a: pd.DataFrame, b: pd.DataFrame):
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"),
+                                  check_exact=True)
+
+
+@pytest.fixture(params=FAMILIES)
+def family_name(request):
+    return request.param
+
+
+@pytest.fixture
+def write_csv(tmp_path):
+    def write(text, name="data.csv"):
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+    return write
