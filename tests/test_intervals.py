@@ -321,3 +321,16 @@ def test_adaptive_policy_dispatch():
 def test_bad_input_raises_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_adaptive_policy_is_eq11_at_the_thompson_draw():
+    """l = m + a c, r = m + b c (eq. 11) at the (m, c) the posterior draws (Section 5.1);
+    the draw uses the policy's generator only."""
+
+    class Drawn:
+        def thompson_draw(self, rng):
+            return 3.0 + rng.standard_normal(), 2.0
+
+    pol = AdaptivePolicy(-0.25, 0.75)
+    m = 3.0 + np.random.default_rng(4).standard_normal()
+    assert pol.next_interval(Drawn(), np.random.default_rng(4)) == (m - 0.5, m + 1.5)

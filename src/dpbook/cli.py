@@ -49,7 +49,7 @@ def _any_float(text):
 def add_family_arguments(p):
     """--family, the families' options (e.g. --df) and --mechanism on a sub-command."""
     from dpbook.model.families import available
-    from dpbook.model.mechanisms import MECHANISMS
+    from dpbook.model.mechanisms import available_mechanisms
 
     fams = available()
     p.add_argument("--family", default="normal", metavar="NAME",
@@ -62,7 +62,7 @@ def add_family_arguments(p):
                 p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}",
                                type=_finite_float if typ is float else typ, default=None,
                                help=f"{text} (default {default})")
-    p.add_argument("--mechanism", choices=MECHANISMS, default="laplace",
+    p.add_argument("--mechanism", choices=available_mechanisms(), default="laplace",
                    help="privacy mechanism (default laplace)")
 
 
@@ -277,9 +277,12 @@ def cmd_families(args):
         kind = "location-scale" if row["location_scale"] else "not location-scale"
         lines.append(f"  {row['name']:<10} ({', '.join(row['params'])}; {kind}){opts}")
         lines.append(f"  {'':<10} {row['summary']}")
-    lines.append("mechanisms (--mechanism): laplace (default), gaussian; noise scale "
-                 "(r - l)/eps")
-    _print({"families": rows, "mechanisms": ["laplace", "gaussian"]}, args.json, lines)
+    from dpbook.model.mechanisms import available_mechanisms
+
+    mechs = list(available_mechanisms())
+    lines.append(f"mechanisms (--mechanism): {', '.join(mechs)} (default laplace); noise "
+                 f"scale (r - l)/eps")
+    _print({"families": rows, "mechanisms": mechs}, args.json, lines)
 
 
 _METHOD_HELP = ("Fisher information by quadrature (exact) or by the paper's Monte Carlo, "

@@ -42,8 +42,9 @@ def noise_scale(l, r, eps):
 def check_mechanism(mechanism) -> str:
     if isinstance(mechanism, Mechanism):
         return mechanism.name
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+    if not isinstance(mechanism, str) or mechanism not in _MECHANISM_OBJECTS:
+        raise ValueError(f"unknown mechanism {mechanism!r}; choose one of "
+                         f"{', '.join(available_mechanisms())}")
     return mechanism
 
 
@@ -176,6 +177,27 @@ class GaussianMechanism(Mechanism):
 
 
 _MECHANISM_OBJECTS = {"laplace": LaplaceMechanism(), "gaussian": GaussianMechanism()}
+
+
+def register_mechanism(mechanism: Mechanism) -> None:
+    """Make a mechanism available by its name everywhere a name is taken (the command
+    line's ``--mechanism``, the experiment's configuration).  A Mechanism object can
+    also be passed directly to every algorithm without registering it."""
+    if not isinstance(mechanism, Mechanism) or not mechanism.name:
+        raise ValueError("register_mechanism takes a Mechanism instance with a name")
+    _MECHANISM_OBJECTS[mechanism.name] = mechanism
+
+
+def unregister_mechanism(name: str) -> None:
+    """Remove a registered mechanism (the shipped ones cannot be removed)."""
+    if name in MECHANISMS:
+        raise ValueError(f"{name!r} is a shipped mechanism")
+    _MECHANISM_OBJECTS.pop(name, None)
+
+
+def available_mechanisms() -> tuple:
+    """The names of the shipped and registered mechanisms."""
+    return tuple(_MECHANISM_OBJECTS)
 
 
 def get_mechanism(mechanism) -> Mechanism:

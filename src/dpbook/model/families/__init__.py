@@ -17,7 +17,8 @@ import pkgutil
 
 from dpbook.model.families.base import Family, LocationScaleFamily
 
-__all__ = ["Family", "LocationScaleFamily", "get_family", "available", "as_family"]
+__all__ = ["Family", "LocationScaleFamily", "get_family", "available", "as_family",
+           "register_family", "unregister_family"]
 
 
 def _discover() -> dict:
@@ -42,6 +43,23 @@ def available() -> dict:
         reg = _discover()
         _REGISTRY = {k: reg[k] for k in sorted(reg, key=lambda k: (k != "normal", k))}
     return dict(_REGISTRY)
+
+
+def register_family(cls: type) -> None:
+    """Make a Family subclass defined outside this package available by its ``name``
+    (``get_family``, the command line's ``--family``, the experiment's configuration)."""
+    if not (isinstance(cls, type) and issubclass(cls, Family) and cls.name):
+        raise ValueError("register_family takes a Family subclass with a name")
+    available()
+    _REGISTRY[cls.name] = cls
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family added by :func:`register_family` (not a shipped one)."""
+    cls = available().get(name)
+    if cls is not None and cls.__module__.startswith(__name__ + "."):
+        raise ValueError(f"{name!r} is a shipped family")
+    _REGISTRY.pop(name, None)
 
 
 def get_family(name: str, **options) -> Family:
