@@ -1,4 +1,5 @@
-"""Counter-keyed random numbers for the numba kernels.
+"""Counter-keyed random numbers for the numba kernels (the compiled SMC of Algorithms 2-3,
+the MHAAR baseline of Section 6).
 
 The SMC and MHAAR kernels run their inner loops in parallel (numba ``prange``).
 To make results bit-identical whatever the number of threads or the executor,

@@ -1,4 +1,4 @@
-"""Where the experiment's tasks run: in this process, a local process pool, or a Dask
+"""Where the tasks of the Section 6 experiment run: in this process, a local process pool, or a Dask
 cluster.  The executors only call ``fn(spec)`` and hand each result to ``on_done`` as it
 finishes; the results do not depend on which executor ran them, nor in which order.
 """

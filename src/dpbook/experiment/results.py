@@ -1,5 +1,5 @@
-"""Reading an experiment store: the estimates table, the per-task trajectories (lazily)
-and the per-(method, eps) summaries of Table-style comparisons (bias, RMSE)."""
+"""Reading a store of the Section 6 experiment (Figures 2 and 3): the estimates table,
+the per-task trajectories (lazily) and per-(method, eps) summaries (bias, RMSE)."""
 
 from __future__ import annotations
 

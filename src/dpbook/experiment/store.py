@@ -1,4 +1,4 @@
-"""The experiment's store: one file per finished task, a manifest, a Parquet table.
+"""The experiment's store (Section 6): one file per finished task, a manifest, a table.
 
 Store layout (``out`` directory)::
 

@@ -92,6 +92,11 @@ E[s_hat s_hat^T] = F + E[Var(s_hat | y)] (self-normalised importance sampling). 
 is below 1e-3 of F_mumu for the intervals of Section 6 at K = 10^4, but reaches a few
 per cent of F_sigmasigma for wide intervals at small eps (~2/K at [-1, 1], eps = 1),
 and it is not in se.
+
+Why this module is over 500 lines: ninety of them are this description; the rest is one
+estimator, eq. (8) with Algorithm 4 for the paper's model, whose two paths (shared and
+fresh samples), the sorted-sum kernels they share and the grid of eq. (13) over them are
+read together.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The result type of the exact posterior: a posterior density on a product grid."""
+"""The result type of the exact posterior (eq. 5): a posterior density on a product grid."""
 
 from __future__ import annotations
 

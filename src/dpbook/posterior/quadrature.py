@@ -1,4 +1,4 @@
-"""The exact posterior (5) on a grid for any family and mechanism, by quadrature.
+"""The exact posterior, eq. (5), on a grid for any family and mechanism, by quadrature.
 
 p(theta | y_{1:n}) is proportional to eta(theta) prod_t p(y_t | theta), each factor the
 density of one release with x_t integrated out numerically

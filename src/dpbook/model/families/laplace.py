@@ -1,4 +1,5 @@
-"""The Laplace (double exponential) location-scale family."""
+"""The Laplace (double exponential) location-scale family (Definition 2; one of the
+other families Section 7 invites)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Student's t location-scale family with fixed degrees of freedom."""
+"""Student's t location-scale family (Definition 2) with fixed degrees of freedom: heavy
+tails, one of the other families Section 7 invites."""
 
 from __future__ import annotations
 
