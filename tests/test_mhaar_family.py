@@ -200,8 +200,8 @@ def test_pilot_steps_without_noise_or_clipping():
     n = 400
     rng = np.random.default_rng(1)
     x = rng.normal(3.0, 2.0, n)
-    l, r = np.full(n, -1e3), np.full(n, 1e3)
-    res = mhaar(x, l, r, 1e9, family=fam, n_iter=1, seed=0, generic=True)
+    l, r = np.full(n, -1e3), np.full(n, 1e3)  # eps = 1e6: noise sd 3e-3 against sigma = 2
+    res = mhaar(x, l, r, 1e6, family=fam, n_iter=1, seed=0, generic=True)
     sigma0 = res.theta0[1]
     np.testing.assert_allclose(res.steps[0], [sigma0 / math.sqrt(n), 1 / math.sqrt(2 * n)],
                                rtol=0.15)

@@ -80,7 +80,29 @@ def _is_paper_model(family, mechanism) -> bool:
     return family.name == "normal" and mechanism == "laplace"
 
 
+def _nonfinite(value, path=""):
+    """The first non-finite number in a (nested) result, as 'name', or None."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            bad = _nonfinite(v, f"{path}.{k}" if path else str(k))
+            if bad:
+                return bad
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            bad = _nonfinite(v, f"{path}[{i}]")
+            if bad:
+                return bad
+    elif isinstance(value, float) and not math.isfinite(value):
+        return path or "a value"
+    return None
+
+
 def _print(result: dict, as_json: bool, lines):
+    bad = _nonfinite(result)
+    if bad:  # a last safety net: dpbook never prints NaN or inf
+        raise ValueError(f"the result {bad} is not finite: this input is outside what "
+                         f"dpbook computes reliably (see the supported ranges in the "
+                         f"error messages of nearby inputs)")
     if as_json:
         print(json.dumps(result))
     else:

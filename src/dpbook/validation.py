@@ -11,10 +11,21 @@ import os
 
 import numpy as np
 
+# The supported ranges: inside them every result is finite and checked (tests/
+# test_extremes.py, tests/test_properties.py); outside them a call fails with a message
+# naming the range instead of returning a number that may be wrong.
+EPS_RANGE = (1e-4, 1e6)
+MAX_ABS = 1e12  # data, interval ends, locations
+MIN_REL_WIDTH = 1e-9  # r - l >= MIN_REL_WIDTH * max(1, |l|, |r|)
+
 
 def check_eps(eps) -> float:
-    """Return eps as a float; reject eps <= 0 or not finite."""
-    return check_positive("eps", eps)
+    """Return eps as a float; reject eps outside EPS_RANGE (and non-numbers)."""
+    v = check_positive("eps", eps)
+    if not EPS_RANGE[0] <= v <= EPS_RANGE[1]:
+        raise ValueError(f"eps must be in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] (the range "
+                         f"where dpbook's results are checked), got {eps!r}")
+    return v
 
 
 def check_positive(name: str, value) -> float:
@@ -41,10 +52,22 @@ def check_count(name: str, value, minimum: int = 1) -> int:
 
 
 def check_finite(name: str, values) -> np.ndarray:
+    """Values as a float array; reject non-finite values and magnitudes above MAX_ABS."""
     a = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got a non-finite value")
+    if a.size and np.max(np.abs(a)) > MAX_ABS:
+        raise ValueError(f"{name} must lie in [-{MAX_ABS:g}, {MAX_ABS:g}] (rescale the "
+                         f"data), got {float(a.flat[np.argmax(np.abs(a))])!r}")
     return a
+
+
+def _check_width(l, r, name):
+    width = r - l
+    need = MIN_REL_WIDTH * np.maximum(1.0, np.maximum(np.abs(l), np.abs(r)))
+    if np.any(width < need):
+        raise ValueError(f"{name} is too narrow: r - l must be at least {MIN_REL_WIDTH:g} "
+                         f"times max(1, |l|, |r|)")
 
 
 def check_interval(l, r, name: str = "interval"):
@@ -53,6 +76,7 @@ def check_interval(l, r, name: str = "interval"):
     r = check_finite(f"{name} upper end r", r)
     if np.any(np.broadcast_to(l, np.broadcast(l, r).shape) >= r):
         raise ValueError(f"{name} must have l < r")
+    _check_width(l, r, name)
     return l, r
 
 
@@ -65,6 +89,9 @@ def check_finite_number(name: str, value) -> float:
         raise ValueError(f"{name} must be a finite number, got {value!r}") from None
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got a non-finite value")
+    if abs(v) > MAX_ABS:
+        raise ValueError(f"{name} must lie in [-{MAX_ABS:g}, {MAX_ABS:g}] (rescale the "
+                         f"data), got {value!r}")
     return v
 
 
@@ -74,6 +101,8 @@ def check_one_interval(l, r, name: str = "interval"):
     r = check_finite_number(f"{name} upper end r", r)
     if not l < r:
         raise ValueError(f"{name} must have l < r")
+    if r - l < MIN_REL_WIDTH * max(1.0, abs(l), abs(r)):
+        _check_width(l, r, name)
     return l, r
 
 

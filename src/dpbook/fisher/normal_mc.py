@@ -539,7 +539,13 @@ def fisher_mc(l, r, eps, mu=0.0, sigma=1.0, M=1000, K=10000, rng=None, share_sam
         s1, s2 = _scores_fresh(rng, l, r, eps, mu, sigma, zp, v, K)
         return _pack(_moments(s1, s2))
     shared = _shared_samples(rng.standard_normal(K), mu, sigma)
-    return _pack(sorted_cell(l, r, eps, mu, sigma, zp, v, *shared))
+    est = _pack(sorted_cell(l, r, eps, mu, sigma, zp, v, *shared))
+    if M > 1 and K > 1 and not np.all(np.isfinite(est.se)):
+        # the delta-method kernel overflows when y falls more than ~700 noise scales
+        # from every sample (very large eps with few samples)
+        raise ValueError(f"the Monte Carlo standard error cannot be computed at eps = "
+                         f"{eps:g} with K = {K} samples: use a larger K or the exact method")
+    return est
 
 
 def fisher_mc_theta(l, r, eps, theta=None, M=1000, K=10000, rng=None, share_samples=True):

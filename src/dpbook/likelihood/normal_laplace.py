@@ -267,6 +267,10 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     a = (l - mu) / sigma
     b = (r - mu) / sigma
     scale = (b - a) / eps
+    if np.any(scale < MIN_NOISE_SCALE):
+        raise ValueError(f"the noise scale (r - l)/eps is below {MIN_NOISE_SCALE:g} times "
+                         f"sigma here: the exact Fisher information is checked down to that "
+                         f"(use a smaller eps or a wider interval)")
 
     # tails: y <= a and y >= b
     ends = np.stack([a, b], axis=-1)
@@ -290,9 +294,44 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     ww = (half * w).reshape(*a.shape, -1)
     lp, s = logp_and_score(yy, a[..., None], b[..., None], eps[..., None], 0.0, 1.0)
     pw = ww * np.exp(lp)
+    tails = f
     f = f + np.einsum("...n,...ni,...nj->...ij", pw, s, s)
+    # Large eps: p(y) has spikes of width B at a and b (the clipped masses, smoothed by
+    # the noise) that the panels above miss; redo those intervals with panels that
+    # follow the spikes.  Never the case for eps <= 2 _SPIKE_EFOLDS (the book's eps).
+    fine = _SPIKE_EFOLDS * scale < 0.5 * (b - a)
+    if np.any(fine):
+        f[fine] = tails[fine] + _fisher_middle_spikes(a[fine], b[fine], eps[fine], nodes)
     f = 0.5 * (f + np.swapaxes(f, -1, -2))  # exactly symmetric
     return f / (sigma * sigma)[..., None, None]
+
+
+MIN_NOISE_SCALE = 1e-6  # (r - l)/(eps sigma): below it the closed form loses digits
+_SPIKE_EFOLDS = 40.0  # the spikes decay as e^{-|y - a|/B}: 40 e-folds are e^-40 ~ 4e-18
+_SPIKE_STEPS = np.array([0.0, 1.0, 3.0, 7.0, 15.0, _SPIKE_EFOLDS])
+
+
+def _gauss_legendre_sum(lo, hi, a, b, eps, nodes):
+    """sum over the panels [lo_k, hi_k] (shape (K, P)) of int p(y) s(y) s(y)^T dy."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    half = 0.5 * (hi - lo)[..., None]
+    yy = (0.5 * (hi + lo)[..., None] + half * x).reshape(lo.shape[0], -1)
+    ww = (half * w).reshape(lo.shape[0], -1)
+    lp, s = logp_and_score(yy, a[:, None], b[:, None], eps[:, None], 0.0, 1.0)
+    return np.einsum("kn,kni,knj->kij", ww * np.exp(lp), s, s)
+
+
+def _fisher_middle_spikes(a, b, eps, nodes):
+    """int_a^b p(y) s(y) s(y)^T dy with panels at a + B (0, 1, 3, 7, 15, 40) and their
+    mirror at b, and the default panels (split at +-6) between a + 40 B and b - 40 B."""
+    B = (b - a) / eps
+    left = a[:, None] + B[:, None] * _SPIKE_STEPS
+    right = b[:, None] - B[:, None] * _SPIKE_STEPS[::-1]
+    lo_in, hi_in = left[:, -1], right[:, 0]
+    k1 = np.clip(-_PANEL_BREAKS, lo_in, hi_in)
+    k2 = np.clip(_PANEL_BREAKS, lo_in, hi_in)
+    pts = np.concatenate([left, np.stack([k1, k2], axis=-1), right], axis=-1)
+    return _gauss_legendre_sum(pts[:, :-1], pts[:, 1:], a, b, eps, nodes)
 
 
 def fisher_exact_theta(l, r, eps, theta=None):

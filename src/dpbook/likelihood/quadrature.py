@@ -601,8 +601,9 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     need = float(np.max(width / (_UNIFORM_SPACING * b), initial=0.0))
     cap = _MAX_UNIFORM if laplace else _MAX_UNIFORM_MATRIX
     if need > cap and not fam.discrete:
-        raise ValueError(f"eps = {eps:g} is too large for the {mech.name} mechanism's Fisher "
-                         f"quadrature here (noise scale < 1/{2 * cap} of the interval)")
+        raise ValueError(f"eps = {eps:g} is beyond what the exact Fisher quadrature of the "
+                         f"{mech.name} mechanism resolves for this interval (eps <= "
+                         f"{eps * cap / need:.3g} here); use the Monte Carlo method")
     # elements per pair: ~ (breaks x nodes) y nodes times x nodes for the matrix rule
     k_est = 40 + min(cap, need)
     if fam.discrete:

@@ -1,0 +1,85 @@
+"""Extreme but legal numbers (issue #13): the exact Fisher information stays right over
+the whole supported eps range, and values outside the supported ranges are refused with
+a message that names the range."""
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from dpbook.fisher import best_interval, fisher_exact, fisher_mc
+from dpbook.validation import EPS_RANGE, MAX_ABS
+
+EPS_GRID = [1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]
+
+
+@pytest.mark.parametrize("eps", EPS_GRID)
+@pytest.mark.parametrize("l, r", [(-1.0, 1.0), (-0.2, 2.5)])
+def test_exact_fisher_agrees_with_monte_carlo_over_the_eps_range(eps, l, r):
+    if (r - l) / eps < 4e-6:
+        eps = (r - l) / 4e-6  # the smallest noise scale the MC se resolves with K = 40000
+    exact = fisher_exact(l, r, eps)
+    mc = fisher_mc(l, r, eps, M=20_000, K=40_000, rng=7)
+    # 5 standard errors, plus Algorithm 4's O(1/K) bias (module docstring of fisher.mc)
+    tol = 5 * mc.se + 3.0 / 40_000 * np.abs(exact).max()
+    assert np.all(np.abs(mc.F - exact) <= tol), (exact, mc.F, mc.se)
+
+
+def test_monte_carlo_standard_error_that_overflows_is_an_error():
+    with pytest.raises(ValueError, match="larger K"):
+        fisher_mc(-1.0, 1.0, 1e6, M=2000, K=2000, rng=7)
+
+
+def _noiseless(l, r):
+    """F of the clipped normal T(X), X ~ N(0, 1), without noise: the atoms at l and r
+    and the density between them (the limit eps -> infinity)."""
+    def atom(p, g):
+        return np.outer(g, g) / p
+    pl, pr = stats.norm.cdf(l), stats.norm.sf(r)
+    gl = np.array([-stats.norm.pdf(l), -l * stats.norm.pdf(l)])  # d P(X <= l) / d(mu, sigma)
+    gr = np.array([stats.norm.pdf(r), r * stats.norm.pdf(r)])
+    inner = np.array([[integrate.quad(lambda x, f=f: stats.norm.pdf(x) * f(x), l, r)[0]
+                       for f in row] for row in
+                      [[lambda x: x * x, lambda x: x * (x * x - 1)],
+                       [lambda x: x * (x * x - 1), lambda x: (x * x - 1) ** 2]]])
+    return atom(pl, gl) + atom(pr, gr) + inner
+
+
+@pytest.mark.parametrize("l, r", [(-1.0, 1.0), (-0.2, 2.5), (0.5, 0.6)])
+def test_exact_fisher_tends_to_the_noiseless_limit(l, r):
+    """The noise scale B = (r - l)/eps down to 1e-6 (the supported limit): the error
+    against the noiseless limit falls like B."""
+    F0 = _noiseless(l, r)
+    epss = np.minimum((r - l) / np.array([1e-4, 1e-5, 1e-6]), EPS_RANGE[1])
+    errs = [np.abs(fisher_exact(l, r, eps) - F0).max() for eps in epss]
+    assert errs[-1] < 1e-4 * np.abs(F0).max()
+    assert errs[0] > errs[1] > errs[2]
+    assert errs[1] / errs[2] > 2  # B falls 5-10 times; the error ~ B (up to log B)
+
+
+def test_noise_scale_below_the_supported_limit_is_refused():
+    with pytest.raises(ValueError, match="noise scale"):
+        fisher_exact(0.5, 0.6, 1e6)
+
+
+def test_best_interval_at_large_eps():
+    """A finite interval inside the search box while every cell's noise scale is within
+    the supported limit; beyond it, an error that says so."""
+    res = best_interval(1e4, grid=10)
+    assert -3 <= res["a"] < res["b"] <= 3 and np.isfinite(res["score"])
+    with pytest.raises(ValueError, match="noise scale"):
+        best_interval(EPS_RANGE[1], grid=10)
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, 1e-5, 2e6, 1e308, np.inf, np.nan])
+def test_eps_outside_the_range_is_refused(eps):
+    with pytest.raises(ValueError, match=r"eps must be"):
+        fisher_exact(-1.0, 1.0, eps)
+
+
+@pytest.mark.parametrize("l, r, what", [(-1e300, 1e300, "must lie in"),
+                                        (-10 * MAX_ABS, 1.0, "must lie in"),
+                                        (0.0, 1e-300, "too narrow"),
+                                        (1e6, 1e6 + 1e-6, "too narrow")])
+def test_intervals_outside_the_range_are_refused(l, r, what):
+    with pytest.raises(ValueError, match=what):
+        fisher_exact(l, r, 1.0)
