@@ -367,7 +367,7 @@ def _pilot_steps(fam, mech, y, l, r, b, theta0, positive, rng):
     rows = -(-PILOT_DRAWS // n)
     u = fam.latent_sample(rng, (rows, n))
     noise = float(np.mean(mech.variance(b)))
-    phi0 = np.where(positive, np.log(theta0), theta0)
+    phi0 = np.where(positive, np.log(np.where(positive, theta0, 1.0)), theta0)
     x0 = np.asarray(fam.from_latent(u, *theta0), float)
     sd_x = float(np.std(x0)) if np.all(np.isfinite(x0)) else 0.0
     t0 = np.clip(x0, l, r)
