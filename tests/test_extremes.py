@@ -83,3 +83,32 @@ def test_eps_outside_the_range_is_refused(eps):
 def test_intervals_outside_the_range_are_refused(l, r, what):
     with pytest.raises(ValueError, match=what):
         fisher_exact(l, r, 1.0)
+
+
+@pytest.mark.parametrize("args, what", [
+    (["--a", "-1e308", "--b", "1e308"], "must lie in"),
+    (["--a", "-1e-300", "--b", "1e-300"], "too narrow"),
+    (["--a", "-1", "--b", "1", "--family", "student_t", "--df", "1e308"], "df must be in"),
+    (["--a", "-1", "--b", "1", "--family", "student_t", "--df", "1e-300"], "df must be in"),
+    (["--a", "-1", "--b", "1", "--theta", "0", "1e-300"], "sigma must lie in"),
+    (["--a", "-1", "--b", "1", "--theta", "1e300", "1"], "mu must lie in"),
+])
+def test_cli_names_the_supported_range(capsys, args, what):
+    """Scientific-notation negatives are numbers, and values outside the supported
+    ranges get a one-line error naming the range (no NaN printed, exit status 2)."""
+    from dpbook.cli import main
+
+    assert main(["fisher", "--eps", "1", *args, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpbook: error: ") and what in err and err.count("\n") == 1
+
+
+def test_student_t_df_range_ends_agree_with_monte_carlo():
+    from dpbook.families import get_family
+    from dpbook.model.families.student_t import DF_RANGE
+
+    for df in DF_RANGE:
+        fam = get_family("student_t", df=df)
+        exact = fisher_exact(-1.0, 1.0, 2.0, family=fam)
+        mc = fisher_mc(-1.0, 1.0, 2.0, family=fam, M=20_000, K=5_000, rng=3)
+        assert np.all(np.abs(mc.F - exact) <= 5 * mc.se + 3.0 / 5_000 * np.abs(exact).max())

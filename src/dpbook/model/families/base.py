@@ -37,6 +37,7 @@ import numpy as np
 from scipy import special
 
 from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
+from dpbook.validation import MAX_ABS
 
 # The primitives that take theta after one leading argument (x, q, u or rng): each
 # subclass's own definitions are wrapped so that theta is checked before they run.
@@ -192,6 +193,10 @@ class Family:
             if not math.isfinite(f) or (pos and f <= 0):
                 kind = "a positive finite" if pos else "a finite"
                 raise ValueError(f"{name} must be {kind} number, got {v!r}")
+            lo = 1.0 / MAX_ABS if pos else -MAX_ABS
+            if not lo <= f <= MAX_ABS:
+                raise ValueError(f"{name} must lie in [{lo:g}, {MAX_ABS:g}] (rescale the "
+                                 f"data), got {v!r}")
             out.append(f)
         return tuple(out)
 

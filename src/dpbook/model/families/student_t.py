@@ -11,6 +11,8 @@ from scipy import special
 from dpbook.model.families.base import LocationScaleFamily
 from dpbook.validation import check_positive
 
+DF_RANGE = (0.1, 1e8)  # exact Fisher information checked against Monte Carlo at both ends
+
 
 class StudentT(LocationScaleFamily):
     """p(x; loc, scale) = t_df((x - loc)/scale)/scale, df fixed (not estimated)."""
@@ -21,6 +23,9 @@ class StudentT(LocationScaleFamily):
 
     def __init__(self, df=5.0):
         self.df = check_positive("df", df)
+        if not DF_RANGE[0] <= self.df <= DF_RANGE[1]:
+            raise ValueError(f"df must be in [{DF_RANGE[0]:g}, {DF_RANGE[1]:g}] (the range "
+                             f"where dpbook's results are checked), got {df!r}")
         nu = self.df
         self._c = (special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2)
                    - 0.5 * math.log(nu * math.pi))
