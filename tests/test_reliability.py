@@ -127,3 +127,23 @@ def test_a_family_defined_outside_dpbook_is_checked_too():
         Logistic().logpdf(0.3, 0.0, -2.0)
     with pytest.raises(ValueError, match="has 2 parameter"):
         Logistic().logpdf(0.3, 0.0)
+
+
+def test_collapsed_smc_and_frozen_mhaar_are_reported(capsys):
+    """Near-noiseless releases (eps = 1e6) of two individuals: the SMC weights collapse
+    and the MHAAR chain never moves; both say so instead of printing sd 0 silently."""
+    import warnings
+
+    from dpbook.mhaar import mhaar
+    from dpbook.smc import smc_posterior
+    from dpbook.validation import ReliabilityWarning
+
+    y, l, r = np.array([1.0, 1.5]), np.zeros(2), np.full(2, 2.0)
+    with pytest.warns(ReliabilityWarning, match="collapsed onto one particle"):
+        smc_posterior(y, l, r, 1e6, n_particles=200, seed=0)
+    with pytest.warns(ReliabilityWarning, match="accepted none"):
+        mhaar(y, l, r, 1e6, n_iter=2000, seed=0)
+    with warnings.catch_warnings():  # an ordinary run stays quiet
+        warnings.simplefilter("error", ReliabilityWarning)
+        smc_posterior(y, l, r, 1.0, n_particles=200, seed=0)
+        mhaar(y, l, r, 1.0, n_iter=2000, seed=0)

@@ -11,6 +11,13 @@ import os
 
 import numpy as np
 
+
+class ReliabilityWarning(UserWarning):
+    """A result was computed but a diagnostic says it may be poor (for example, the SMC
+    weights collapsed, or an MCMC chain never moved).  The command line prints it as
+    one line, ``dpbook: warning: ...``."""
+
+
 # The supported ranges: inside them every result is finite and checked (tests/
 # test_extremes.py, tests/test_properties.py); outside them a call fails with a message
 # naming the range instead of returning a number that may be wrong.

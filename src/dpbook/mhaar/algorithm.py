@@ -110,6 +110,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,7 +118,13 @@ import numpy as np
 from dpbook.backends import backend
 from dpbook.model.families import Family, LocationScaleFamily, as_family
 from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
-from dpbook.validation import check_count, check_eps, check_memory, check_observations
+from dpbook.validation import (
+    ReliabilityWarning,
+    check_count,
+    check_eps,
+    check_memory,
+    check_observations,
+)
 
 TARGET_ACCEPT = 0.1  # the Robbins-Monro rule of the module docstring
 ADAPT_EXPONENT = 0.6
@@ -444,8 +451,9 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
                  f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)
     impl = None if generic else backend("mhaar", family, mechanism)
     if impl is not None:
-        return impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
-                    burn_fraction=burn_fraction, steps=steps, adapt=adapt, **backend_options)
+        return _checked_chain(impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
+                                   burn_fraction=burn_fraction, steps=steps, adapt=adapt,
+                                   **backend_options))
     if backend_options:
         raise ValueError(f"the generic MHAAR sampler has no option "
                          f"{sorted(backend_options)[0]!r}")
@@ -547,11 +555,12 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
                 steps = np.exp(log_steps)
             out_steps[m - 1] = steps
     coords = tuple(f"log_{p}" if pos else p for p, pos in zip(fam.params, positive))
-    return MHAARResult(params=tuple(fam.params), samples=out_theta, accepted=out_acc,
-                       steps=out_steps, theta0=theta0, burn_fraction=burn_fraction,
-                       n_aux=n_aux, eps=eps, seed=seed, family=fam.describe(),
-                       mechanism=mech.name, seconds=time.perf_counter() - t_start,
-                       step_coords=coords)
+    res = MHAARResult(params=tuple(fam.params), samples=out_theta, accepted=out_acc,
+                      steps=out_steps, theta0=theta0, burn_fraction=burn_fraction,
+                      n_aux=n_aux, eps=eps, seed=seed, family=fam.describe(),
+                      mechanism=mech.name, seconds=time.perf_counter() - t_start,
+                      step_coords=coords)
+    return _checked_chain(res)
 
 
 def _is_numeric(v):
@@ -560,3 +569,13 @@ def _is_numeric(v):
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _checked_chain(res):
+    """Warn when the kept part of a chain never moved (its summary is one point)."""
+    kept = res.accepted[res.n_iter - res.n_kept:]
+    if kept.size >= 100 and not kept.any():
+        warnings.warn(f"the MHAAR chain accepted none of its last {kept.size} proposals: its "
+                      f"posterior summary is not reliable here; use more iterations or the "
+                      f"exact posterior", ReliabilityWarning, stacklevel=3)
+    return res

@@ -16,6 +16,7 @@ population.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from dpbook.smc.sweep import (
     mh_sweep_serial,
 )
 from dpbook.validation import (
+    ReliabilityWarning,
     check_count,
     check_eps,
     check_memory,
@@ -386,4 +388,9 @@ def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=10
               generic=generic)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
+    if smc.history.ess and smc.history.ess[-1] < 1.5:
+        warnings.warn(f"the SMC weights collapsed onto one particle (final ESS "
+                      f"{smc.history.ess[-1]:.2f} of {smc.N}): its posterior summary is not "
+                      f"reliable here; use more particles or the exact posterior",
+                      ReliabilityWarning, stacklevel=2)
     return smc
