@@ -62,12 +62,14 @@ def test_noise_scale_below_the_supported_limit_is_refused():
 
 
 def test_best_interval_at_large_eps():
-    """A finite interval inside the search box while every cell's noise scale is within
-    the supported limit; beyond it, an error that says so."""
-    res = best_interval(1e4, grid=10)
-    assert -3 <= res["a"] < res["b"] <= 3 and np.isfinite(res["score"])
+    """A finite interval inside the search box at any supported eps (cells whose noise
+    scale is below the supported limit are left out of the search); an error when no
+    cell is left."""
+    for eps in (1e4, EPS_RANGE[1]):
+        res = best_interval(eps, grid=10)
+        assert -3 <= res["a"] < res["b"] <= 3 and np.isfinite(res["score"])
     with pytest.raises(ValueError, match="noise scale"):
-        best_interval(EPS_RANGE[1], grid=10)
+        best_interval(EPS_RANGE[1], grid=10, lims=(0.0, 1e-3))
 
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, 1e-5, 2e6, 1e308, np.inf, np.nan])
