@@ -56,20 +56,24 @@ def test_exact_fisher_tends_to_the_noiseless_limit(l, r):
     assert errs[1] / errs[2] > 2  # B falls 5-10 times; the error ~ B (up to log B)
 
 
-def test_noise_scale_below_the_supported_limit_is_refused():
-    with pytest.raises(ValueError, match="noise scale"):
-        fisher_exact(0.5, 0.6, 1e6)
+@pytest.mark.parametrize("l, r", [(0.5, 0.6), (2.0, 2.001)])
+def test_tiny_noise_scales_tend_to_the_noiseless_limit(l, r):
+    """Noise scales below 1e-6 sigma (the closed form's floor) go to the quadrature's
+    small-noise rule: the error against the noiseless limit keeps falling like B."""
+    F0 = _noiseless(l, r)
+    errs = [np.abs(fisher_exact(l, r, eps) - F0).max() / np.abs(F0).max()
+            for eps in (1e4, 1e5, 1e6)]
+    assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-5
 
 
 def test_best_interval_at_large_eps():
-    """A finite interval inside the search box at any supported eps (cells whose noise
-    scale is below the supported limit are left out of the search); an error when no
-    cell is left."""
+    """A finite interval inside the search box at any supported eps, also when the grid's
+    noise scales are far below the closed form's floor."""
     for eps in (1e4, EPS_RANGE[1]):
         res = best_interval(eps, grid=10)
         assert -3 <= res["a"] < res["b"] <= 3 and np.isfinite(res["score"])
-    with pytest.raises(ValueError, match="noise scale"):
-        best_interval(EPS_RANGE[1], grid=10, lims=(0.0, 1e-3))
+    narrow = best_interval(EPS_RANGE[1], grid=6, lims=(0.0, 1e-3))  # noise scales ~1e-10
+    assert 0.0 <= narrow["a"] < narrow["b"] <= 1e-3 and np.isfinite(narrow["score"])
 
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, 1e-5, 2e6, 1e308, np.inf, np.nan])
@@ -114,3 +118,25 @@ def test_student_t_df_range_ends_agree_with_monte_carlo():
         exact = fisher_exact(-1.0, 1.0, 2.0, family=fam)
         mc = fisher_mc(-1.0, 1.0, 2.0, family=fam, M=20_000, K=5_000, rng=3)
         assert np.all(np.abs(mc.F - exact) <= 5 * mc.se + 3.0 / 5_000 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("family, mechanism", [("normal", "gaussian"), ("laplace", "gaussian"),
+                                               ("student_t", "laplace"), ("laplace", "laplace")])
+@pytest.mark.parametrize("eps", [1e3, 1e4, 1e6])
+def test_generic_exact_fisher_agrees_with_monte_carlo_at_large_eps(family, mechanism, eps):
+    """The quadrature for any family and mechanism switches to its small-noise rule where
+    the uniform panels would need more than their cap (eps ~ 800 for the Gaussian
+    mechanism here, ~4e4 for the Laplace one)."""
+    exact = fisher_exact(-1.0, 1.0, eps, (0.0, 1.0), family, mechanism)
+    mc = fisher_mc(-1.0, 1.0, eps, (0.0, 1.0), family, mechanism, M=20_000, K=20_000, rng=5)
+    tol = 5 * mc.se + 3.0 / 20_000 * np.abs(exact).max()
+    assert np.all(np.abs(mc.F - exact) <= tol), (exact, mc.F, mc.se)
+
+
+@pytest.mark.parametrize("eps", [1e5, 1e6])
+def test_generic_small_noise_rule_matches_the_closed_form(eps):
+    from dpbook.likelihood import quadrature
+
+    closed = fisher_exact(-1.0, 1.0, eps)
+    generic = quadrature.fisher_exact(-1.0, 1.0, eps, (0.0, 1.0), "normal", "laplace")
+    np.testing.assert_allclose(generic, closed, rtol=3e-5, atol=1e-12)

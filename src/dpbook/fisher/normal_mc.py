@@ -114,7 +114,7 @@ from dpbook.fisher.estimates import (
     check_lims,
     check_method,
 )
-from dpbook.likelihood.normal_laplace import MIN_NOISE_SCALE, fisher_exact
+from dpbook.likelihood.normal_laplace import fisher_exact
 from dpbook.validation import (
     as_generator,
     check_count,
@@ -581,17 +581,11 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     A, B = vals[ia], vals[ib]
     F = np.full((grid, grid, 2, 2), np.nan)
     if method == "exact":
-        # cells whose noise scale is below what the closed form resolves stay NaN (out
-        # of the search), as the cells with a >= b do
-        ok = (B - A) / eps >= MIN_NOISE_SCALE
-        if not ok.any():
-            raise ValueError(f"at eps = {eps:g} every interval of the grid has a noise scale "
-                             f"below {MIN_NOISE_SCALE:g}: use a smaller eps or wider limits")
-        Fe = np.asarray(fisher_exact(A[ok], B[ok], eps, 0.0, 1.0), dtype=float)
-        if Fe.shape != (int(ok.sum()), 2, 2):
+        Fe = np.asarray(fisher_exact(A, B, eps, 0.0, 1.0), dtype=float)
+        if Fe.shape != (A.size, 2, 2):
             raise RuntimeError(f"fisher_exact returned shape {Fe.shape}, expected "
-                               f"{(int(ok.sum()), 2, 2)}")
-        F[ia[ok], ib[ok]] = Fe
+                               f"{(A.size, 2, 2)}")
+        F[ia, ib] = Fe
         return FisherGrid(eps, method, vals, vals.copy(), F)
     M = check_count("M", M, 1)
     K = check_count("K", K, 1)

@@ -566,6 +566,65 @@ def _fisher_matrix(l, r, eps, th, info, fam, mech):
     return f * np.exp(shift)[:, None, None]
 
 
+_SMALL_STEPS = np.array([0.0, 1.0, 3.0, 7.0, 15.0])  # geometric panels, in noise scales
+_SMALL_NODES = 16  # Gauss-Legendre nodes per panel of the small-noise rule
+_SMALL_INTERIOR = 48  # panels between the clip points' neighbourhoods
+
+
+def _geometric(centre, b, U, sign):
+    """Panel ends centre + sign b (0, 1, 3, 7, 15, U): (P, 6), ascending if sign > 0."""
+    steps = np.concatenate([_SMALL_STEPS, [U]])
+    return centre[:, None] + sign * b[:, None] * steps
+
+
+def _fisher_small_noise(l, r, eps, th, info, fam, mech):
+    """F for a continuous family when the noise scale b is far below the interval: the
+    rule for large eps, whose cost does not grow with eps.
+
+    p(y) = M_l f_b(y - l) + M_r f_b(y - r) + int_l^r p(x) f_b(y - x) dx; in the integral
+    x = y - b u, so that it runs over the noise u with the noise's own panels
+    (geometric: 0, 1, 3, 7, 15 and the noise's 1e-16 tail, on both sides of 0), truncated
+    to (y - r)/b < u < (y - l)/b; the score is the same sum with p(x) grad log p(x) and
+    the masses' gradients (Fisher's identity).  The y-integral has geometric panels on
+    both sides of l and r (the spikes of width b there) and _SMALL_INTERIOR panels
+    between, cut at the family's quantiles; outside [l - U b, r + U b] p(y) < 1e-16.
+    """
+    b = (r - l) / eps
+    U = float(mech.tail(1.0, 1e-16))
+    # ---- y nodes
+    lo_in, hi_in = l + U * b, r - U * b
+    inner = lo_in[:, None] + (hi_in - lo_in)[:, None] * np.linspace(0, 1, _SMALL_INTERIOR + 1)
+    parts = [_geometric(l, b, U, -1.0)[:, ::-1], _geometric(l, b, U, 1.0), inner,
+             _geometric(r, b, U, -1.0)[:, ::-1], _geometric(r, b, U, 1.0)]
+    s_lo, s_hi, q = info
+    if q is not None:
+        parts.append(np.clip(np.broadcast_to(q, (l.size, q.size)), lo_in[:, None],
+                             hi_in[:, None]))
+    pts = np.sort(np.concatenate(parts, axis=-1), axis=-1)
+    yn, ylogw = _panel_nodes(pts, _SMALL_NODES, compact=False)  # (P, J)
+    P, J = yn.shape
+    # ---- u nodes for every y: panels on each side of 0, truncated to the x-range
+    side = np.concatenate([_SMALL_STEPS, [U]])
+    edges = np.concatenate([-side[::-1], side[1:]])  # -U .. 0 .. U
+    u_lo = ((yn - r[:, None]) / b[:, None])[..., None]
+    u_hi = ((yn - l[:, None]) / b[:, None])[..., None]
+    e = np.clip(edges, u_lo, u_hi)  # (P, J, E)
+    xg, wg = _gl(_SMALL_NODES)
+    half = 0.5 * np.diff(e, axis=-1)  # (P, J, E - 1)
+    u = (0.5 * (e[..., 1:] + e[..., :-1]))[..., None] + half[..., None] * xg  # (P, J, E-1, n)
+    with np.errstate(all="ignore"):  # zero-width panels (truncated) get weight 0
+        lw = np.log(half[..., None] * wg) + mech.logpdf(u, 1.0)
+    lw = np.where(half[..., None] > 0, lw, -np.inf).reshape(P, -1)
+    x = (yn[..., None, None] - b[:, None, None, None] * u).reshape(P, -1)
+    v, shift = _scaled_x_values(x, lw, [np.asarray(t) for t in th], fam)
+    tot = v.reshape(P, J, -1, v.shape[-1]).sum(axis=2)
+    vl, vr = _atom_vectors(fam, l, r, th, shift)
+    tot += mech.pdf(yn - l[:, None], b[:, None])[..., None] * vl[:, None]
+    tot += mech.pdf(yn - r[:, None], b[:, None])[..., None] * vr[:, None]
+    f = _outer_sum(np.exp(ylogw), tot)
+    return f * np.exp(shift)[:, None, None]
+
+
 def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     """Fisher information F_{l,r}^eps(theta) of eq. (7) by quadrature: E[s(Y) s(Y)^T].
 
@@ -601,9 +660,9 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     need = float(np.max(width / (_UNIFORM_SPACING * b), initial=0.0))
     cap = _MAX_UNIFORM if laplace else _MAX_UNIFORM_MATRIX
     if need > cap and not fam.discrete:
-        raise ValueError(f"eps = {eps:g} is beyond what the exact Fisher quadrature of the "
-                         f"{mech.name} mechanism resolves for this interval (eps <= "
-                         f"{eps * cap / need:.3g} here); use the Monte Carlo method")
+        # b far below the interval: the rule whose cost does not grow with eps
+        run = _fisher_small_noise
+        need = 0.0
     # elements per pair: ~ (breaks x nodes) y nodes times x nodes for the matrix rule
     k_est = 40 + min(cap, need)
     if fam.discrete:
