@@ -23,8 +23,8 @@ GOOD = "y,l,r\n0.3,-1,1\n-0.2,-1,1\n1.4,-1,1\n0.1,-0.5,1.5\n"
     (["fisher", "--eps", "-2", "--a", "-1", "--b", "1"], "eps"),
     (["fisher", "--eps", "inf", "--a", "-1", "--b", "1"], "eps"),
     (["fisher", "--eps", "nan", "--a", "-1", "--b", "1"], "eps"),
-    (["fisher", "--eps", "1", "--a", "1", "--b", "1"], "l < r"),
-    (["fisher", "--eps", "1", "--a", "2", "--b", "1"], "l < r"),
+    (["fisher", "--eps", "1", "--a", "1", "--b", "1"], "a < b"),
+    (["fisher", "--eps", "1", "--a", "2", "--b", "1"], "a < b"),
     (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "magic"], "method"),
     (["best-interval", "--eps", "0"], "eps"),
     (["best-interval", "--eps", "1", "--method", "magic"], "method"),
@@ -70,7 +70,8 @@ def test_posterior_json_and_reproducible(write_csv):
     assert code == 0, err
     res = json.loads(out)
     assert set(res) >= {"mu", "sigma", "seconds"}
-    assert set(res["mu"]) == {"mean", "sd"} and set(res["sigma"]) == {"mean", "sd"}
+    keys = {"mean", "sd", "q05", "q25", "median", "q75", "q95"}
+    assert set(res["mu"]) == keys and set(res["sigma"]) == keys
     code2, out2, _ = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
                          "--seed", "4", "--json", path)
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "seconds"}  # noqa: E731
@@ -128,3 +129,68 @@ def test_every_option_has_help():
     missing = [f"{name} {'/'.join(a.option_strings)}" for name, p in sub.choices.items()
                for a in p._actions if a.option_strings and not a.help]
     assert not missing, f"options without help: {missing}"
+
+
+@pytest.mark.parametrize("method", ["exact", "smc", "mhaar"])
+def test_posterior_reports_quantiles(write_csv, capsys, method):
+    """Quantiles besides mean and sd (sd is no safe summary of a scale under clipping);
+    the text leads with the median and the 90% interval."""
+    path = write_csv(GOOD)
+    assert main(["posterior", "--method", method, "--eps", "2", path, "--iters", "3000",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for p in ("mu", "sigma"):
+        q = [out[p][k] for k in ("q05", "q25", "median", "q75", "q95")]
+        assert q == sorted(q) and q[0] < q[-1]
+    assert main(["posterior", "--method", method, "--eps", "2", path, "--iters", "3000"]) == 0
+    text = capsys.readouterr().out
+    assert f"mu    = {out['mu']['median']:.4f} (90% interval [{out['mu']['q05']:.4f}" in text
+
+
+def test_exact_posterior_quantiles_are_the_grid_posteriors(write_csv, capsys):
+    from dpbook.cli import read_releases
+    from dpbook.posterior import exact_posterior
+
+    path = write_csv(GOOD)
+    assert main(["posterior", "--method", "exact", "--eps", "2", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    q = exact_posterior(*read_releases(path), 2.0).quantile([0.05, 0.5, 0.95])
+    assert [out["sigma"][k] for k in ("q05", "median", "q95")] == list(q[:, 1])
+
+
+def test_weighted_particle_quantiles():
+    import numpy as np
+
+    from dpbook.smc import SMC
+
+    smc = SMC(1.0, n_particles=4, n_max=1, seed=0, generic=True)
+    smc.theta = np.array([[3.0, 1.0], [1.0, 2.0], [2.0, 3.0], [4.0, 4.0]])
+    smc.w = np.array([0.1, 0.2, 0.3, 0.4])
+    # sorted mu: 1 (0.2), 2 (0.3), 3 (0.1), 4 (0.4): cumulative 0.2, 0.5, 0.6, 1.0
+    np.testing.assert_array_equal(smc.quantile([0.1, 0.5, 0.55, 0.9])[:, 0], [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("args, key, want", [
+    (["experiment", "--eps", "2", "--eps", "5"], "eps", [2.0, 5.0]),
+    (["experiment", "--eps", "2", "5", "--eps", "10"], "eps", [2.0, 5.0, 10.0]),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--theta", "0", "--theta", "2"],
+     "theta", [0.0, 2.0]),
+    (["best-interval", "--eps", "1", "--theta", "0", "--theta", "2"], "theta", [0.0, 2.0]),
+    (["experiment", "--theta", "50", "--theta", "3"], "theta", [50.0, 3.0]),
+])
+def test_repeated_multi_value_options_extend(args, key, want):
+    from dpbook.cli import build_parser
+
+    assert getattr(build_parser().parse_args(args), key) == want
+
+
+def test_lims_takes_one_pair_and_ends_are_named_as_given(capsys):
+    assert main(["best-interval", "--eps", "1", "--lims", "-1", "1", "--lims", "0", "1"]) == 2
+    assert "--lims takes one pair" in capsys.readouterr().err
+    assert main(["fisher", "--eps", "1", "--a", "2", "--b", "1"]) == 2
+    assert "interval [a, b] must have a < b" in capsys.readouterr().err
+
+
+def test_score_is_named_by_the_familys_parameter(capsys):
+    assert main(["best-interval", "--eps", "2", "--grid", "6", "--family", "student_t"]) == 0
+    assert "score loc," in capsys.readouterr().out

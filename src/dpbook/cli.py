@@ -133,7 +133,7 @@ def cmd_fisher(args):
 
     family, mechanism = family_from_args(args)
     check_eps(args.eps)
-    check_interval(args.a, args.b, name="interval [a, b]")
+    check_interval(args.a, args.b, name="interval [a, b]", ends=("a", "b"))
     check_count("M", args.M)
     check_count("K", args.K)
     theta = _theta_from_args(args, family)
@@ -170,6 +170,8 @@ def cmd_best_interval(args):
     check_count("grid", args.grid, 2)
     theta = _theta_from_args(args, family)
     if args.lims is not None:
+        if len(args.lims) != 2:
+            raise ValueError(f"--lims takes one pair lo hi, got {len(args.lims)} numbers")
         check_interval(*args.lims, name="--lims")
         lims = tuple(args.lims)
     else:
@@ -188,7 +190,8 @@ def cmd_best_interval(args):
     out.update(eps=args.eps, method=args.method, score_name=args.score, family=family.name,
                mechanism=mechanism)
     if family.location_scale:
-        head = (f"best interval for eps = {args.eps} ({args.method}, score {args.score}, "
+        head = (f"best interval for eps = {args.eps} ({args.method}, score "
+                f"{_score_label(args.score, family)}, "
                 f"{args.grid} x {args.grid} grid on [{lo:g}, {hi:g}]"
                 + ("" if _is_paper_model(family, mechanism) else
                    f"; {family.describe()}, {mechanism} mechanism") + "):")
@@ -250,6 +253,16 @@ def read_releases(path):
     return check_observations(cols["y"], cols["l"], cols["r"])
 
 
+QUANTILE_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
+QUANTILE_NAMES = ("q05", "q25", "median", "q75", "q95")
+
+
+def _score_label(score, family):
+    """The score in the family's own parameter names: F[0, 0] is the information about
+    the first parameter (mu, loc, lam), the trace sums over all of them."""
+    return family.params[0] if score == "mu" else "trace"
+
+
 def cmd_posterior(args):
     from dpbook.validation import check_count, check_eps
 
@@ -262,18 +275,23 @@ def cmd_posterior(args):
     if args.method == "smc":
         from dpbook.smc import smc_posterior
 
-        s = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
-                                 n_particles=args.particles, seed=args.seed).summary()
+        post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
+                             n_particles=args.particles, seed=args.seed)
     elif args.method == "mhaar":
         from dpbook.mhaar import mhaar
 
-        s = mhaar(y, l, r, args.eps, family=family, mechanism=mechanism, n_iter=args.iters,
-                  seed=args.seed).summary()
+        post = mhaar(y, l, r, args.eps, family=family, mechanism=mechanism,
+                     n_iter=args.iters, seed=args.seed)
     else:
         from dpbook.posterior import exact_posterior
 
-        s = exact_posterior(y, l, r, args.eps, family=family, mechanism=mechanism).summary()
-    out = {p: {k: float(v) for k, v in s[p].items()} for p in family.params}
+        post = exact_posterior(y, l, r, args.eps, family=family, mechanism=mechanism)
+    # sd is not a safe summary (the posterior of a scale can have infinite variance
+    # under clipping): quantiles too, and the text leads with them
+    s, qs = post.summary(), np.atleast_2d(post.quantile(QUANTILE_LEVELS))
+    out = {p: {"mean": float(s[p]["mean"]), "sd": float(s[p]["sd"]),
+               **{name: float(qs[i, j]) for i, name in enumerate(QUANTILE_NAMES)}}
+           for j, p in enumerate(family.params)}
     out.update(seconds=time.perf_counter() - t0, method=args.method, n=int(len(y)),
                eps=args.eps, family=family.name, mechanism=mechanism)
     w = max(len(p) for p in family.params)
@@ -281,8 +299,9 @@ def cmd_posterior(args):
     if not _is_paper_model(family, mechanism):
         head += f", {family.describe()}, {mechanism} mechanism"
     lines = [head + "):"]
-    lines += [f"  {p:<{w}} = {out[p]['mean']:.4f} (sd {out[p]['sd']:.4f})"
-              for p in family.params]
+    lines += [f"  {p:<{w}} = {out[p]['median']:.4f} (90% interval [{out[p]['q05']:.4f}, "
+              f"{out[p]['q95']:.4f}]; quartiles {out[p]['q25']:.4f}, {out[p]['q75']:.4f}; "
+              f"mean {out[p]['mean']:.4f}, sd {out[p]['sd']:.4f})" for p in family.params]
     lines.append(f"  {out['seconds']:.2f} s")
     _print(out, args.json, lines)
 
@@ -327,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("fisher", help="Fisher information of one release for [a, b]")
     f.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
-    f.add_argument("--theta", type=_finite_float, nargs="+", default=None,
+    f.add_argument("--theta", type=_finite_float, nargs="+", action="extend", default=None,
                    help="parameter values (default: (0, 1) for a location-scale family, "
                         "else the family's default)")
     add_family_arguments(f)
@@ -345,9 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
     b.add_argument("--grid", type=int, default=50,
                    help="grid points per axis (default 50, Section 6)")
-    b.add_argument("--lims", type=_finite_float, nargs=2, default=None,
+    b.add_argument("--lims", type=_finite_float, nargs=2, action="extend", default=None,
                    help="grid range (default -3 3, or the family's range at theta)")
-    b.add_argument("--theta", type=_finite_float, nargs="+", default=None,
+    b.add_argument("--theta", type=_finite_float, nargs="+", action="extend", default=None,
                    help="theta at which eq. (9) is solved (families that are not "
                         "location-scale)")
     add_family_arguments(b)
@@ -397,9 +416,9 @@ def add_experiment_parser(subparsers):
         "experiment", help="the paper's Section 6 experiment (resumable)",
         description="Run or resume the Section 6 experiment: SMC-adaptive, SMC-fixed and "
                     "MHAAR over eps values and independent runs.")
-    from dpbook.experiment import METHODS, PAPER
+    from dpbook.experiment import METHODS
 
-    p.add_argument("--eps", type=_float, nargs="+", default=list(PAPER["eps"]),
+    p.add_argument("--eps", type=_float, nargs="+", action="extend", default=None,
                    metavar="E", help="privacy parameters (default 1 2 5 10)")
     p.add_argument("--runs", type=int, default=30,
                    help="independent runs per method and eps (default 30, Section 6)")
@@ -423,7 +442,8 @@ def add_experiment_parser(subparsers):
     p.add_argument("--interval-method", choices=("exact", "mc"), default="exact",
                    help="Fisher information for the best intervals (eq. 13): exact "
                         "quadrature or the paper's Monte Carlo (default exact)")
-    p.add_argument("--theta", type=_float, nargs="+", default=None, metavar="V",
+    p.add_argument("--theta", type=_float, nargs="+", action="extend", default=None,
+                   metavar="V",
                    help="true parameter values (default: the paper's mu = 50, "
                         "sigma^2 = 10 for the normal, else the family's default)")
     add_family_arguments(p)
@@ -436,7 +456,7 @@ def add_experiment_parser(subparsers):
 
 
 def cmd_experiment(args):
-    from dpbook.experiment import read_manifest, run_experiment, summarize
+    from dpbook.experiment import PAPER, read_manifest, run_experiment, summarize
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
@@ -447,8 +467,9 @@ def cmd_experiment(args):
         extra = {"mu": args.theta[0], "sigma": args.theta[1]}
     else:
         extra = {"theta": args.theta}
+    eps = args.eps if args.eps is not None else list(PAPER["eps"])
     df = run_experiment(family=family, mechanism=mechanism, **extra,
-                        eps=args.eps, runs=args.runs, n=args.n, particles=args.particles,
+                        eps=eps, runs=args.runs, n=args.n, particles=args.particles,
                         mhaar_iters=args.mhaar_iters, methods=args.methods, seed=args.seed,
                         out=args.out, scheduler=args.scheduler,
                         interval_method=args.interval_method,

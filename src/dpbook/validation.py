@@ -69,21 +69,24 @@ def check_finite(name: str, values) -> np.ndarray:
     return a
 
 
-def _check_width(l, r, name):
+def _check_width(l, r, name, ends=("l", "r")):
+    lo, hi = ends
     width = r - l
     need = MIN_REL_WIDTH * np.maximum(1.0, np.maximum(np.abs(l), np.abs(r)))
     if np.any(width < need):
-        raise ValueError(f"{name} is too narrow: r - l must be at least {MIN_REL_WIDTH:g} "
-                         f"times max(1, |l|, |r|)")
+        raise ValueError(f"{name} is too narrow: {hi} - {lo} must be at least "
+                         f"{MIN_REL_WIDTH:g} times max(1, |{lo}|, |{hi}|)")
 
 
-def check_interval(l, r, name: str = "interval"):
-    """Return (l, r) as float arrays (broadcast); reject non-finite ends or l >= r."""
-    l = check_finite(f"{name} lower end l", l)
-    r = check_finite(f"{name} upper end r", r)
+def check_interval(l, r, name: str = "interval", ends=("l", "r")):
+    """Return (l, r) as float arrays (broadcast); reject non-finite ends or l >= r.
+    ``ends``: the names of the two ends in messages (the command line's a and b)."""
+    lo, hi = ends
+    l = check_finite(f"{name} lower end {lo}", l)
+    r = check_finite(f"{name} upper end {hi}", r)
     if np.any(np.broadcast_to(l, np.broadcast(l, r).shape) >= r):
-        raise ValueError(f"{name} must have l < r")
-    _check_width(l, r, name)
+        raise ValueError(f"{name} must have {lo} < {hi}")
+    _check_width(l, r, name, ends)
     return l, r
 
 

@@ -215,6 +215,13 @@ class MHAARResult:
     def sd(self) -> np.ndarray:
         return self.kept().std(axis=0)
 
+    def quantile(self, q):
+        """Marginal quantiles of the kept samples: (d,) for a scalar q, (len(q), d)."""
+        qa = np.asarray(q, dtype=float)
+        if not np.all((qa >= 0) & (qa <= 1)):
+            raise ValueError("quantile levels must lie in [0, 1]")
+        return np.quantile(self.kept(), qa, axis=0)
+
     def summary(self):
         """{param: {"mean", "sd"}} over the kept samples, plain floats."""
         m, s = self.mean(), self.sd()

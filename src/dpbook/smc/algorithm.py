@@ -369,6 +369,21 @@ class SMC:
         i = thompson_index(self.w, rng)
         return tuple(float(v) for v in self.theta[i])
 
+    def quantile(self, q):
+        """Marginal quantiles of the weighted particles (the smallest particle value whose
+        cumulative weight reaches q): shape (d,) for a scalar q, (len(q), d) otherwise."""
+        qa = np.asarray(q, dtype=float)
+        if not np.all((qa >= 0) & (qa <= 1)):
+            raise ValueError("quantile levels must lie in [0, 1]")
+        cols = []
+        for col in self._columns():
+            order = np.argsort(col, kind="stable")
+            cw = np.cumsum(self.w[order])
+            idx = np.searchsorted(cw, qa.ravel() * cw[-1], side="left")
+            cols.append(col[order][np.minimum(idx, len(col) - 1)])
+        out = np.stack(cols, axis=-1)
+        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(cols),))
+
     def summary(self):
         """{param: {"mean", "sd"}} of the current weighted particles."""
         h = self.history
