@@ -1,13 +1,20 @@
 # dpbook: the two commands
-#   make book [MODE=full|quick]   execute every chapter, build book/_build/html
+#   make book [MODE=full|quick]   execute the chapters whose inputs changed, build the HTML
 #   make test                     lint, unit tests, quick chapters, strict build, browser check
 # Both create .venv if missing and install the pinned environment (requirements.txt).
+# Options: FORCE=1 re-executes every chapter; SCHEDULER=tcp://host:8786 runs the chapters'
+# experiments on that Dask cluster.  One chapter: make chapter CH=03 MODE=quick ARGS="-p seed 7"
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := book
 
 MODE ?= full
+FORCE ?=
+SCHEDULER ?=
+CH ?=
+ARGS ?=
+RUN_FLAGS = --mode $(MODE) $(if $(FORCE),--force) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -26,17 +33,17 @@ STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
 timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
 	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
 
-.PHONY: book test setup chapters html lint pytest check-pages clean
+.PHONY: book test setup chapters chapter html lint pytest check-pages clean
 
 book: setup
-	$(call timed,chapters (MODE=$(MODE)),$(PY) book/tools/run_chapters.py --mode $(MODE))
+	$(call timed,chapters (MODE=$(MODE)),$(PY) book/tools/run_chapters.py $(RUN_FLAGS))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	@echo "The book is in book/_build/html/index.html"
 
 test: setup
 	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
 	$(call timed,pytest,$(PY) -m pytest -q)
-	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick)
+	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	$(call timed,browser check,$(PY) book/tools/check_pages.py)
 
@@ -54,7 +61,12 @@ $(STAMP):
 
 # Single steps, for working on the book
 chapters: setup
-	$(PY) book/tools/run_chapters.py --mode $(MODE)
+	$(PY) book/tools/run_chapters.py $(RUN_FLAGS)
+
+# One chapter (then `make html`): make chapter CH=03 MODE=quick ARGS="-p seed 7"
+chapter: setup
+	@test -n "$(CH)" || { echo 'make chapter: say which, e.g. make chapter CH=03 MODE=quick'; exit 2; }
+	$(PY) book/tools/run_chapters.py $(RUN_FLAGS) --only $(CH) $(ARGS)
 
 html: setup
 	$(JB) build . $(JB_FLAGS)

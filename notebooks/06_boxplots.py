@@ -50,6 +50,7 @@
 # %% tags=["parameters"]
 mode = "quick"  # "quick": a small experiment (well under a minute); "full": the paper size
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
+scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
 # %%
 
@@ -65,7 +66,7 @@ assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}
 save = figure_saver("06_boxplots", mode=mode, seed=seed)
 
 
-estimates, trajectories, STORE, elapsed = book_experiment(mode, seed)
+estimates, trajectories, STORE, elapsed = book_experiment(mode, seed, scheduler=scheduler)
 config = trajectories.config
 print(f"store {STORE.relative_to(repo_root())}: {len(estimates)} tasks, "
       f"ready after {elapsed:.1f} s")

@@ -38,6 +38,7 @@
 # %% tags=["parameters"]
 mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": the paper's
 seed = 7
+scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
 # %%
 import time
@@ -310,7 +311,7 @@ t0 = time.perf_counter()
 est, _ = ensure_results(out, family=gumbel, theta=THETA, eps=size["EPS"], runs=size["runs"],
                         n=size["n"], particles=size["N"], seed=seed,
                         methods=["smc-adaptive", "smc-fixed"], interval_grid=size["grid"],
-                        progress=False)
+                        progress=False, scheduler=scheduler)
 timings["30-run comparison"] = time.perf_counter() - t0
 summary = summarize(est).set_index(["eps", "method"])
 summary

@@ -129,3 +129,73 @@ def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
         (store / "tasks" / t.filename).write_bytes(b"")
     assert "70/100 tasks, about 10 min left at the pace of the last 10 min" in beat.line(
         now=t0 + 785)
+
+
+def _two_chapters(tmp_path, monkeypatch):
+    """Chapters 98 (reads the store `store` through dpbook) and 99 in a tmp root."""
+    (tmp_path / "store" / "tasks").mkdir(parents=True)
+    (tmp_path / "store" / "manifest.json").write_text("{}")
+    (tmp_path / "store" / "tasks" / "a.npz").write_bytes(b"1")
+    (tmp_path / "98_reads.py").write_text(
+        '# %% tags=["parameters"]\nmode = "quick"\nseed = 3\n# %%\n'
+        "from dpbook.experiment.results import note_store_read\nnote_store_read('store')\n")
+    (tmp_path / "99_plain.py").write_text('# %% tags=["parameters"]\nmode = "quick"\n'
+                                          "# %%\nprint(mode)\n")
+    monkeypatch.setattr(run_chapters, "SOURCES", tmp_path)
+    monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path / "out")
+    monkeypatch.setattr(run_chapters, "ROOT", tmp_path)
+
+
+def _ran(capsys):
+    out = capsys.readouterr().out
+    return sorted(re.findall(r"^  (\d\d)_\w+\s+ok", out, re.M)), out
+
+
+def test_run_chapters_reexecutes_only_what_changed(tmp_path, monkeypatch, capsys):
+    _two_chapters(tmp_path, monkeypatch)
+    argv = ["--jobs", "1", "--heartbeat", "0"]
+    assert run_chapters.main(argv) == 0
+    assert _ran(capsys)[0] == ["98", "99"]
+    assert run_chapters.main(argv) == 0  # nothing changed
+    ran, out = _ran(capsys)
+    assert ran == [] and out.count("cached (inputs unchanged)") == 2
+    with open(tmp_path / "99_plain.py", "a") as f:  # prose of one chapter
+        f.write("# %% [markdown]\n# More words.\n")
+    assert run_chapters.main(argv) == 0
+    ran, out = _ran(capsys)
+    assert ran == ["99"] and "99_plain                 to run: its source changed" in out
+    (tmp_path / "store" / "tasks" / "a.npz").write_bytes(b"2")  # the store 98 read
+    assert run_chapters.main(argv) == 0
+    ran, out = _ran(capsys)
+    assert ran == ["98"] and "the store store changed" in out
+    assert run_chapters.main([*argv, "-p", "seed", "4", "--only", "98"]) == 0
+    assert _ran(capsys)[0] == ["98"]
+    assert run_chapters.main([*argv, "--force"]) == 0
+    assert _ran(capsys)[0] == ["98", "99"]
+
+
+def test_executed_chapter_has_provenance_and_hidden_parameters(tmp_path, monkeypatch,
+                                                              capsys):
+    _two_chapters(tmp_path, monkeypatch)
+    assert run_chapters.main(["--jobs", "1", "--heartbeat", "0", "--only", "98",
+                              "--scheduler", "tcp://nowhere:1"]) == 0
+    nb = json.loads((tmp_path / "out" / "98_reads.ipynb").read_text())
+    record = nb["metadata"]["dpbook"]
+    assert record["parameters"] == {"mode": "quick", "seed": 3}  # 98 takes no scheduler
+    assert set(record["stores"]) == {"store"}
+    hidden = [c for c in nb["cells"] if "remove-cell" in c["metadata"].get("tags", [])]
+    assert {t for c in hidden for t in c["metadata"]["tags"]} >= {"parameters",
+                                                                  "injected-parameters"}
+    box = "".join(nb["cells"][-1]["source"])
+    assert "How this page was made" in box
+    assert 'make chapter CH=98 MODE=quick ARGS="-p seed 3" && make html' in box
+    assert "{download}`executed notebook (.ipynb) <98_reads.ipynb>`" in box
+    assert "<../../notebooks/98_reads.py>" in box
+
+
+def test_kernels_talk_over_unix_sockets(tmp_path):
+    config = run_chapters.kernel_config(tmp_path)
+    from jupyter_client.manager import AsyncKernelManager
+
+    km = AsyncKernelManager(kernel_name="python3", config=config)
+    assert km.transport == "ipc" and km.ip.startswith(str(tmp_path))

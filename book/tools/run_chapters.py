@@ -8,23 +8,49 @@ Each chapter is a jupytext percent-format script with a cell tagged ``parameters
 the environment running this script; the working directory of every chapter is the
 repository root.  A chapter whose cells raise makes this script exit with status 1.
 
-Usage (from anywhere; paths are resolved from this file):
+A chapter is executed only when one of its inputs changed since the notebook in
+build/chapters/ was made (``--force``: always).  Its inputs are its source, its
+parameters, the package (src/dpbook, benchmarks/, requirements.txt, pyproject.toml and
+this script) and the content of every experiment store it read (dpbook.experiment
+appends each store it loads to ``$DPBOOK_STORE_LOG``).  Their SHA-256 hashes are kept in
+the executed notebook (``metadata.dpbook``).  jupyter-cache, Jupyter Book's own cache,
+keys a notebook by its code cells only: it would not see the papermill parameters, the
+package or the stores.
 
-    python book/tools/run_chapters.py --mode quick
-    python book/tools/run_chapters.py --mode full --only 01_dp_basics -p seed 7
+After a chapter runs, its papermill parameter cells are hidden from the page and a
+provenance box (mode, parameters, version and commit, when and how long, the command to
+re-execute it, downloads of the notebook and its source) is appended to it.
+
+Usage (from the repository root, with the environment that `make setup` makes):
+
+    .venv/bin/python book/tools/run_chapters.py --mode quick
+    .venv/bin/python book/tools/run_chapters.py --mode full --only 01_dp_basics -p seed 7
+    make chapter CH=03 MODE=quick ARGS="-p seed 7" && make html
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from dpbook.experiment import keep_freed_memory_env, store_progress
+try:
+    from dpbook.experiment import STORE_LOG, keep_freed_memory_env, store_progress
+except ModuleNotFoundError as exc:  # run with a Python that lacks the book's environment
+    raise SystemExit(
+        f"run_chapters: {exc.name!r} is not installed for {sys.executable}.  Run "
+        "`make setup` once, then `.venv/bin/python book/tools/run_chapters.py ...` "
+        "(or `make chapter CH=03 MODE=quick`).") from None
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "notebooks"
@@ -71,30 +97,245 @@ def running_marker(name: str) -> Path:
     return OUTPUT / f".{name}.running"
 
 
+def kernel_config(folder: Path):
+    """nbclient configuration for a kernel that talks over Unix sockets in ``folder``.
+
+    Over TCP, two kernels starting at once can pick the same free port and one dies
+    with ``ZMQError: Address already in use``; sockets in a private folder cannot
+    collide (and no "running over TCP without encryption" warning is printed)."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
+
+
+# Parameters that choose where the work runs, not what it computes (the results are the
+# same bit for bit on any executor): not part of a chapter's cache key.
+EXECUTOR_PARAMETERS = ("scheduler",)
+
+
+def chapter_parameters(source: Path, parameters: dict) -> dict:
+    """``parameters`` without the executor parameters that the chapter does not take."""
+    takes = chapter_defaults(source)
+    return {k: v for k, v in parameters.items()
+            if k not in EXECUTOR_PARAMETERS or k in takes}
+
+
 def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
-    """Convert and execute one chapter; return (name, seconds, error message or None)."""
+    """Convert and execute one chapter; return (name, seconds, error message or None).
+
+    On success the notebook gets its provenance box and its cache record."""
+    parameters = chapter_parameters(source, parameters)
     import jupytext
+    import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     start = time.perf_counter()
+    started = datetime.datetime.now(datetime.UTC)
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3",
                                        "language": "python"}
+    notebook.metadata.pop("dpbook", None)
     output = OUTPUT / f"{source.stem}.ipynb"
+    inputs = chapter_inputs(source, parameters)  # before the chapter runs
     error = None
     marker = running_marker(source.stem)
     marker.touch()
+    sockets = Path(tempfile.mkdtemp(prefix="dpbook-kernel-"))
+    log = OUTPUT / f".{source.stem}.stores"
+    log.unlink(missing_ok=True)
+    os.environ[STORE_LOG] = str(log)  # this process runs one chapter at a time
     try:
         papermill.execute_notebook(notebook, str(output), parameters=parameters,
-                                   kernel_name=KERNEL, cwd=str(ROOT), progress_bar=False)
+                                   kernel_name=KERNEL, cwd=str(ROOT), progress_bar=False,
+                                   config=kernel_config(sockets))
     except PapermillExecutionError as exc:
         error = f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
     except Exception as exc:  # kernel died, bad parameters cell, ...
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        os.environ.pop(STORE_LOG, None)
         marker.unlink(missing_ok=True)
-    return source.stem, time.perf_counter() - start, error
+        shutil.rmtree(sockets, ignore_errors=True)
+    seconds = time.perf_counter() - start
+    if error is None:
+        stores = sorted(set(log.read_text().split())) if log.exists() else []
+        record = {"inputs": inputs,
+                  "stores": {store_name(s): store_hash(Path(s)) for s in stores},
+                  "store_work": {store_name(s): store_work(Path(s)) for s in stores},
+                  "parameters": {**chapter_defaults(source), **parameters},
+                  "executed": started.strftime("%Y-%m-%d %H:%M UTC"),
+                  "seconds": round(seconds, 1), "code": code_version()}
+        nb = nbformat.read(output, as_version=4)
+        finish(nb, source, record)
+        nbformat.write(nb, output)
+    log.unlink(missing_ok=True)
+    return source.stem, seconds, error
+
+
+# ---- the cached rebuild ----------------------------------------------------------------
+
+def _sha(*chunks: bytes) -> str:
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(hashlib.sha256(c).digest())
+    return h.hexdigest()
+
+
+def _tree_hash(files) -> str:
+    """Hash of the files' paths (relative to ROOT) and contents."""
+    files = sorted(files)
+    return _sha(*(store_name(f).encode() + b"\0" + f.read_bytes() for f in files))
+
+
+def package_files() -> list[Path]:
+    """The files every chapter depends on, besides its own source."""
+    src = [p for p in (ROOT / "src" / "dpbook").rglob("*") if p.is_file()
+           and "__pycache__" not in p.parts and p.suffix in (".py", ".json", ".toml")]
+    return [*src, *(ROOT / "benchmarks").glob("*.py"), ROOT / "requirements.txt",
+            ROOT / "pyproject.toml", Path(__file__).resolve()]
+
+
+def chapter_inputs(source: Path, parameters: dict) -> dict:
+    """SHA-256 of each input of a chapter except the stores it reads."""
+    what = {k: v for k, v in parameters.items() if k not in EXECUTOR_PARAMETERS}
+    return {"source": _sha(source.read_bytes()),
+            "parameters": _sha(json.dumps(what, sort_keys=True).encode()),
+            "package": _tree_hash(f for f in package_files() if f.exists())}
+
+
+def store_name(path) -> str:
+    """``path`` relative to the repository root where it is inside it."""
+    path = Path(path)
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def store_hash(store: Path) -> str | None:
+    """Hash of an experiment store's content: its manifest and task files (not the
+    Parquet table rebuilt from them, nor locks and temporary files); None if absent."""
+    store = store if store.is_absolute() else ROOT / store
+    manifest = store / "manifest.json"
+    if not manifest.exists():
+        return None
+    tasks = [p for p in (store / "tasks").glob("*") if p.is_file() and
+             not p.name.startswith(".")]
+    return _sha(manifest.read_bytes(), _tree_hash(tasks).encode())
+
+
+def store_work(store: Path) -> tuple[int, float]:
+    """(tasks, seconds of computing) recorded in a store's estimates table."""
+    import pandas as pd
+
+    try:
+        seconds = pd.read_parquet(store / "estimates.parquet", columns=["seconds"])["seconds"]
+    except Exception:  # noqa: BLE001 - no table: nothing to report
+        return 0, 0.0
+    return len(seconds), float(seconds.sum())
+
+
+def cache_record(output: Path) -> dict | None:
+    try:
+        return json.loads(output.read_text())["metadata"]["dpbook"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def stale_reason(source: Path, parameters: dict, inputs: dict | None = None) -> str | None:
+    """Why chapter ``source`` must be executed, or None if its notebook is up to date."""
+    record = cache_record(OUTPUT / f"{source.stem}.ipynb")
+    if record is None or "inputs" not in record:
+        return "not executed yet"
+    inputs = chapter_inputs(source, parameters) if inputs is None else inputs
+    for name, what in (("source", "its source changed"),
+                       ("parameters", "its parameters changed"),
+                       ("package", "the package or the environment changed")):
+        if record["inputs"].get(name) != inputs[name]:
+            return what
+    for store, digest in record.get("stores", {}).items():
+        if store_hash(Path(store)) != digest:
+            return f"the store {store} changed"
+    return None
+
+
+# ---- provenance ------------------------------------------------------------------------
+
+def chapter_defaults(source: Path) -> dict:
+    """The values the chapter's ``parameters`` cell assigns (plain literals)."""
+    import jupytext
+
+    cell = next(c for c in jupytext.read(source).cells
+                if "parameters" in c.metadata.get("tags", []))
+    namespace: dict = {}
+    exec(cell.source, namespace)  # a parameters cell assigns literals only
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+
+def code_version() -> dict:
+    """dpbook version and git commit of the checkout, with ``-dirty`` if modified."""
+    from dpbook import __version__
+
+    def git(*args):
+        try:
+            r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                               timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    head = git("rev-parse", "--short=10", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return {"dpbook": __version__,
+            "commit": None if head is None else head + ("-dirty" if dirty else "")}
+
+
+def rerun_command(name: str, parameters: dict) -> str:
+    number = name.split("_", 1)[0]
+    extra = " ".join(f"-p {k} {v if isinstance(v, str) else json.dumps(v)}"
+                     for k, v in parameters.items()
+                     if k != "mode" and k not in EXECUTOR_PARAMETERS)
+    args = f' ARGS="{extra}"' if extra else ""
+    return f"make chapter CH={number} MODE={parameters.get('mode', 'quick')}{args} && make html"
+
+
+def provenance_markdown(source: Path, record: dict) -> str:
+    params = record["parameters"]
+    code = record["code"]
+    shown = ", ".join(f"`{k} = {v!r}`" for k, v in params.items())
+    commit = f"commit `{code['commit']}`" if code["commit"] else "not a git checkout"
+    rows = [("Mode", f"`{params.get('mode')}`"),
+            ("Parameters", shown),
+            ("Code", f"dpbook {code['dpbook']}, {commit}"),
+            ("Executed", f"{record['executed']}, in {record['seconds']:.0f} s"),
+            ("Re-execute", f"`{rerun_command(source.stem, params)}`"),
+            ("Download", f"{{download}}`executed notebook (.ipynb) <{source.stem}.ipynb>`, "
+                         f"{{download}}`source (jupytext .py) "
+                         f"<../../notebooks/{source.name}>`")]
+    for store, (tasks, seconds) in record.get("store_work", {}).items():
+        rows.insert(4, ("Experiment store", f"`{store}`, read by this chapter: its {tasks} "
+                                            f"tasks took {seconds:.0f} s of computing "
+                                            "when they ran"))
+    items = "\n".join(f"* **{k}:** {v}" for k, v in rows)
+    return ("```{admonition} How this page was made\n:class: dpbook-provenance\n\n"
+            f"{items}\n```\n")
+
+
+def finish(nb, source: Path, record: dict):
+    """Hide papermill's parameter cells from the page, append the provenance box and
+    keep the cache record in the notebook's metadata."""
+    import nbformat
+
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if ("parameters" in tags or "injected-parameters" in tags) and \
+                "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    box = nbformat.v4.new_markdown_cell(provenance_markdown(source, record))
+    box.metadata["tags"] = ["dpbook-provenance"]
+    nb.cells.append(box)
+    nb.metadata["dpbook"] = record
 
 
 def stores_being_filled(root: Path, since: float) -> list[tuple[str, int, int]]:
@@ -171,6 +412,11 @@ def parse_args(argv=None):
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"),
                         help="extra parameter (value parsed as YAML, as `papermill -p`)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="Dask scheduler (tcp://host:8786) for the chapters that run "
+                             "an experiment (those with a `scheduler` parameter)")
+    parser.add_argument("--force", action="store_true",
+                        help="execute the chapters even if their inputs did not change")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="chapters executed in parallel (default: 2)")
     parser.add_argument("--heartbeat", type=float, default=120.0, metavar="SECONDS",
@@ -179,12 +425,40 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def run(chapters, parameters, jobs, heartbeat_every) -> list[tuple[str, str]]:
+    """Execute ``chapters``, print one line per chapter; return the failures."""
+    failures = []
+    for c in chapters:  # left behind by a run that was killed
+        running_marker(c.stem).unlink(missing_ok=True)
+    heartbeat = Heartbeat(chapters, heartbeat_every)
+    if heartbeat_every > 0:
+        heartbeat.start()
+    if jobs > 1 and len(chapters) > 1:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        futures = [pool.submit(execute, c, parameters) for c in schedule(chapters)]
+        results = (f.result() for f in as_completed(futures))
+    else:
+        pool, results = None, (execute(c, parameters) for c in chapters)
+    for name, seconds, error in results:
+        heartbeat.finished(name)
+        status = "FAILED" if error else "ok"
+        print(f"  {name:<24} {status:<6} {seconds:7.1f} s", flush=True)
+        if error:
+            failures.append((name, error))
+    heartbeat.stopped.set()
+    if pool is not None:
+        pool.shutdown()
+    return failures
+
+
 def main(argv=None) -> int:
     import yaml
 
     args = parse_args(argv)
     parameters = {"mode": args.mode}
     parameters.update({name: yaml.safe_load(value) for name, value in args.parameter})
+    if args.scheduler:
+        parameters["scheduler"] = args.scheduler
     chapters = select(args.only)
     if not chapters:
         raise SystemExit(f"run_chapters: no chapters found in {SOURCES}")
@@ -199,31 +473,31 @@ def main(argv=None) -> int:
     for name, value in keep_freed_memory_env().items():
         os.environ.setdefault(name, value)
 
+    start = time.perf_counter()
+
+    def stale(candidates, quiet=False):
+        found = []
+        for c in candidates:
+            reason = "--force" if args.force else stale_reason(c, parameters)
+            if reason is None:
+                if not quiet:
+                    print(f"  {c.stem:<24} cached (inputs unchanged)", flush=True)
+            else:
+                found.append(c)
+                print(f"  {c.stem:<24} to run: {reason}", flush=True)
+        return found
+
     print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
-    start = time.perf_counter()
-    failures = []
-    for c in chapters:  # left behind by a run that was killed
-        running_marker(c.stem).unlink(missing_ok=True)
-    heartbeat = Heartbeat(chapters, args.heartbeat)
-    if args.heartbeat > 0:
-        heartbeat.start()
-    if args.jobs > 1 and len(chapters) > 1:
-        pool = ProcessPoolExecutor(max_workers=args.jobs)
-        futures = [pool.submit(execute, c, parameters) for c in schedule(chapters)]
-        results = (f.result() for f in as_completed(futures))
-    else:
-        pool, results = None, (execute(c, parameters) for c in chapters)
-    for name, seconds, error in results:
-        heartbeat.finished(name)
-        status = "FAILED" if error else "ok"
-        print(f"  {name:<24} {status:<6} {seconds:7.1f} s", flush=True)
-        if error:
-            failures.append((name, error))
-    heartbeat.stopped.set()
-    if pool is not None:
-        pool.shutdown()
-    print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode})")
+    todo = stale(chapters)
+    failures = run(todo, parameters, args.jobs, args.heartbeat) if todo else []
+    # A chapter that was up to date may read a store that a chapter just run rewrote.
+    later = stale([c for c in chapters if c not in todo], quiet=True) if todo else []
+    if later:
+        failures += run(later, parameters, args.jobs, args.heartbeat)
+    print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode}, "
+          f"{len(todo) + len(later)} executed, "
+          f"{len(chapters) - len(todo) - len(later)} cached)")
     for name, error in failures:
         print(f"run_chapters: {name} failed: {error}\n  see {OUTPUT / (name + '.ipynb')}",
               file=sys.stderr)

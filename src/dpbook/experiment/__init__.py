@@ -26,7 +26,7 @@ from dpbook.experiment.config import (
     make_config,
     task_seed,
 )
-from dpbook.experiment.results import Trajectories, load_results, summarize
+from dpbook.experiment.results import STORE_LOG, Trajectories, load_results, summarize
 from dpbook.experiment.runner import (
     BOOK_CONFIGS,
     book_experiment,
@@ -42,7 +42,8 @@ from dpbook.experiment.tasks import (
     task_spec,
 )
 
-__all__ = ["BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "Task", "Trajectories",
+__all__ = ["BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "STORE_LOG", "Task",
+           "Trajectories",
            "algorithm_fingerprint", "book_experiment", "code_version", "config_params",
            "config_tasks", "config_theta", "data_seed", "ensure_results", "eps_code",
            "is_complete", "keep_freed_memory", "keep_freed_memory_env", "load_results",

@@ -3,6 +3,7 @@ the per-task trajectories (lazily) and per-(method, eps) summaries (bias, RMSE).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +119,7 @@ def load_results(out="results/paper"):
     manifest = read_manifest(out)
     if manifest is None:
         raise ValueError(f"{out} holds no experiment results (no manifest.json)")
+    note_store_read(out)
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{out} was written in store format {manifest.get('format')}, this "
                          f"dpbook reads format {FORMAT}: rerun the experiment into it")
@@ -131,6 +133,19 @@ def load_results(out="results/paper"):
         except OSError:  # a read-only store is still readable
             pass
     return df, Trajectories(out, manifest, set(rows))
+
+
+# The book's cached rebuild (book/tools/run_chapters.py) sets this to a file per chapter,
+# so that a chapter is re-executed when a store it read changes.
+STORE_LOG = "DPBOOK_STORE_LOG"
+
+
+def note_store_read(out):
+    """Append the store folder ``out`` to the file named by ``$DPBOOK_STORE_LOG``, if set."""
+    log = os.environ.get(STORE_LOG)
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{Path(out).resolve()}\n")
 
 
 def _parquet_rows(path) -> int | None:

@@ -293,13 +293,14 @@ BOOK_CONFIGS = {
 }
 
 
-def book_experiment(mode="quick", seed=0, root=None, progress=False):
+def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=None):
     """The shared store of chapters 5 and 6: ``(estimates, trajectories, path, seconds)``.
 
     The store is ``results/paper`` for the full mode with seed 0 (what ``dpbook
     experiment`` writes with its defaults, so it can be computed ahead, e.g. on a Dask
     cluster), ``results/quick`` for the quick mode and ``results/<name>-seed<seed>``
-    otherwise.  It is run (or resumed) only when incomplete; see :func:`ensure_results`.
+    otherwise.  It is run (or resumed) only when incomplete, on the Dask cluster at
+    ``scheduler`` if given (same numbers); see :func:`ensure_results`.
     """
     from dpbook.figures import repo_root
 
@@ -308,5 +309,6 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False):
     name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}")
     path = (repo_root() if root is None else Path(root)) / "results" / name
     start = time.perf_counter()
-    est, tr = ensure_results(out=path, progress=progress, seed=seed, **BOOK_CONFIGS[mode])
+    est, tr = ensure_results(out=path, progress=progress, seed=seed, scheduler=scheduler,
+                             **BOOK_CONFIGS[mode])
     return est, tr, path, time.perf_counter() - start
