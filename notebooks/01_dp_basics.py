@@ -19,8 +19,10 @@
 # What leaves their hands is
 #
 # $$
-# Y_t = T_{l_t}^{r_t}(X_t) + (r_t - l_t)\, V_t, \qquad
+# \begin{gathered}
+# Y_t = T_{l_t}^{r_t}(X_t) + (r_t - l_t)\, V_t, \\
 # T_l^r(x) = \min\{\max\{x, l\}, r\}, \qquad V_t \sim \mathrm{Laplace}(1/\epsilon),
+# \end{gathered}
 # $$
 #
 # eq. (2) and (10) of the paper {cite:p}`yildirim2023adaptive`: the value is *clipped*
@@ -46,13 +48,12 @@ mode = "quick"  # "quick": small Monte Carlo sizes (seconds); "full": large ones
 seed = 2023
 
 # %%
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
+from dpbook.figures import figure_saver
 from dpbook.model.mechanisms import clip, noise_logpdf, noise_scale, release
 from dpbook.validation import check_eps, check_interval
 
@@ -62,19 +63,7 @@ size = {"quick": dict(n_release=40_000, n_transcripts=4_000, n_mse=20_000, n_gri
                      n_grid=4001)}[mode]
 rng = np.random.default_rng(seed)
 
-# Figures go to build/figures/01_dp_basics/ (PNG and SVG) under the repository root.
-ROOT = next(p for p in [Path.cwd(), *Path.cwd().parents] if (p / "pyproject.toml").exists())
-FIGURES = ROOT / "build" / "figures" / "01_dp_basics"
-FIGURES.mkdir(parents=True, exist_ok=True)
-
-
-def finish(fig, name, note):
-    """Stamp the figure with its parameters, save it as PNG and SVG, and show it."""
-    fig.text(0.0, -0.02, f"{note}   [mode={mode}, seed={seed}]", fontsize=8, color="0.35",
-             ha="left", va="top")
-    for ext in ("png", "svg"):
-        fig.savefig(FIGURES / f"{name}.{ext}", bbox_inches="tight", dpi=150)
-    plt.show()
+save = figure_saver("01_dp_basics", mode=mode, seed=seed)
 
 
 size
@@ -132,10 +121,12 @@ pd.Series({
 # two values is therefore
 #
 # $$
+# \begin{gathered}
 # L(y) = \frac{\epsilon}{r - l}\Big(\lvert y - T_l^r(x') \rvert
-#        - \lvert y - T_l^r(x) \rvert\Big),
-# \qquad \lvert L(y) \rvert \le \frac{\epsilon}{r - l}\,
+#        - \lvert y - T_l^r(x) \rvert\Big), \\
+# \lvert L(y) \rvert \le \frac{\epsilon}{r - l}\,
 #        \lvert T_l^r(x) - T_l^r(x') \rvert \le \epsilon .
+# \end{gathered}
 # $$
 #
 # The worst pair puts one value below $l$ and the other above $r$.  The left panel
@@ -155,7 +146,7 @@ def privacy_loss(y, x, x_prime, eps, clipped=True):
     return noise_logpdf(y, c, l, r, eps) - noise_logpdf(y, c_prime, l, r, eps)
 
 
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
 for eps, colour in zip(eps_values, ["C0", "C1", "C2"]):
     for ax, clipped_query in zip(axes, [True, False]):
         ax.plot(y, privacy_loss(y, x_low, x_high, eps, clipped_query), color=colour,
@@ -167,9 +158,14 @@ for ax, title in zip(axes, ["clipped query: T(x) + (r-l)V", "no clipping: x + (r
     ax.set(title=title, xlabel="released value y")
 axes[0].set_ylabel("privacy loss L(y)")
 axes[0].legend(loc="upper right")
-finish(fig, "privacy_loss",
-       f"x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}] (grey); "
-       "dotted lines: ±ε")
+save(fig, "privacy_loss",
+     f"x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}] (grey); dotted lines: ±ε",
+     caption="The privacy loss L(y) of one release, for the worst pair of neighbouring "
+             "values, with the clipped query (left: bounded by ±ε) and without clipping "
+             "(right: unbounded).",
+     alt="Two panels of privacy loss against the released value for three epsilons: "
+         "with clipping the loss stays between the dotted lines at plus and minus "
+         "epsilon, without clipping it grows beyond them.")
 
 # %% [markdown]
 # The bound is attained (the loss is exactly $\pm\epsilon$ in the tails), so the Laplace
@@ -229,10 +225,16 @@ ax.plot(mid, exact, color="k", lw=1, label="exact (Laplace cdf)")
 ax.axhline(eps, color="C3", ls=":")
 ax.axhline(-eps, color="C3", ls=":", label="±ε")
 ax.set(xlabel="bin centre", ylabel="log P[Y∈S | x] − log P[Y∈S | x']")
-ax.legend(loc="upper right", fontsize=8)
-finish(fig, "release_histogram_check",
-       f"ε = {eps:g}, x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}], "
-       f"{n} releases each, 30 quantile bins")
+ax.legend(loc="upper right")
+save(fig, "release_histogram_check",
+     f"ε = {eps:g}, x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}], "
+     f"{n} releases each, 30 quantile bins",
+     caption="The privacy loss measured on samples of release(): the log ratio of the "
+             "frequencies of each bin under x and x', with two standard errors, "
+             "against the exact Laplace value and the bound ±ε.",
+     alt="Points with error bars following a black curve that rises from minus "
+         "epsilon to plus epsilon and stays within the dotted lines at plus and minus "
+         "epsilon.")
 
 summary = pd.Series({"bins used": int(enough.sum()),
                      "largest |log ratio| - eps": float(np.max(np.abs(log_ratio[enough]) - eps)),
@@ -256,9 +258,11 @@ summary
 # $Y_{1:t}$ only.  The whole transcript $R_n = (Y_{1:n}, s_{1:n})$ has density
 #
 # $$
-# p(R_n \mid x_{1:n}) = \prod_{t=1}^n
-#   \mathrm{Laplace}\big(y_t - T_{l_t}^{r_t}(x_t);\, (r_t - l_t)/\epsilon\big)
-#   \times (\text{terms that depend on } y_{1:t-1} \text{ only}),
+# \begin{aligned}
+# p(R_n \mid x_{1:n}) = {}& \prod_{t=1}^n
+#   \mathrm{Laplace}\big(y_t - T_{l_t}^{r_t}(x_t);\, (r_t - l_t)/\epsilon\big) \\
+#   & \times (\text{terms that depend on } y_{1:t-1} \text{ only}),
+# \end{aligned}
 # $$
 #
 # so for neighbours differing in individual $k$ every factor except the $k$-th cancels
@@ -298,7 +302,7 @@ def transcript_logpdf(ys, ls, rs, x_values, eps):
 
 
 eps_grid = [check_eps(e) for e in (1.0, 2.0, 5.0)]
-fig, axes = plt.subplots(1, len(eps_grid), figsize=(11, 3.2))
+fig, axes = plt.subplots(1, len(eps_grid), figsize=(9, 3.2))
 rows = []
 for ax, eps in zip(axes, eps_grid):
     ys, ls, rs = transcripts(x_data, eps, size["n_transcripts"])
@@ -311,9 +315,14 @@ for ax, eps in zip(axes, eps_grid):
     rows.append({"eps": eps, "min loss / eps": loss.min() / eps,
                  "max loss / eps": loss.max() / eps})
 axes[0].set_ylabel("transcripts")
-finish(fig, "transcript_privacy_loss",
-       f"n = {n_people} individuals, neighbour differs in individual {k}, h = {half_width:g}, "
-       f"{size['n_transcripts']} transcripts per ε; dotted lines: ±ε")
+save(fig, "transcript_privacy_loss",
+     f"n = {n_people} individuals, neighbour differs in individual {k}, "
+     f"h = {half_width:g}, {size['n_transcripts']} transcripts per ε; dotted lines: ±ε",
+     caption="The privacy loss of whole transcripts of the toy adaptive algorithm "
+             "(intervals centred at the running mean of the released values): "
+             "histograms over simulated transcripts, one panel per ε.",
+     alt="Three histograms of the transcript privacy loss, for epsilon 1, 2 and 5; "
+         "each lies between the dotted lines at plus and minus epsilon.")
 table = pd.DataFrame(rows).set_index("eps")
 assert (table.abs() <= 1 + 1e-9).all().all()
 table
@@ -384,7 +393,7 @@ deltas_mc = np.geomspace(0.02, 5, 9) * sigma
 offsets = np.linspace(0.0, 3.0, 31) * sigma
 offsets_mc = np.linspace(0.0, 3.0, 7) * sigma
 
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+fig, axes = plt.subplots(1, 2, figsize=(9, 4))
 for eps, colour in zip(eps_paper, ["C0", "C1", "C2", "C3"]):
     axes[0].plot(deltas / sigma, release_mse(deltas, eps) / sigma**2, color=colour,
                  label=f"ε = {eps:g}")
@@ -401,13 +410,21 @@ axes[0].plot(deltas / sigma, truncation_mse(theta - deltas, theta + deltas) / si
              "k--", lw=1, label="truncation part")
 axes[0].set(xscale="log", yscale="log", ylim=(1e-2, 1e3),
             xlabel="half-width Δ/σ (interval centred at θ)",
-            ylabel="E[(Y − X)²] / σ²", title="centred interval: truncation vs noise")
+            ylabel="E[(Y − X)²] / σ²", title="centred interval")
 axes[1].set(yscale="log", xlabel="offset |m − θ|/σ of the interval centre",
             ylabel="E[(Y − X)²] / σ² at the best Δ", title="misplaced interval")
-axes[0].legend(fontsize=8)
-finish(fig, "truncation_noise_tradeoff",
-       f"X ~ N(θ, σ²), θ = {theta:g}, σ = {sigma:g}; lines exact, dots Monte Carlo with "
-       f"{size['n_mse']} draws; stars: best Δ")
+axes[0].legend()
+fig.tight_layout()
+save(fig, "truncation_noise_tradeoff",
+     f"X ~ N(θ, σ²), θ = {theta:g}, σ = {sigma:g}; lines exact, dots Monte Carlo with "
+     f"{size['n_mse']} draws; stars: best Δ",
+     caption="The trade-off between truncation and noise: the mean squared error of "
+             "the released value for an interval of half-width Δ centred at θ (left, "
+             "dashed: the truncation part alone), and at the best Δ for an interval "
+             "whose centre is off by |m − θ| (right).",
+     alt="Left: U-shaped error curves against the half-width on log axes, one per "
+         "epsilon, with a star at each minimum. Right: the best error grows with the "
+         "offset of the interval centre.")
 
 rows = []
 for eps in eps_paper:

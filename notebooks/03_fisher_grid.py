@@ -248,24 +248,24 @@ def near_max(ax, eps, level=0.99):
 
 
 vmax = max(np.nanmax(mc[eps].scores("mu")) / best_exact[eps][2] for eps in EPS)
-fig, axes = plt.subplots(2, 4, figsize=(14, 7.4), sharex=True, sharey=True,
+fig, axes = plt.subplots(4, 2, figsize=(8, 15), sharex=True, sharey=True,
                          constrained_layout=True)
-for col, eps in enumerate(EPS):
+for row, eps in enumerate(EPS):  # one row per ε: exact (left) and Monte Carlo (right)
     scale = best_exact[eps][2]
-    for row, grid in enumerate([exact[eps], mc[eps]]):
+    for col, grid in enumerate([exact[eps], mc[eps]]):
         ax = axes[row, col]
         mesh = heat(ax, grid, scale, vmax)
         near_max(ax, eps)
         ax.plot(-PAPER_A[eps], PAPER_A[eps], "o", mfc="none", mec="tab:cyan", ms=9, mew=1.5)
         ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
-        if row == 1:
+        if col == 1:
             ax.plot(*best_mc[eps][:2], "X", color="tab:red", mec="k", ms=8)
-    axes[0, col].set_title(f"ε = {eps:g}: exact (eq. 7)")
-    axes[1, col].set_title(f"ε = {eps:g}: Monte Carlo (eq. 8)")
-    axes[1, col].set_xlabel("a (left end)")
-for row in range(2):
+    axes[row, 0].set_title(f"ε = {eps:g}: exact (eq. 7)")
+    axes[row, 1].set_title(f"ε = {eps:g}: Monte Carlo (eq. 8)")
     axes[row, 0].set_ylabel("b (right end)")
-fig.colorbar(mesh, ax=axes, shrink=0.8, label="F_μμ(a, b) / exact maximum")
+for col in range(2):
+    axes[-1, col].set_xlabel("a (left end)")
+fig.colorbar(mesh, ax=axes, shrink=0.5, label="F_μμ(a, b) / exact maximum")
 fig.legend(handles=[
     Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="exact argmax"),
     Line2D([], [], ls="", marker="X", color="tab:red", mec="k", ms=8,
@@ -273,10 +273,18 @@ fig.legend(handles=[
     Line2D([], [], ls="", marker="o", mfc="none", mec="tab:cyan", ms=9, mew=1.5,
            label="paper's reported interval"),
     Line2D([], [], color="white", lw=1.5, label="within 1% of the exact maximum"),
-], loc="outside upper center", ncol=4, facecolor="0.75")
+], loc="outside upper center", ncol=2, facecolor="0.75")
 save(fig, "heatmaps_mu",
      f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², "
-     f"a < b; Monte Carlo with M = {M}, K = {K} (shared samples), seed {seed}")
+     f"a < b; Monte Carlo with M = {M}, K = {K} (shared samples), seed {seed}",
+     caption="The μ-entry of the Fisher information of one release, F_μμ(a, b), for "
+             "the standard normal over the intervals [a, b] of the grid, exact (eq. 7, "
+             "left) and by Monte Carlo (eq. 8, right), one row per ε, scaled by the "
+             "exact maximum; the markers show the exact and Monte Carlo argmax and the "
+             "interval the paper reports.",
+     alt="Eight heat maps over a and b, one row per epsilon, exact and Monte Carlo "
+         "side by side and nearly identical: a single hill with its top on the "
+         "anti-diagonal, widening as epsilon grows.")
 
 # %% [markdown]
 # The picture is the same for every $\epsilon$: one broad hill whose top lies on the
@@ -388,8 +396,8 @@ slice_mc = {eps: [fisher_mc(-A, A, eps, M=M, K=K, rng=seed) for A in A_code] for
 timings[f"symmetric slice, {A_code.size} x 4 Monte Carlo estimates"] = (
     time.perf_counter() - start)
 
-fig, axes = plt.subplots(1, 4, figsize=(14, 3.6), constrained_layout=True)
-for ax, eps in zip(axes, EPS):
+fig, axes = plt.subplots(2, 2, figsize=(9, 6.6), constrained_layout=True)
+for ax, eps in zip(axes.flat, EPS):
     F_hat = np.array([e.F[0, 0] for e in slice_mc[eps]])
     se = np.array([e.se[0, 0] for e in slice_mc[eps]])
     ax.errorbar(A_code, F_hat, yerr=2 * se, fmt="o", ms=2.5, elinewidth=0.6, color="C0",
@@ -399,11 +407,18 @@ for ax, eps in zip(axes, EPS):
                label="exact best A")
     ax.axvline(PAPER_A[eps], color="tab:cyan", ls="--", lw=1.2, label="paper's A")
     ax.set(title=f"ε = {eps:g}", xlabel="A (interval [−A, A])")
-axes[0].set_ylabel("F_μμ(−A, A)")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncol=4)
+for ax in axes[:, 0]:
+    ax.set_ylabel("F_μμ(−A, A)")
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center", ncol=2)
 save(fig, "symmetric_slice",
      f"symmetric intervals of N(0, 1); Monte Carlo with M = {M}, K = {K} "
-     f"(shared samples), seed {seed}, at A = 0.06, ..., 3; exact on {A_fine.size} points")
+     f"(shared samples), seed {seed}, at A = 0.06, ..., 3; exact on {A_fine.size} points",
+     caption="F_μμ on the symmetric intervals [−A, A] of the standard normal, one panel "
+             "per ε: Monte Carlo estimates at the paper's grid points with two standard "
+             "errors, the exact curve, its argmax (dotted) and the paper's A (dashed).",
+     alt="Four panels of a hump-shaped exact curve against A with Monte Carlo points "
+         "along it, a dotted line at the exact best A and a dashed line at the "
+         "paper's A.")
 
 # %% [markdown]
 # Two things stand out.  The Monte Carlo points lie within their error bars of the exact
@@ -551,8 +566,9 @@ display(flat.T, argmaxes)
 # %%
 best_trace = {eps: exact[eps].best("trace") for eps in EPS}
 best_trace_mc = {eps: mc[eps].best("trace") for eps in EPS}
-fig, axes = plt.subplots(1, 4, figsize=(14, 4.0), sharey=True, constrained_layout=True)
-for ax, eps in zip(axes, EPS):
+fig, axes = plt.subplots(2, 2, figsize=(8, 8.4), sharex=True, sharey=True,
+                         constrained_layout=True)
+for ax, eps in zip(axes.flat, EPS):
     ta, tb, ts, _ = best_trace[eps]
     edges = np.append(values - step / 2, values[-1] + step / 2)
     mesh = ax.pcolormesh(edges, edges, exact[eps].scores("trace").T / ts, cmap="viridis",
@@ -560,18 +576,26 @@ for ax, eps in zip(axes, EPS):
     ax.plot(LIMS, LIMS, color="0.5", lw=0.8)
     ax.plot([ta, -tb], [tb, -ta], "P", color="tab:orange", mec="k", ms=10)
     ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
-    ax.set(xlim=LIMS, ylim=LIMS, aspect="equal", title=f"ε = {eps:g}: exact trace",
-           xlabel="a (left end)")
-axes[0].set_ylabel("b (right end)")
-fig.colorbar(mesh, ax=axes, shrink=0.8, label="(F_μμ + F_σσ)(a, b) / maximum")
+    ax.set(xlim=LIMS, ylim=LIMS, aspect="equal", title=f"ε = {eps:g}: exact trace")
+for ax in axes[-1]:
+    ax.set_xlabel("a (left end)")
+for ax in axes[:, 0]:
+    ax.set_ylabel("b (right end)")
+fig.colorbar(mesh, ax=axes, shrink=0.6, label="(F_μμ + F_σσ)(a, b) / maximum")
 fig.legend(handles=[
     Line2D([], [], ls="", marker="P", color="tab:orange", mec="k", ms=10,
            label="trace argmax and its mirror image"),
     Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="F_μμ argmax"),
-], loc="outside upper center", ncol=2, facecolor="0.75")
+], loc="outside upper center", ncol=1, facecolor="0.75")
 save(fig, "heatmaps_trace",
      f"exact trace of the Fisher information of N(0, 1) on the {GRID} x {GRID} grid "
-     f"on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b")
+     f"on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b",
+     caption="The trace F_μμ + F_σσ of the exact Fisher information of one release "
+             "over the intervals [a, b], one panel per ε, scaled by its maximum: its "
+             "argmax (and mirror image) against the F_μμ argmax.",
+     alt="Four heat maps over a and b with two symmetric maxima off the "
+         "anti-diagonal, marked with crosses, and a star for the F_mu_mu argmax "
+         "between them.")
 
 rows = []
 for eps in EPS:

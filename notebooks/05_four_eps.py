@@ -112,20 +112,22 @@ intervals.round(3)
 #
 # ## One run for each privacy level
 #
-# Each row of the figure below is one $\epsilon$.
+# The paper's Figure 2 has one row per $\epsilon$; here each $\epsilon$ gets its own
+# figure ({numref}`fig-05-four-eps-figure2-eps1` to {numref}`fig-05-four-eps-figure2-eps10`),
+# so that the panels stay readable in the page.
 #
-# * The first two columns show $\mu$, for the adaptive and the non-adaptive sampler.
-# * The last two columns show $\sigma$ in the same order.  Its axis is logarithmic, as in
+# * The top row shows $\mu$, for the adaptive (left) and the non-adaptive sampler (right).
+# * The bottom row shows $\sigma$ in the same order.  Its axis is logarithmic, as in
 #   the authors' plots, because early particles of $\sigma$ span orders of magnitude.
 #
 # The blue dots are the particles at every 20th step, resampled to equal weights as in
 # the paper.  The red line is the posterior mean at every step.  The black line is the
 # true value.  In the $\mu$ panels the green lines are the truncation points $l_t$ and
-# $r_t$.  Within a row, the two $\mu$ panels share one vertical scale and the two
+# $r_t$.  Within a figure, the two $\mu$ panels share one vertical scale and the two
 # $\sigma$ panels share another.  The scale is set by the particles after the first
 # quarter of the run (their 1% to 99% quantiles, with a margin).  Some things lie off
 # this scale: the first steps, where the posterior is still close to the very wide
-# prior; the fixed interval $[l_c, r_c]$ in most rows; and, at large $\epsilon$, the
+# prior; the fixed interval $[l_c, r_c]$ in most figures; and, at large $\epsilon$, the
 # ends of the adaptive intervals, which are then wider than the cloud of particles.
 
 # %%
@@ -162,9 +164,8 @@ def draw(ax, t_snap, particles, mean, truth, ylim, log=False, l=None, r=None):
     ax.set_ylim(ylim)
 
 
-fig, axes = plt.subplots(len(EPS), 4, figsize=(13, 2.3 * len(EPS)), sharex=True,
-                         squeeze=False)
-for i, (row, eps) in enumerate(zip(axes, EPS)):
+for eps in EPS:  # one figure per privacy level, so that each is readable in the page
+    fig, axes = plt.subplots(2, 2, figsize=(9, 5.6), sharex=True)
     snaps = {m: trajectories.particles(m, eps, RUN) for m in METHODS}
     late = {m: s[0] > config["n"] / 4 for m, s in snaps.items()}  # skip the first steps
     mu_lim = panel_limits(np.concatenate([s[1][late[m]].ravel()
@@ -174,20 +175,25 @@ for i, (row, eps) in enumerate(zip(axes, EPS)):
     for k, method in enumerate(METHODS):
         d = trajectories[method, eps, RUN]
         t_snap, mu_p, sig_p = snaps[method]
-        draw(row[k], t_snap, mu_p, d["mean_mu"], mu_true, mu_lim, l=d["l"], r=d["r"])
-        draw(row[k + 2], t_snap, sig_p, d["mean_sigma"], sigma_true, sig_lim, log=True)
-        if i == 0:
-            row[k].set_title(f"μ, {METHODS[method]}", fontsize=10)
-            row[k + 2].set_title(f"σ, {METHODS[method]}", fontsize=10)
-    row[0].set_ylabel(f"ε = {eps:g}", fontsize=11)
-for ax in axes[-1]:
-    ax.set_xlabel("t")
-fig.tight_layout()
-save(fig, "figure2",
-     f"run {RUN}; n = {config['n']}, N = {config['particles']} particles, "
-     f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; particles every {config['every']}th step "
-     f"(resampled), red: posterior mean, black: truth, green: l_t, r_t; "
-     f"fixed interval [{l_c:.1f}, {r_c:.1f}]")
+        draw(axes[0, k], t_snap, mu_p, d["mean_mu"], mu_true, mu_lim, l=d["l"], r=d["r"])
+        draw(axes[1, k], t_snap, sig_p, d["mean_sigma"], sigma_true, sig_lim, log=True)
+        axes[0, k].set_title(METHODS[method])
+        axes[1, k].set_xlabel("t")
+    axes[0, 0].set_ylabel("μ")
+    axes[1, 0].set_ylabel("σ")
+    fig.tight_layout()
+    save(fig, f"figure2_eps{eps:g}",
+         f"ε = {eps:g}, run {RUN}; n = {config['n']}, N = {config['particles']} particles, "
+         f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; particles every {config['every']}th "
+         f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]",
+         caption=f"Figure 2 of the paper at ε = {eps:g}: the particles of θ = (μ, σ) "
+                 "over time t (blue dots, after resampling), their mean (red) and the "
+                 "true value (black), for the adaptive interval (left, with its ends "
+                 "l_t, r_t in green) and the fixed interval (right).",
+         alt=f"Four panels for epsilon {eps:g}: particle clouds of mu (top) and sigma "
+             "(bottom, log scale) against time, adaptive truncation on the left and "
+             "fixed truncation on the right, each with the posterior mean and the "
+             "true value.")
 
 # %% [markdown]
 # ## How fast does the posterior concentrate?

@@ -13,10 +13,11 @@
 
 # %% [markdown]
 # (ch-boxplots)=
-# # Thirty runs: SMC-adaptive, SMC-non-adaptive and MHAAR
+# # Repeated runs: SMC-adaptive, SMC-non-adaptive and MHAAR
 #
 # This chapter reproduces Figure 3 of {cite:p}`yildirim2023adaptive`.  It shows the
-# spread, over independent runs, of the posterior-mean estimates of $\mu$ and $\sigma$
+# spread, over independent runs (30 in the paper and in `full` mode, fewer in `quick`
+# mode), of the posterior-mean estimates of $\mu$ and $\sigma$
 # from three methods, at $\epsilon = 1, 2, 5, 10$.
 #
 # * **SMC-adaptive**: the online SMC sampler of {ref}`ch-smc`, whose interval
@@ -54,13 +55,13 @@ scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the expe
 
 # %%
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from IPython.display import Markdown
 
 from dpbook.experiment import book_experiment, summarize
-from dpbook.figures import figure_saver, repo_root
+from dpbook.figures import METHOD_COLOURS, figure_saver, repo_root
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("06_boxplots", mode=mode, seed=seed)
@@ -80,7 +81,8 @@ pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "mhaa
 # The figure has one column per $\epsilon$, with $\mu$ in the top row and $\sigma$ in
 # the bottom row.  Each box shows the quartiles and the median of the posterior means
 # over the runs.  The whiskers reach the furthest estimate within 1.5 interquartile
-# ranges, and the dots are the individual runs.  The dashed line is the true value.
+# ranges, and the dots are the individual runs (seaborn's box and swarm plots of the
+# store's estimates in long form).  The dashed line is the true value.
 # The vertical scales differ between panels, because the spread changes a lot with
 # $\epsilon$.
 
@@ -92,29 +94,35 @@ TRUTH = {"mu": config["mu"], "sigma": config["sigma"]}
 SYMBOL = {"mu": "μ", "sigma": "σ"}
 rng = np.random.default_rng(seed)
 
-fig, axes = plt.subplots(2, len(EPS), figsize=(3.2 * len(EPS), 6.4), squeeze=False)
-for j, eps in enumerate(EPS):
-    at_eps = estimates[estimates.eps == eps]
-    for i, par in enumerate(("mu", "sigma")):
-        ax = axes[i, j]
-        values = [at_eps.loc[at_eps.method == m, f"{par}_hat"].to_numpy() for m in METHODS]
-        ax.boxplot(values, widths=0.55, showfliers=False,
-                   medianprops=dict(color="C3", lw=1.5))
-        for k, v in enumerate(values):
-            ax.scatter(k + 1 + rng.uniform(-0.12, 0.12, v.size), v, s=8, color="C0",
-                       alpha=0.6, lw=0, zorder=3)
-        ax.axhline(TRUTH[par], color="k", ls="--", lw=1)
-        ax.set_xticks(range(1, len(METHODS) + 1),
-                      ["adaptive", "non-adapt.", "MHAAR"], fontsize=9)
-        if i == 0:
-            ax.set_title(f"ε = {eps:g}")
-        if j == 0:
-            ax.set_ylabel(f"posterior mean of {SYMBOL[par]}")
-fig.tight_layout()
-save(fig, "figure3",
+# One row per run and parameter (long form), as seaborn's faceted plots want it.
+runs_long = (estimates.assign(method=estimates.method.map(METHODS))
+             .melt(id_vars=["method", "eps", "run"], value_vars=["mu_hat", "sigma_hat"],
+                   var_name="parameter", value_name="posterior mean")
+             .assign(parameter=lambda d: d.parameter.str.removesuffix("_hat")))
+palette = {METHODS[m]: METHOD_COLOURS[m] for m in METHODS}
+grid = sns.catplot(runs_long, kind="box", x="method", y="posterior mean", hue="method",
+                   row="parameter", col="eps", order=list(METHODS.values()),
+                   palette=palette, sharey=False, showfliers=False, height=3.0,
+                   aspect=0.72, boxprops=dict(alpha=0.45))
+grid.map_dataframe(sns.swarmplot, x="method", y="posterior mean", hue="method",
+                   order=list(METHODS.values()), palette=palette, size=3)
+for (par, eps), ax in grid.axes_dict.items():
+    ax.axhline(TRUTH[par], color="k", ls="--", lw=1)
+    ax.set_xticks(range(len(METHODS)), ["adapt.", "fixed", "MHAAR"])
+    ax.set(xlabel="", title=f"{SYMBOL[par]}, ε = {eps:g}")
+grid.set_ylabels("posterior mean")
+grid.figure.tight_layout()
+save(grid.figure, "figure3",
      f"{config['runs']} runs per ε; n = {config['n']}, N = {config['particles']} particles, "
      f"MHAAR {config['mhaar_iters']} iterations with {config['mhaar_aux']} auxiliary draws; "
-     f"dashed: true μ = {TRUTH['mu']:g}, σ = {TRUTH['sigma']:.3g}")
+     f"dashed: true μ = {TRUTH['mu']:g}, σ = {TRUTH['sigma']:.3g}",
+     caption=f"Figure 3 of the paper: the posterior means of μ (top) and σ (bottom) over "
+             f"{config['runs']} runs, for SMC with adaptive truncation, SMC with the "
+             "fixed interval and MHAAR, one column per ε; boxes show the quartiles and "
+             "median, dots the individual runs.",
+     alt="Eight box plots with the runs overlaid as dots, mu on top and sigma below, "
+         "one column per epsilon, each comparing the adaptive, fixed and MHAAR "
+         "estimates with a dashed line at the true value.")
 
 # %% [markdown]
 # ## Bias, RMSE and cost

@@ -6,7 +6,14 @@ _toc.yml is loaded and must
 * answer 200 and render a non-empty article;
 * show all its images (every <img> has loaded, with naturalWidth > 0); chapter pages
   (build/chapters/*) must show at least one figure in their cell outputs;
-* contain no error output (no cell output of type error, no "Traceback" in the text).
+* contain no error output (no cell output of type error, no "Traceback" in the text);
+* keep everything inside the page column at a 1280-px window: no table, output, display
+  equation, figure or box wider than its column, even in a scroll box (code cells may
+  scroll);
+* on chapter pages: show every figure as a numbered figure with a caption and alt
+  text, whose smallest text is at least dpbook.figures.MIN_TEXT_PX pixels high as
+  rendered (the saver records each figure's smallest text in its PNG), and end with
+  the provenance box, whose two downloads (.ipynb and .py) answer 200.
 
 A full-page screenshot of each page is saved under artifacts/screenshots/ with a JSON
 report.  Exit status 1 if any page fails.  Environment overrides: CHROMIUM (browser
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import io
 import json
 import os
 import shutil
@@ -30,19 +38,45 @@ from pathlib import Path
 
 import yaml
 
+from dpbook.figures import MIN_TEXT_KEY, MIN_TEXT_PX
+
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "book" / "_build" / "html"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHAPTER_PREFIX = "build/chapters/"
 
-PAGE_STATE_JS = """
+PAGE_STATE_JS = r"""
 const imgs = Array.from(document.images).map(i => ({
     src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth,
     in_output: i.closest('.cell_output') !== null}));
 const errors = Array.from(document.querySelectorAll(
     '.cell_output .traceback, .cell_output .output.error, .cell_output [class*="traceback"]'));
 const main = document.querySelector('article') || document.querySelector('main');
-return {title: document.title, images: imgs, n_error_outputs: errors.length,
+const column = main.getBoundingClientRect();
+const wide = [];
+main.querySelectorAll('table, .cell_output .output, mjx-container[display="true"], ' +
+                      'img, figure, .admonition, div.math').forEach(e => {
+  if (e.closest('.cell_input')) return;
+  const r = e.getBoundingClientRect();
+  const over = Math.max(e.scrollWidth - e.clientWidth, r.right - column.right);
+  if (r.width > 0 && over > 2)
+    wide.push(`${e.tagName.toLowerCase()} ${Math.round(over)} px too wide: ` +
+              Array.from((e.innerText || e.getAttribute('alt') || '').trim()).slice(0, 50)
+                .join('').replace(/\s+/g, ' '));  // whole characters: maths is astral
+});
+const figures = Array.from(main.querySelectorAll('.cell_output img')).map(i => {
+  const f = i.closest('figure');
+  const number = f && f.querySelector('.caption-number');
+  const caption = f && f.querySelector('figcaption');
+  return {src: i.src, natural: i.naturalWidth, shown: i.clientWidth, alt: i.alt || '',
+          number: number ? number.innerText.trim() : '',
+          caption: caption ? caption.innerText.trim() : ''};
+});
+const box = document.querySelector('.dpbook-provenance');
+return {title: document.title, images: imgs, wide: wide, figures: figures,
+        provenance: box ? box.innerText : null,
+        downloads: box ? Array.from(box.querySelectorAll('a.download')).map(a => a.href) : [],
+        n_error_outputs: errors.length,
         n_stderr_outputs: document.querySelectorAll('.cell_output .stderr').length,
         traceback_in_text: document.body.innerText.includes('Traceback'),
         article_chars: main ? main.innerText.trim().length : 0};
@@ -127,6 +161,49 @@ def screenshot(driver, path: Path, width: int = 1280, max_height: int = 30000) -
     driver.set_window_size(width, 1000)
 
 
+def smallest_text(png: bytes) -> float | None:
+    """The smallest text of a figure in PNG pixels, as dpbook.figures recorded it."""
+    from PIL import Image
+
+    value = Image.open(io.BytesIO(png)).text.get(MIN_TEXT_KEY)
+    return None if value is None else float(value)
+
+
+def figure_problems(figures: list[dict]) -> list[str]:
+    problems = []
+    for f in figures:
+        name = f["src"].rsplit("/", 1)[-1]
+        if not f["number"] or len(f["caption"]) - len(f["number"]) < 40:
+            problems.append(f"{name}: not a numbered figure with a caption")
+        alt = f["alt"].strip()
+        if len(alt) < 20 or alt.lower().endswith((".png", ".svg")):
+            problems.append(f"{name}: no alt text")
+        with urllib.request.urlopen(f["src"], timeout=30) as response:
+            text = smallest_text(response.read())
+        if text is None:
+            problems.append(f"{name}: not saved by dpbook.figures (no text size recorded)")
+        elif f["natural"] and text * f["shown"] / f["natural"] < MIN_TEXT_PX:
+            problems.append(f"{name}: smallest text {text * f['shown'] / f['natural']:.1f} "
+                            f"px in the page (at least {MIN_TEXT_PX:g})")
+    return problems
+
+
+def provenance_problems(box: str | None, downloads: list[str]) -> list[str]:
+    if box is None:
+        return ["no provenance box"]
+    problems = [f"provenance box without {what}" for what in
+                ("Mode", "Parameters", "commit", "Executed", "Re-execute") if what not in box]
+    for suffix in (".ipynb", ".py"):
+        links = [u for u in downloads if u.endswith(suffix)]
+        if not links:
+            problems.append(f"no {suffix} download")
+        for url in links:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                if response.status != 200 or not response.read(1):
+                    problems.append(f"download {url} fails")
+    return problems
+
+
 def check_page(driver, base: str, page: str) -> dict:
     url = f"{base}/{page}.html"
     problems = []
@@ -149,6 +226,10 @@ def check_page(driver, base: str, page: str) -> dict:
         problems.append(f"{state['n_error_outputs']} error output(s)")
     if state["traceback_in_text"]:
         problems.append("'Traceback' in the page text")
+    problems += state["wide"]
+    if page.startswith(CHAPTER_PREFIX):
+        problems += figure_problems(state["figures"])
+        problems += provenance_problems(state["provenance"], state["downloads"])
     shot = SHOTS / (page.replace("/", "__") + ".png")
     screenshot(driver, shot)
     return {"page": page, "url": url, "title": state["title"], "ok": not problems,

@@ -1,8 +1,26 @@
-"""Saving the book's figures: PNG for the page plus SVG, stamped with how they were made."""
+"""The book's figures: one style, and a saver that files every figure as PNG and SVG,
+stamps it with how it was made and shows it as a numbered figure with a caption."""
 
 from __future__ import annotations
 
+import base64
+import html
+import subprocess
+from functools import lru_cache
 from pathlib import Path
+
+DPI = 150
+# Smallest text, in CSS pixels, that a figure may show in the book's page column at a
+# 1280-px window (book/tools/check_pages.py measures it; the saver records each figure's
+# smallest text in its PNG as MIN_TEXT_KEY).
+MIN_TEXT_PX = 9.0
+MIN_TEXT_KEY = "dpbook:min-text-px"
+STAMP_POINTS = 9
+
+
+# One colour per method in every chapter (seaborn's colour-blind palette).
+METHOD_COLOURS = {"smc-adaptive": "#0173b2", "smc-fixed": "#de8f05", "mhaar": "#029e73",
+                  "exact": "#000000"}
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -14,23 +32,96 @@ def repo_root(start: Path | None = None) -> Path:
     return start
 
 
-def figure_saver(chapter: str, **stamp):
-    """Return ``save(fig, name, note)`` writing build/figures/<chapter>/<name>.{png,svg}.
+@lru_cache(maxsize=1)
+def commit() -> str:
+    """Short git commit of the checkout, ``-dirty`` if modified; "" outside git."""
+    def git(*args):
+        try:
+            r = subprocess.run(["git", *args], cwd=repo_root(), capture_output=True,
+                               text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return r.stdout.strip() if r.returncode == 0 else ""
 
-    ``stamp`` (for example mode="quick", seed=1) is printed under the figure with the note,
-    so a saved figure always says which parameters and mode produced it.
+    head = git("rev-parse", "--short=10", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return head + ("-dirty" if head and dirty else "")
+
+
+def use_book_style():
+    """The book's figure style (seaborn's "notebook" context, white background with
+    ticks), sized so that text stays readable when a figure at most 9.5 inches wide
+    fills the page column."""
+    import seaborn as sns
+
+    sns.set_theme(context="notebook", style="ticks", font_scale=0.9,
+                  rc={"figure.dpi": 100, "savefig.dpi": DPI, "axes.titlesize": "medium"})
+
+
+def smallest_text_points(fig) -> float:
+    """Font size (points) of the smallest visible, non-empty text of ``fig``."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # tick labels exist only once drawn
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and t.get_window_extent().width > 0]
+    return min(sizes) if sizes else float("inf")
+
+
+class Figure:
+    """A saved figure as a notebook output: a numbered MyST figure with its caption and
+    alt text in the book (text/markdown, rendered as MyST), the image with its caption
+    in Jupyter (text/html)."""
+
+    def __init__(self, png: Path, relative: str, label: str, caption: str, alt: str):
+        self.png, self.relative, self.label = png, relative, label
+        self.caption, self.alt = caption, alt
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        alt = " ".join(self.alt.split())
+        myst = (f"```{{figure}} {self.relative}\n:name: {self.label}\n:alt: {alt}\n"
+                f":width: 100%\n\n{self.caption}\n```\n")
+        data = base64.b64encode(self.png.read_bytes()).decode()
+        page = (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"'
+                f' style="max-width:100%"><figcaption>{html.escape(self.caption)}'
+                "</figcaption></figure>")
+        return {"text/markdown": myst, "text/html": page, "text/plain": self.caption}
+
+
+def figure_saver(chapter: str, **stamp):
+    """Set the book's style and return ``save(fig, name, note="", *, caption, alt)`` for
+    the chapter ``chapter``.
+
+    It writes build/figures/<chapter>/<name>.{png,svg}, stamped under the figure with
+    ``note``, the ``stamp`` parameters (for example mode="quick", seed=1) and the git
+    commit, and shows the figure as a numbered figure (label ``fig-<chapter>-<name>``)
+    whose caption is ``caption`` followed by the note and the parameters; ``alt`` says
+    in words what the figure shows, for readers who cannot see it.
     """
     import matplotlib.pyplot as plt
+    from IPython.display import display
 
+    use_book_style()
     folder = repo_root() / "build" / "figures" / chapter
     folder.mkdir(parents=True, exist_ok=True)
     tag = ", ".join(f"{k}={v}" for k, v in stamp.items())
 
-    def save(fig, name: str, note: str = ""):
-        text = f"{note}   [{tag}]" if note else f"[{tag}]"
-        fig.text(0.0, -0.02, text, fontsize=8, color="0.35", ha="left", va="top", wrap=True)
-        for ext in ("png", "svg"):
-            fig.savefig(folder / f"{name}.{ext}", bbox_inches="tight", dpi=150)
-        plt.show()
+    def save(fig, name: str, note: str = "", *, caption: str, alt: str):
+        if not caption.strip() or not alt.strip():
+            raise ValueError("every figure needs a caption and alt text")
+        code = f", dpbook {commit()}" if commit() else ""
+        text = f"{note}   [{tag}{code}]" if note else f"[{tag}{code}]"
+        fig.text(0.0, -0.02, text, fontsize=STAMP_POINTS, color="0.35", ha="left",
+                 va="top", wrap=True)
+        smallest = smallest_text_points(fig) * DPI / 72  # pixels in the PNG
+        png = folder / f"{name}.png"
+        fig.savefig(png, bbox_inches="tight", dpi=DPI,
+                    metadata={MIN_TEXT_KEY: f"{smallest:.2f}", "Description": alt})
+        fig.savefig(folder / f"{name}.svg", bbox_inches="tight", dpi=DPI)
+        plt.close(fig)
+        full = f"{caption.strip()} {note.strip()}".strip().rstrip(".")
+        display(Figure(png, f"../figures/{chapter}/{name}.png",
+                       f"fig-{chapter}-{name}".replace("_", "-"),
+                       f"{full} ({tag}).", alt))
 
     return save
