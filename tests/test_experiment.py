@@ -332,7 +332,7 @@ def test_book_experiment_store_names(tmp_path, monkeypatch):
                         lambda out, **kw: (seen.append((Path(out), kw)), (None, None))[1])
     for mode, seed, name in [("full", 0, "paper"), ("quick", 0, "quick"),
                              ("quick", 3, "quick-seed3")]:
-        _, _, path, _ = ex.book_experiment(mode, seed, root=tmp_path)
+        _, _, path, _, _ = ex.book_experiment(mode, seed, root=tmp_path)
         assert path == tmp_path / "results" / name
     assert seen[0][1]["runs"] == 30 and seen[0][1]["mhaar_iters"] == 100_000
     assert seen[2][1]["seed"] == 3

@@ -294,13 +294,17 @@ BOOK_CONFIGS = {
 
 
 def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=None):
-    """The shared store of chapters 5 and 6: ``(estimates, trajectories, path, seconds)``.
+    """The shared store of chapters 5 and 6:
+    ``(estimates, trajectories, path, seconds, computed)``.
 
     The store is ``results/paper`` for the full mode with seed 0 (what ``dpbook
     experiment`` writes with its defaults, so it can be computed ahead, e.g. on a Dask
     cluster), ``results/quick`` for the quick mode and ``results/<name>-seed<seed>``
     otherwise.  It is run (or resumed) only when incomplete, on the Dask cluster at
-    ``scheduler`` if given (same numbers); see :func:`ensure_results`.
+    ``scheduler`` if given (same numbers); see :func:`ensure_results`.  ``seconds`` is
+    the time this call took and ``computed`` says whether it ran tasks (False: the
+    store was complete and was only read; the tasks' own compute times are in the
+    ``seconds`` column of the estimates).
     """
     from dpbook.figures import repo_root
 
@@ -309,6 +313,7 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=N
     name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}")
     path = (repo_root() if root is None else Path(root)) / "results" / name
     start = time.perf_counter()
+    computed = not is_complete(path, seed=seed, **BOOK_CONFIGS[mode])
     est, tr = ensure_results(out=path, progress=progress, seed=seed, scheduler=scheduler,
                              **BOOK_CONFIGS[mode])
-    return est, tr, path, time.perf_counter() - start
+    return est, tr, path, time.perf_counter() - start, computed
