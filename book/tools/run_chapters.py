@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -276,19 +275,9 @@ def chapter_defaults(source: Path) -> dict:
 def code_version() -> dict:
     """dpbook version and git commit of the checkout, with ``-dirty`` if modified."""
     from dpbook import __version__
+    from dpbook.figures import commit
 
-    def git(*args):
-        try:
-            r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                               timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return r.stdout.strip() if r.returncode == 0 else None
-
-    head = git("rev-parse", "--short=10", "HEAD")
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    return {"dpbook": __version__,
-            "commit": None if head is None else head + ("-dirty" if dirty else "")}
+    return {"dpbook": __version__, "commit": commit(ROOT) or None}
 
 
 def rerun_command(name: str, parameters: dict) -> str:

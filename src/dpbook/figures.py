@@ -32,13 +32,16 @@ def repo_root(start: Path | None = None) -> Path:
     return start
 
 
-@lru_cache(maxsize=1)
-def commit() -> str:
-    """Short git commit of the checkout, ``-dirty`` if modified; "" outside git."""
+@lru_cache(maxsize=8)
+def commit(root: Path | None = None) -> str:
+    """Short git commit of the checkout at ``root`` (default: :func:`repo_root`),
+    ``-dirty`` if tracked files are modified; "" outside git."""
+    root = repo_root() if root is None else Path(root)
+
     def git(*args):
         try:
-            r = subprocess.run(["git", *args], cwd=repo_root(), capture_output=True,
-                               text=True, timeout=10)
+            r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                               timeout=10)
         except (OSError, subprocess.SubprocessError):
             return ""
         return r.stdout.strip() if r.returncode == 0 else ""
