@@ -199,3 +199,53 @@ def test_kernels_talk_over_unix_sockets(tmp_path):
 
     km = AsyncKernelManager(kernel_name="python3", config=config)
     assert km.transport == "ipc" and km.ip.startswith(str(tmp_path))
+
+
+def _saved_png(tmp_path, fontsize):
+    """A PNG as dpbook.figures saves it, whose smallest text is ``fontsize`` points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpbook import figures
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_xlabel("x", fontsize=fontsize)
+    ax.tick_params(labelsize=12)
+    ax.set_ylabel("y", fontsize=12)
+    smallest = figures.smallest_text_points(fig)
+    png = tmp_path / f"f{fontsize}.png"
+    fig.savefig(png, dpi=figures.DPI,
+                metadata={figures.MIN_TEXT_KEY: f"{smallest * figures.DPI / 72:.2f}"})
+    plt.close(fig)
+    return smallest, png
+
+
+def test_browser_check_measures_figure_text_and_captions(tmp_path):
+    smallest, png = _saved_png(tmp_path, fontsize=7)
+    assert smallest == 7
+    assert check_pages.smallest_text(png.read_bytes()) == pytest.approx(7 * 150 / 72, 0.01)
+    ok = {"src": png.as_uri(), "natural": 600, "shown": 600, "alt": "a line plot of y against x",
+          "number": "Fig. 1.1", "caption": "Fig. 1.1 " + "What the figure shows. " * 3}
+    assert check_pages.figure_problems([ok]) == []  # 14.6 px
+    half = {**ok, "shown": 250}  # 7 pt at 150 dpi shown at 250/600: 6.1 px
+    assert "smallest text 6.1 px" in check_pages.figure_problems([half])[0]
+    bare = {**ok, "number": "", "caption": "", "alt": "f7.png"}
+    problems = check_pages.figure_problems([bare])
+    assert any("numbered figure" in p for p in problems)
+    assert any("alt text" in p for p in problems)
+
+
+def test_browser_check_wants_the_provenance_box(tmp_path):
+    assert check_pages.provenance_problems(None, []) == ["no provenance box"]
+    nb, py = tmp_path / "a.ipynb", tmp_path / "a.py"
+    nb.write_text("{}")
+    py.write_text("# %%\n")
+    box = "Mode: quick Parameters: seed commit abc Executed: now Re-execute: make"
+    assert check_pages.provenance_problems(box, [nb.as_uri(), py.as_uri()]) == []
+    assert check_pages.provenance_problems(box, [nb.as_uri()]) == ["no .py download"]
+    assert "fails" in check_pages.provenance_problems(
+        box, [nb.as_uri(), (tmp_path / "gone.py").as_uri()])[0]
+    assert "provenance box without Re-execute" in check_pages.provenance_problems(
+        box.replace("Re-execute", ""), [nb.as_uri(), py.as_uri()])

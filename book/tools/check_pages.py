@@ -198,9 +198,12 @@ def provenance_problems(box: str | None, downloads: list[str]) -> list[str]:
         if not links:
             problems.append(f"no {suffix} download")
         for url in links:
-            with urllib.request.urlopen(url, timeout=30) as response:
-                if response.status != 200 or not response.read(1):
-                    problems.append(f"download {url} fails")
+            try:  # urlopen raises on an HTTP error status
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    if not response.read(1):
+                        problems.append(f"download {url} is empty")
+            except OSError as exc:
+                problems.append(f"download {url} fails: {exc}")
     return problems
 
 
