@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from dpbook.figures import figure_saver
+from dpbook.figures import eps_colours, figure_saver
 from dpbook.model.mechanisms import clip, noise_logpdf, noise_scale, release
 from dpbook.validation import check_eps, check_interval
 
@@ -147,7 +147,7 @@ def privacy_loss(y, x, x_prime, eps, clipped=True):
 
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
-for eps, colour in zip(eps_values, ["C0", "C1", "C2"]):
+for eps, colour in eps_colours(eps_values).items():
     for ax, clipped_query in zip(axes, [True, False]):
         ax.plot(y, privacy_loss(y, x_low, x_high, eps, clipped_query), color=colour,
                 label=f"ε = {eps:g}")
@@ -394,7 +394,7 @@ offsets = np.linspace(0.0, 3.0, 31) * sigma
 offsets_mc = np.linspace(0.0, 3.0, 7) * sigma
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-for eps, colour in zip(eps_paper, ["C0", "C1", "C2", "C3"]):
+for eps, colour in eps_colours(eps_paper).items():
     axes[0].plot(deltas / sigma, release_mse(deltas, eps) / sigma**2, color=colour,
                  label=f"ε = {eps:g}")
     axes[0].plot(deltas_mc / sigma, [release_mse_mc(d, eps) / sigma**2 for d in deltas_mc],

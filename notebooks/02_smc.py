@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpbook.figures import figure_saver
+from dpbook.figures import METHOD_COLOURS, figure_saver
 from dpbook.fisher import best_interval
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.online import run_online
@@ -221,9 +221,10 @@ for col, (name, run) in enumerate(runs.items()):
                                              (h.mean_sigma, h.sd_sigma, SIGMA)]):
         mean, sd = np.asarray(mean), np.asarray(sd)
         ax = axes[row, col]
-        ax.fill_between(t_axis, mean - 2 * sd, mean + 2 * sd, color="C0", alpha=0.25,
+        colour = METHOD_COLOURS[f"smc-{name}"]
+        ax.fill_between(t_axis, mean - 2 * sd, mean + 2 * sd, color=colour, alpha=0.25,
                         lw=0, label="mean ± 2 sd")
-        ax.plot(t_axis, mean, color="C0", label="posterior mean (SMC)")
+        ax.plot(t_axis, mean, color=colour, label="posterior mean (SMC)")
         ax.axhline(truth, color="k", lw=1, ls="--", label="true value")
     axes[0, col].set_title(f"{name} truncation")
     axes[1, col].set_xlabel("t (individuals released)")
@@ -327,7 +328,8 @@ def plot_marginals(name, run):
             counts, _ = np.histogram(values, edges, weights=w)
             # a density of the whole cloud (particles outside the window still count)
             ax = axes[row, col]
-            ax.stairs(counts / (w.sum() * np.diff(edges)), edges, fill=True, color="C0",
+            ax.stairs(counts / (w.sum() * np.diff(edges)), edges, fill=True,
+                      color=METHOD_COLOURS[f"smc-{name}"],
                       alpha=0.45, label="SMC particles")
             inside = (nodes >= lo) & (nodes <= hi)
             ax.plot(nodes[inside], dens[inside], color="k", lw=1.3, label="exact")
@@ -542,14 +544,14 @@ pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
 # **acceptance rate** of the MH moves on $x_{1:t-1}$ (over all $k$ and all particles).
 
 # %%
-diag_runs = {f"adaptive, ε = {eps:g}": runs["adaptive"].smc,
-             f"fixed, ε = {eps:g}": runs["fixed"].smc,
-             f"fixed, ε = {eps_hard:g} (hard)": hard.smc}
+diag_runs = {f"adaptive, ε = {eps:g}": (runs["adaptive"].smc, "smc-adaptive", "-"),
+             f"fixed, ε = {eps:g}": (runs["fixed"].smc, "smc-fixed", "-"),
+             f"fixed, ε = {eps_hard:g} (hard)": (hard.smc, "smc-fixed", ":")}
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-for k, (label, smc) in enumerate(diag_runs.items()):
-    h = smc.history
-    axes[0].plot(t_axis, np.asarray(h.ess) / N, lw=0.8, color=f"C{k}", label=label)
-    axes[1].plot(t_axis[1:], h.acceptance[1:], lw=1, color=f"C{k}", label=label)
+for label, (smc, method, ls) in diag_runs.items():
+    style = dict(color=METHOD_COLOURS[method], ls=ls, label=label)
+    axes[0].plot(t_axis, np.asarray(smc.history.ess) / N, lw=0.8, **style)
+    axes[1].plot(t_axis[1:], smc.history.acceptance[1:], lw=1, **style)
 axes[0].set(xlabel="t", ylabel="ESS / N", ylim=(0, 1.02), title="effective sample size")
 axes[1].set(xlabel="t", ylabel="accepted x-moves", ylim=(0, 1.02),
             title="acceptance of the MH moves on x")
@@ -565,7 +567,7 @@ save(fig, "diagnostics", f"n = {n}, N = {N} particles; ESS after the weighting s
 pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
                       "mean ESS / N": np.mean(smc.history.ess) / N,
                       "acceptance at t = n": smc.history.acceptance[-1]}
-              for label, smc in diag_runs.items()}).T
+              for label, (smc, _, _) in diag_runs.items()}).T
 
 # %% [markdown]
 # The weights of one release never collapse: each step adds one observation only, and

@@ -55,6 +55,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from IPython.display import display
 from matplotlib.lines import Line2D
 from scipy import optimize
@@ -231,14 +232,14 @@ for name in [k for k in timings if "grids" in k]:
 # the intervals whose exact score is within 1% of the maximum.
 
 # %%
-def heat(ax, grid, scale, vmax):
-    edges = np.append(values - step / 2, values[-1] + step / 2)
-    ax.set_facecolor("white")
-    mesh = ax.pcolormesh(edges, edges, grid.scores("mu").T / scale, cmap="viridis",
-                         vmin=0.0, vmax=vmax, rasterized=True)
+def heat(data, vmax=1.0, color=None, label=None):
+    """Draw one long-form grid (columns a, b, scaled) as a heat map on the current axes."""
+    surface = data.pivot(index="b", columns="a", values="scaled")
+    ax = plt.gca()
+    ax.pcolormesh(surface.columns, surface.index, surface.to_numpy(), shading="nearest",
+                  cmap="viridis", vmin=0.0, vmax=vmax, rasterized=True)
     ax.plot(LIMS, LIMS, color="0.5", lw=0.8)
     ax.set(xlim=LIMS, ylim=LIMS, aspect="equal")
-    return mesh
 
 
 def near_max(ax, eps, level=0.99):
@@ -247,25 +248,24 @@ def near_max(ax, eps, level=0.99):
                colors="white", linewidths=1.0)
 
 
-vmax = max(np.nanmax(mc[eps].scores("mu")) / best_exact[eps][2] for eps in EPS)
-fig, axes = plt.subplots(4, 2, figsize=(8, 15), sharex=True, sharey=True,
-                         constrained_layout=True)
-for row, eps in enumerate(EPS):  # one row per ε: exact (left) and Monte Carlo (right)
-    scale = best_exact[eps][2]
-    for col, grid in enumerate([exact[eps], mc[eps]]):
-        ax = axes[row, col]
-        mesh = heat(ax, grid, scale, vmax)
-        near_max(ax, eps)
-        ax.plot(-PAPER_A[eps], PAPER_A[eps], "o", mfc="none", mec="tab:cyan", ms=9, mew=1.5)
-        ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
-        if col == 1:
-            ax.plot(*best_mc[eps][:2], "X", color="tab:red", mec="k", ms=8)
-    axes[row, 0].set_title(f"ε = {eps:g}: exact (eq. 7)")
-    axes[row, 1].set_title(f"ε = {eps:g}: Monte Carlo (eq. 8)")
-    axes[row, 0].set_ylabel("b (right end)")
-for col in range(2):
-    axes[-1, col].set_xlabel("a (left end)")
-fig.colorbar(mesh, ax=axes, shrink=0.5, label="F_μμ(a, b) / exact maximum")
+# Every grid in long form, one row per (ε, method, interval), scaled by the exact maximum.
+METHOD_NAMES = {"exact": "exact (eq. 7)", "mc": "Monte Carlo (eq. 8)"}
+cells = pd.concat([g.frame("mu").assign(scaled=lambda d, e=eps: d.score / best_exact[e][2])
+                   for grids in (exact, mc) for eps, g in grids.items()])
+cells["method"] = cells.method.map(METHOD_NAMES)
+grid = sns.FacetGrid(cells, row="eps", col="method", height=3.5, despine=False)
+grid.map_dataframe(heat, vmax=cells.scaled.max())
+for (eps, method), ax in grid.axes_dict.items():
+    near_max(ax, eps)
+    ax.plot(-PAPER_A[eps], PAPER_A[eps], "o", mfc="none", mec="tab:cyan", ms=9, mew=1.5)
+    ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
+    if method == METHOD_NAMES["mc"]:
+        ax.plot(*best_mc[eps][:2], "X", color="tab:red", mec="k", ms=8)
+grid.set_titles("ε = {row_name:g}: {col_name}")
+grid.set_axis_labels("a (left end)", "b (right end)")
+fig = grid.figure
+fig.colorbar(grid.axes[0, 0].collections[0], ax=grid.axes, shrink=0.5,
+             label="F_μμ(a, b) / exact maximum")
 fig.legend(handles=[
     Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="exact argmax"),
     Line2D([], [], ls="", marker="X", color="tab:red", mec="k", ms=8,
@@ -273,7 +273,7 @@ fig.legend(handles=[
     Line2D([], [], ls="", marker="o", mfc="none", mec="tab:cyan", ms=9, mew=1.5,
            label="paper's reported interval"),
     Line2D([], [], color="white", lw=1.5, label="within 1% of the exact maximum"),
-], loc="outside upper center", ncol=2, facecolor="0.75")
+], loc="upper center", ncol=2, facecolor="0.75", bbox_to_anchor=(0.5, 1.04))
 save(fig, "heatmaps_mu",
      f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², "
      f"a < b; Monte Carlo with M = {M}, K = {K} (shared samples), seed {seed}",
@@ -566,27 +566,25 @@ display(flat.T, argmaxes)
 # %%
 best_trace = {eps: exact[eps].best("trace") for eps in EPS}
 best_trace_mc = {eps: mc[eps].best("trace") for eps in EPS}
-fig, axes = plt.subplots(2, 2, figsize=(8, 8.4), sharex=True, sharey=True,
-                         constrained_layout=True)
-for ax, eps in zip(axes.flat, EPS):
+traces = pd.concat([exact[eps].frame("trace").assign(scaled=lambda d, e=eps:
+                                                      d.score / best_trace[e][2])
+                    for eps in EPS])
+grid = sns.FacetGrid(traces, col="eps", col_wrap=2, height=3.8, despine=False)
+grid.map_dataframe(heat)
+for eps, ax in grid.axes_dict.items():
     ta, tb, ts, _ = best_trace[eps]
-    edges = np.append(values - step / 2, values[-1] + step / 2)
-    mesh = ax.pcolormesh(edges, edges, exact[eps].scores("trace").T / ts, cmap="viridis",
-                         vmin=0.0, vmax=1.0, rasterized=True)
-    ax.plot(LIMS, LIMS, color="0.5", lw=0.8)
     ax.plot([ta, -tb], [tb, -ta], "P", color="tab:orange", mec="k", ms=10)
     ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
-    ax.set(xlim=LIMS, ylim=LIMS, aspect="equal", title=f"ε = {eps:g}: exact trace")
-for ax in axes[-1]:
-    ax.set_xlabel("a (left end)")
-for ax in axes[:, 0]:
-    ax.set_ylabel("b (right end)")
-fig.colorbar(mesh, ax=axes, shrink=0.6, label="(F_μμ + F_σσ)(a, b) / maximum")
+grid.set_titles("ε = {col_name:g}: exact trace")
+grid.set_axis_labels("a (left end)", "b (right end)")
+fig = grid.figure
+fig.colorbar(grid.axes[0].collections[0], ax=grid.axes, shrink=0.6,
+             label="(F_μμ + F_σσ)(a, b) / maximum")
 fig.legend(handles=[
     Line2D([], [], ls="", marker="P", color="tab:orange", mec="k", ms=10,
            label="trace argmax and its mirror image"),
     Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="F_μμ argmax"),
-], loc="outside upper center", ncol=1, facecolor="0.75")
+], loc="upper center", ncol=2, facecolor="0.75", bbox_to_anchor=(0.5, 1.06))
 save(fig, "heatmaps_trace",
      f"exact trace of the Fisher information of N(0, 1) on the {GRID} x {GRID} grid "
      f"on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b",

@@ -64,7 +64,7 @@ from IPython.display import Markdown
 from matplotlib.ticker import NullFormatter
 
 from dpbook.experiment import book_experiment
-from dpbook.figures import figure_saver, repo_root
+from dpbook.figures import METHOD_COLOURS, figure_saver, repo_root
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("05_four_eps", mode=mode, seed=seed)
@@ -150,13 +150,13 @@ def panel_limits(values, truth, log=False):
     return (np.exp(lo), np.exp(hi)) if log else (lo, hi)
 
 
-def draw(ax, t_snap, particles, mean, truth, ylim, log=False, l=None, r=None):
+def draw(ax, t_snap, particles, mean, truth, ylim, colour, log=False, l=None, r=None):
     n_part = particles.shape[1]
     steps = np.arange(1, len(mean) + 1)
     if l is not None:  # behind the particles
         ax.plot(steps, l, color="C2", lw=0.5, alpha=0.7, zorder=1)
         ax.plot(steps, r, color="C2", lw=0.5, alpha=0.7, zorder=1)
-    ax.scatter(np.repeat(t_snap, n_part), particles.ravel(), s=3, color="C0",
+    ax.scatter(np.repeat(t_snap, n_part), particles.ravel(), s=3, color=colour,
                alpha=min(0.4, 50 / n_part), lw=0, rasterized=True, zorder=2)
     ax.plot(steps, mean, color="C3", lw=1.2, zorder=3)
     ax.axhline(truth, color="k", lw=1, zorder=3)
@@ -179,8 +179,11 @@ for eps in EPS:  # one figure per privacy level, so that each is readable in the
     for k, method in enumerate(METHODS):
         d = trajectories[method, eps, RUN]
         t_snap, mu_p, sig_p = snaps[method]
-        draw(axes[0, k], t_snap, mu_p, d["mean_mu"], mu_true, mu_lim, l=d["l"], r=d["r"])
-        draw(axes[1, k], t_snap, sig_p, d["mean_sigma"], sigma_true, sig_lim, log=True)
+        colour = METHOD_COLOURS[method]
+        draw(axes[0, k], t_snap, mu_p, d["mean_mu"], mu_true, mu_lim, colour,
+             l=d["l"], r=d["r"])
+        draw(axes[1, k], t_snap, sig_p, d["mean_sigma"], sigma_true, sig_lim, colour,
+             log=True)
         axes[0, k].set_title(METHODS[method])
         axes[1, k].set_xlabel("t")
     axes[0, 0].set_ylabel("μ")
@@ -191,8 +194,9 @@ for eps in EPS:  # one figure per privacy level, so that each is readable in the
          f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; particles every {config['every']}th "
          f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]",
          caption=f"Figure 2 of the paper at ε = {eps:g}: the particles of θ = (μ, σ) "
-                 "over time t (blue dots, after resampling), their mean (red) and the "
-                 "true value (black), for the adaptive interval (left, with its ends "
+                 "over time t (dots in the method's colour, after resampling), their "
+                 "mean (red) and the true value (black), for the adaptive interval "
+                 "(left, with its ends "
                  "l_t, r_t in green) and the fixed interval (right).",
          alt=f"Four panels for epsilon {eps:g}: particle clouds of mu (top) and sigma "
              "(bottom, log scale) against time, adaptive truncation on the left and "

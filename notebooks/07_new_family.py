@@ -46,11 +46,12 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from IPython.display import display
 from matplotlib.ticker import NullFormatter
 
 from dpbook.experiment import ensure_results, is_complete, summarize
-from dpbook.figures import figure_saver, repo_root
+from dpbook.figures import METHOD_COLOURS, figure_saver, repo_root
 from dpbook.fisher import (
     ThetaGridIntervals,
     best_interval,
@@ -243,15 +244,16 @@ timings["two online runs"] = time.perf_counter() - t0
 
 fig, axes = plt.subplots(1, 3, figsize=(9, 3.4))
 t = np.arange(1, size["n"] + 1)
-for k, (name, res) in enumerate(runs.items()):
+for name, res in runs.items():
+    colour = METHOD_COLOURS[f"smc-{name}"]
     h = res.smc.history
     for ax, p, truth in zip(axes[:2], gumbel.params, THETA):
         m, s = np.asarray(getattr(h, f"mean_{p}")), np.asarray(getattr(h, f"sd_{p}"))
-        ax.plot(t, m, color=f"C{k}", label=name)
-        ax.fill_between(t, m - 2 * s, m + 2 * s, color=f"C{k}", alpha=0.2)
+        ax.plot(t, m, color=colour, label=name)
+        ax.fill_between(t, m - 2 * s, m + 2 * s, color=colour, alpha=0.2)
         ax.axhline(truth, color="k", lw=0.8)
         ax.set(xlabel="t", ylabel=f"{p}: mean ± 2 sd")
-    axes[2].plot(t, res.r - res.l, color=f"C{k}", lw=0.8, label=name)
+    axes[2].plot(t, res.r - res.l, color=colour, lw=0.8, label=name)
 axes[0].set_ylim(THETA[0] - 10, THETA[0] + 10)
 axes[1].set_ylim(0, 3 * THETA[1])
 axes[2].set(xlabel="t", ylabel="width r − l", yscale="log")
@@ -337,15 +339,17 @@ summary = summarize(est).set_index(["eps", "method"])
 summary
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-labels = [f"{m.replace('smc-', '')}\nε={e:g}" for e in size["EPS"]
-          for m in ("smc-adaptive", "smc-fixed")]
-for ax, p, truth in zip(axes, gumbel.params, THETA):
-    data = [est.query("eps == @e and method == @m")[f"{p}_hat"].to_numpy() - truth
-            for e in size["EPS"] for m in ("smc-adaptive", "smc-fixed")]
-    ax.boxplot(data, tick_labels=labels)
+errors = (est.assign(**{p: est[f"{p}_hat"] - truth for p, truth in zip(gumbel.params, THETA)})
+          .melt(id_vars=["method", "eps"], value_vars=list(gumbel.params),
+                var_name="parameter", value_name="estimate − truth"))
+grid = sns.catplot(errors, kind="box", x="eps", y="estimate − truth", hue="method",
+                   col="parameter", palette=METHOD_COLOURS, sharey=False, height=3.6,
+                   aspect=1.05, legend_out=False)
+for ax in grid.axes.flat:
     ax.axhline(0, color="k", lw=0.8)
-    ax.set(ylabel=f"estimate − true {p}")
+grid.set_titles("{col_name}")
+grid.set_xlabels("ε")
+fig = grid.figure
 fig.tight_layout()
 save(fig, "boxplots", f"{size['runs']} runs per ε and policy, n = {size['n']}, "
      f"N = {size['N']}",

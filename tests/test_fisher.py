@@ -333,3 +333,18 @@ def test_validation(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_fisher_grid_frame_is_the_grid_in_long_form():
+    from dpbook.fisher import fisher_grid
+
+    grid = fisher_grid(2.0, grid=6)
+    df = grid.frame("trace")
+    S = grid.scores("trace")
+    assert len(df) == np.isfinite(S).sum() == 15  # the pairs a < b of 6 values
+    assert (df.a < df.b).all() and set(df.method) == {"exact"} and set(df.eps) == {2.0}
+    i = np.searchsorted(grid.a_values, df.a)
+    j = np.searchsorted(grid.b_values, df.b)
+    np.testing.assert_array_equal(df.score.to_numpy(), S[i, j])
+    mc = fisher_grid(2.0, grid=4, method="mc", M=20, K=50, seed=1).frame()
+    assert "se" in mc and mc.se.notna().all()

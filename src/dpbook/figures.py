@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,16 @@ STAMP_POINTS = 9
 # One colour per method in every chapter (seaborn's colour-blind palette).
 METHOD_COLOURS = {"smc-adaptive": "#0173b2", "smc-fixed": "#de8f05", "mhaar": "#029e73",
                   "exact": "#000000"}
+
+
+def eps_colours(eps_values) -> dict:
+    """One colour per privacy level, the same in every chapter: seaborn's "flare" map
+    on log eps over [0.5, 20] (light: much noise, dark: little)."""
+    import seaborn as sns
+
+    cmap = sns.color_palette("flare", as_cmap=True)
+    lo, hi = math.log(0.5), math.log(20.0)
+    return {e: cmap(min(max((math.log(e) - lo) / (hi - lo), 0.0), 1.0)) for e in eps_values}
 
 
 def repo_root(start: Path | None = None) -> Path:

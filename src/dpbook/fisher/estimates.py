@@ -104,6 +104,19 @@ class FisherGrid:
             return None
         return self.se[..., 0, 0] if score == "mu" else self.se_trace
 
+    def frame(self, score="mu"):
+        """The grid as a long-form DataFrame, one row per interval a < b: columns eps,
+        method, a, b, score (sc(F) of :meth:`scores`) and, for Monte Carlo, se."""
+        import pandas as pd
+
+        a, b = np.meshgrid(self.a_values, self.b_values, indexing="ij")
+        columns = {"a": a.ravel(), "b": b.ravel(), "score": self.scores(score).ravel()}
+        se = self.score_se(score)
+        if se is not None:
+            columns["se"] = se.ravel()
+        df = pd.DataFrame(columns).dropna(subset=["score"])
+        return df.assign(eps=self.eps, method=self.method).reset_index(drop=True)
+
     def best(self, score="mu"):
         """(a*, b*, score value, se) maximising sc(F_{a,b}^eps(0, 1)), eq. (13).
 
