@@ -55,13 +55,12 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from IPython.display import display
 from matplotlib.lines import Line2D
 from scipy import optimize
 
 from dpbook.experiment import make_config
-from dpbook.figures import figure_saver, repo_root
+from dpbook.figures import figure_saver, interval_heatmaps, repo_root
 from dpbook.fisher import fisher_grid, fisher_information, fisher_mc
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -232,16 +231,6 @@ for name in [k for k in timings if "grids" in k]:
 # the intervals whose exact score is within 1% of the maximum.
 
 # %%
-def heat(data, vmax=1.0, color=None, label=None):
-    """Draw one long-form grid (columns a, b, scaled) as a heat map on the current axes."""
-    surface = data.pivot(index="b", columns="a", values="scaled")
-    ax = plt.gca()
-    ax.pcolormesh(surface.columns, surface.index, surface.to_numpy(), shading="nearest",
-                  cmap="viridis", vmin=0.0, vmax=vmax, rasterized=True)
-    ax.plot(LIMS, LIMS, color="0.5", lw=0.8)
-    ax.set(xlim=LIMS, ylim=LIMS, aspect="equal")
-
-
 def near_max(ax, eps, level=0.99):
     S = exact[eps].scores("mu")
     ax.contour(values, values, np.nan_to_num(S.T / np.nanmax(S), nan=0.0), levels=[level],
@@ -253,8 +242,8 @@ METHOD_NAMES = {"exact": "exact (eq. 7)", "mc": "Monte Carlo (eq. 8)"}
 cells = pd.concat([g.frame("mu").assign(scaled=lambda d, e=eps: d.score / best_exact[e][2])
                    for grids in (exact, mc) for eps, g in grids.items()])
 cells["method"] = cells.method.map(METHOD_NAMES)
-grid = sns.FacetGrid(cells, row="eps", col="method", height=3.5, despine=False)
-grid.map_dataframe(heat, vmax=cells.scaled.max())
+grid = interval_heatmaps(cells, "scaled", row="eps", col="method", height=3.5,
+                        label="F_μμ(a, b) / exact maximum")
 for (eps, method), ax in grid.axes_dict.items():
     near_max(ax, eps)
     ax.plot(-PAPER_A[eps], PAPER_A[eps], "o", mfc="none", mec="tab:cyan", ms=9, mew=1.5)
@@ -262,10 +251,7 @@ for (eps, method), ax in grid.axes_dict.items():
     if method == METHOD_NAMES["mc"]:
         ax.plot(*best_mc[eps][:2], "X", color="tab:red", mec="k", ms=8)
 grid.set_titles("ε = {row_name:g}: {col_name}")
-grid.set_axis_labels("a (left end)", "b (right end)")
 fig = grid.figure
-fig.colorbar(grid.axes[0, 0].collections[0], ax=grid.axes, shrink=0.5,
-             label="F_μμ(a, b) / exact maximum")
 fig.legend(handles=[
     Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="exact argmax"),
     Line2D([], [], ls="", marker="X", color="tab:red", mec="k", ms=8,
@@ -569,17 +555,14 @@ best_trace_mc = {eps: mc[eps].best("trace") for eps in EPS}
 traces = pd.concat([exact[eps].frame("trace").assign(scaled=lambda d, e=eps:
                                                       d.score / best_trace[e][2])
                     for eps in EPS])
-grid = sns.FacetGrid(traces, col="eps", col_wrap=2, height=3.8, despine=False)
-grid.map_dataframe(heat)
+grid = interval_heatmaps(traces, "scaled", col="eps", col_wrap=2, height=3.8, vmax=1.0,
+                        label="(F_μμ + F_σσ)(a, b) / maximum")
 for eps, ax in grid.axes_dict.items():
     ta, tb, ts, _ = best_trace[eps]
     ax.plot([ta, -tb], [tb, -ta], "P", color="tab:orange", mec="k", ms=10)
     ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
 grid.set_titles("ε = {col_name:g}: exact trace")
-grid.set_axis_labels("a (left end)", "b (right end)")
 fig = grid.figure
-fig.colorbar(grid.axes[0].collections[0], ax=grid.axes, shrink=0.6,
-             label="(F_μμ + F_σσ)(a, b) / maximum")
 fig.legend(handles=[
     Line2D([], [], ls="", marker="P", color="tab:orange", mec="k", ms=10,
            label="trace argmax and its mirror image"),

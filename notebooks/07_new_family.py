@@ -51,7 +51,7 @@ from IPython.display import display
 from matplotlib.ticker import NullFormatter
 
 from dpbook.experiment import ensure_results, is_complete, summarize
-from dpbook.figures import METHOD_COLOURS, figure_saver, repo_root
+from dpbook.figures import METHOD_COLOURS, figure_saver, interval_heatmaps, repo_root
 from dpbook.fisher import (
     ThetaGridIntervals,
     best_interval,
@@ -197,25 +197,21 @@ pd.DataFrame({"Gumbel a*": {e: best[e][0] for e in best},
               "normal b*": {e: normal_best[e]["b"] for e in best}}).rename_axis("eps")
 
 # %%
-cols = min(len(grids), 2)
-rows = -(-len(grids) // cols)
-fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.8 * rows), squeeze=False)
-for ax in axes.flat[len(grids):]:
-    ax.set_visible(False)
-for ax, (eps, g) in zip(axes.flat, grids.items()):
-    S = g.scores("mu")
-    im = ax.pcolormesh(g.b_values, g.a_values, S, shading="nearest", cmap="viridis")
-    ax.plot(best[eps][1], best[eps][0], "r*", ms=12, label="best (a*, b*)")
-    ax.set(title=f"ε = {eps:g}", xlabel="b", ylabel="a", aspect="equal")
-    fig.colorbar(im, ax=ax, label="$F_{mm}$ of one release")
-    ax.legend(loc="lower right", fontsize=9)
-fig.tight_layout()
+scaled = pd.concat(g.frame("mu").assign(scaled=lambda d: d.score / d.score.max())
+                   for g in grids.values())
+grid = interval_heatmaps(scaled, "scaled", col="eps", col_wrap=2, height=3.8,
+                         label="$F_{mm}$ / its maximum at this ε")
+for eps, ax in grid.axes_dict.items():
+    ax.plot(best[eps][0], best[eps][1], "r*", ms=12, label="best (a*, b*)")
+grid.axes.flat[0].legend(loc="lower right", fontsize=9)
+grid.set_titles("ε = {col_name:g}")
+fig = grid.figure
 save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), "
      f"{size['grid']} x {size['grid']} grid",
      caption="The location entry of the exact Fisher information of one release for "
-             "the Gumbel base distribution over the intervals [a, b], one panel per ε, "
-             "with the best interval (a*, b*) of eq. (13).",
-     alt="Heat maps over b and a, one per epsilon, each with a red star at its "
+             "the Gumbel base distribution over the intervals [a, b], one panel per ε "
+             "(each scaled by its maximum), with the best interval (a*, b*) of eq. (13).",
+     alt="Heat maps over a and b, one per epsilon, each with a red star at its "
          "maximum, which lies off-centre because the Gumbel distribution is skewed.")
 
 # %% [markdown]

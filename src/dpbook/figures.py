@@ -72,6 +72,36 @@ def use_book_style():
                   rc={"figure.dpi": 100, "savefig.dpi": DPI, "axes.titlesize": "medium"})
 
 
+def interval_heatmaps(data, value="score", *, row=None, col=None, col_wrap=None,
+                      vmin=0.0, vmax=None, cmap="viridis", label="", height=3.6):
+    """Heat maps of a score over intervals [a, b] (a across, b up; the diagonal a = b in
+    grey) from a long-form table with columns a, b and ``value`` (for example
+    :meth:`dpbook.fisher.estimates.FisherGrid.frame`), one panel per ``row`` / ``col``
+    value (seaborn's FacetGrid, returned), one colour bar for all."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    vmax = data[value].max() if vmax is None else vmax
+
+    def draw(data, color=None, label=None):  # one panel's rows (FacetGrid passes data=)
+        surface = data.pivot(index="b", columns="a", values=value)
+        plt.gca().pcolormesh(surface.columns, surface.index, surface.to_numpy(),
+                             shading="nearest", cmap=cmap, vmin=vmin, vmax=vmax,
+                             rasterized=True)
+
+    grid = sns.FacetGrid(data, row=row, col=col, col_wrap=col_wrap, height=height,
+                         despine=False)
+    grid.map_dataframe(draw)
+    lims = (min(data.a.min(), data.b.min()), max(data.a.max(), data.b.max()))
+    for ax in grid.axes.flat:
+        ax.plot(lims, lims, color="0.5", lw=0.8)
+        ax.set(xlim=lims, ylim=lims, aspect="equal")
+    grid.set_axis_labels("a (left end)", "b (right end)")
+    grid.figure.colorbar(grid.axes.flat[0].collections[0], ax=grid.axes, shrink=0.6,
+                         label=label)
+    return grid
+
+
 def smallest_text_points(fig) -> float:
     """Font size (points) of the smallest visible, non-empty text of ``fig``."""
     from matplotlib.text import Text
