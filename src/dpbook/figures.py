@@ -64,7 +64,7 @@ def commit(root: Path | None = None) -> str:
 
 def use_book_style():
     """The book's figure style (seaborn's "notebook" context, white background with
-    ticks), sized so that text stays readable when a figure at most 9.5 inches wide
+    ticks), sized so that text stays readable when a figure at most 9 inches wide
     fills the page column."""
     import seaborn as sns
 
