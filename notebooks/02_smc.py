@@ -238,10 +238,9 @@ save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N
              "fixed wide interval (right): the SMC posterior mean of μ (top) and σ "
              "(bottom) with a band of ±2 posterior standard deviations, the true values "
              "and, for μ, the releases and the adaptive intervals.",
-     alt="Four panels against t: the posterior mean of mu and sigma with bands, "
-         "narrowing quickly around the dashed true value with adaptive truncation and "
-         "slowly with the fixed interval; grey release points scatter widely on the "
-         "right.")
+     alt="Four panels against t: the posterior mean of mu (top) and sigma (bottom) "
+         "with bands and a dashed line at the true value, adaptive truncation on the "
+         "left, the fixed interval on the right, with the releases as grey points.")
 
 # %% [markdown]
 # ## The exact posterior as a reference
@@ -349,9 +348,8 @@ save(fig, "marginals_adaptive",
      caption="Adaptive truncation: the SMC approximation of the posterior marginals of "
              "μ (top) and σ (bottom) at several times t (weighted histograms of the "
              "particles) against the exact posterior on a grid (black).",
-     alt="Two rows of histograms, mu and sigma, one column per time; the histograms "
-         "follow the black exact densities, which narrow around the true value as t "
-         "grows.")
+     alt="Two rows of histograms, mu and sigma, one column per time, each with the "
+         "black exact density and a dotted line at the true value.")
 
 # %% [markdown]
 # With the adaptive intervals the posterior contracts quickly around the true values
@@ -365,8 +363,8 @@ save(fig, "marginals_fixed",
      f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%",
      caption="The same comparison with the fixed wide interval: SMC posterior marginals "
              "of μ and σ at several times t against the exact posterior (black).",
-     alt="Two rows of histograms, mu and sigma, one column per time; they follow the "
-         "black exact densities, which stay wider than with adaptive truncation.")
+     alt="Two rows of histograms, mu and sigma, one column per time, each with the "
+         "black exact density and a dotted line at the true value.")
 
 # %% [markdown]
 # The table puts numbers on the pictures: posterior mean and standard deviation of each
@@ -513,9 +511,8 @@ save(fig, "hard_case_repeats",
      caption="The hard case (fixed wide interval, small ε): the final posterior of μ "
              "(left) and σ (right) from independent SMC runs on the same releases, one "
              "colour per run, against the exact posterior (black).",
-     alt="Two panels of overlaid histogram outlines from several SMC runs around a "
-         "thick black exact density; the runs agree in the bulk and differ in the "
-         "right tail of sigma.")
+     alt="Two panels of overlaid histogram outlines, one per SMC run, around a "
+         "thick black exact density: mu on the left, sigma on the right.")
 
 # %%
 tail = {q: grid_quantile(*marg["sigma"], q) for q in (0.5, 0.9, 0.99)}

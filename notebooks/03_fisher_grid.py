@@ -269,8 +269,8 @@ save(fig, "heatmaps_mu",
              "exact maximum; the markers show the exact and Monte Carlo argmax and the "
              "interval the paper reports.",
      alt="Eight heat maps over a and b, one row per epsilon, exact and Monte Carlo "
-         "side by side and nearly identical: a single hill with its top on the "
-         "anti-diagonal, widening as epsilon grows.")
+         "side by side, with markers at the exact and Monte Carlo maxima and at the "
+         "paper's interval.")
 
 # %% [markdown]
 # The picture is the same for every $\epsilon$: one broad hill whose top lies on the

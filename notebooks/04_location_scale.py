@@ -161,8 +161,8 @@ save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% b
      caption="Lemma 1 checked by simulation: the empirical cdf of the standardised "
              "truncated draws (x − m)/c minus the cdf of the truncated base "
              "distribution, for several (m, c), one panel per family and interval.",
-     alt="Panels of wiggly difference curves, one colour per (m, c), that stay inside "
-         "the grey band around zero.")
+     alt="Panels of difference curves, one colour per (m, c), with a grey band around "
+         "zero (the 95% band of the KS statistic).")
 
 # %% [markdown]
 # **Truncation or clipping?**  Lemma 1 is about truncation (conditioning on the
@@ -263,8 +263,8 @@ save(fig, "lemma2_qq", f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size[
              "(Y − m)/c with the interval of eq. (11) (blue) and with an unscaled "
              "interval (red, a control that should fail) against the quantiles of Y_0, "
              "one panel per (m, c).",
-     alt="Quantile-quantile panels: the blue points lie on the diagonal, the red "
-         "control points leave it.")
+     alt="Quantile-quantile panels, one per (m, c): blue points for the interval of "
+         "eq. (11), red points for the control, and the diagonal.")
 
 # %% [markdown]
 # ## Theorem 3: the Fisher information scales as $1/c^2$
@@ -387,8 +387,8 @@ save(fig, "collapse", f"normal, m = {m:g}, exact Fisher information; dots: large
      caption="Theorem 3: the exact F_μμ of symmetric intervals [m − h, m + h] for "
              "several scales c, in the units of the data (left) and rescaled by c² "
              "against h/c (right), where the curves of one ε fall onto one.",
-     alt="Left: curves of F_mu_mu against the half-width on log axes, shifted by "
-         "scale. Right: after rescaling, the curves of each epsilon coincide.")
+     alt="Left: curves of F_mu_mu against the half-width on log axes, one colour per "
+         "scale. Right: the same curves rescaled by c squared against h over c.")
 pd.DataFrame(rows).set_index(["ε", "c"])
 
 # %% [markdown]
@@ -500,9 +500,8 @@ save(fig, "ranking_heatmaps",
              "distribution (left), c² times the Monte Carlo F_μμ of the intervals "
              "m + c[a, b] at another (m, c) (middle), and their difference in Monte "
              "Carlo standard errors (right).",
-     alt="Three heat maps over a and b: two nearly identical surfaces with the same "
-         "best cell marked, and a map of standardised differences without "
-         "structure.")
+     alt="Three heat maps over a and b: the exact and the rescaled Monte Carlo "
+         "surfaces with their best cells marked, and the standardised differences.")
 
 pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
            "sd of z": float(np.nanstd(z)), "max |z|": float(np.nanmax(np.abs(z)))}

@@ -260,8 +260,8 @@ save(fig, "online_run", f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']
              "policy: the posterior mean of the location and the scale with ±2 "
              "posterior sd, and the width of the requested interval over time.",
      alt="Three panels against t: the location and scale estimates of both policies "
-         "approach the black true values, the adaptive one faster; the adaptive "
-         "interval width drops far below the fixed width.")
+         "with bands and the true values in black, and the requested interval width "
+         "on a log axis.")
 
 # %% [markdown]
 # Is the SMC right?  For a given released data set the posterior of $\theta$ is a
@@ -352,8 +352,8 @@ save(fig, "boxplots", f"{size['runs']} runs per ε and policy, n = {size['n']}, 
      caption=f"The error of the posterior means of the location (left) and the scale "
              f"(right) over {size['runs']} runs, for the adaptive and the fixed policy "
              "at each ε.",
-     alt="Box plots of estimation errors around zero for each policy and epsilon; the "
-         "adaptive boxes are narrower than the fixed ones at the larger epsilons.")
+     alt="Box plots of the estimation errors of the location (left) and the scale "
+         "(right), one box per policy at each epsilon, with a line at zero.")
 
 # %%
 rmse = summary["loc_rmse"].unstack("method")
