@@ -401,3 +401,19 @@ def test_bad_input_posterior(kw, msg):
     with pytest.raises(ValueError, match=msg) as err:
         exact_posterior(**args)
     assert "\n" not in str(err.value)
+
+
+def test_quantiles_do_not_depend_on_the_grid_spacing():
+    """The sigma nodes are geometric in the tails; the quantiles were once a spline in
+    sigma itself, which put the median of sigma at 1e12 on a coarse grid (wide noise,
+    little data: a long tail)."""
+    from dpbook.model.mechanisms import release
+    from dpbook.posterior import exact_posterior
+
+    rng = np.random.default_rng(1)
+    y = release(rng.normal(0.0, 1.0, 50), -5.0, 5.0, 1.0, rng)
+    levels = [0.05, 0.25, 0.5, 0.75, 0.95]
+    fine = exact_posterior(y, -5.0, 5.0, 1.0, grid=(101, 101), tol=1e-5).quantile(levels)
+    for grid in ((41, 41), (61, 61)):
+        coarse = exact_posterior(y, -5.0, 5.0, 1.0, grid=grid, tol=1e-3).quantile(levels)
+        np.testing.assert_allclose(coarse, fine, rtol=1e-3, atol=1e-3)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+from scipy.interpolate import PchipInterpolator
 
 from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
 from dpbook.model.prior import LOC_MEAN as MU0
@@ -59,6 +60,16 @@ def _axis(lo, hi, n, center=None, scale=None):
     w[-1] *= 0.5
     x[0], x[-1] = lo, hi
     return x, w
+
+
+def _node_quantiles(x, density, w, q):
+    """Quantiles q of a marginal density on nodes x with trapezoid weights w, computed in
+    the nodes' index, in which the grid is uniform (mass per unit index: density * w,
+    whose end weights the trapezoid rule halves)."""
+    mass = density * w
+    mass[[0, -1]] *= 2.0
+    index = np.arange(x.size, dtype=float)
+    return PchipInterpolator(index, x)(spline_quantiles(index, mass, q))
 
 
 @dataclass(frozen=True)
@@ -118,15 +129,20 @@ class ExactPosterior(GridPosterior):
         """Marginal posterior quantiles of (mu, sigma): shape (2,) or (len(q), 2).
 
         Robust summaries: unlike sd(sigma) (see :func:`exact_posterior`) they do not
-        depend on how far the box reaches into the tails.  The marginal density is
-        interpolated by a cubic spline on the grid nodes, whose antiderivative
-        (normalised) is inverted by root finding.
+        depend on how far the box reaches into the tails.  The nodes are uniform in
+        the grid's own coordinate t (``_axis``: x = centre + scale sinh(t)), not in mu
+        or sigma, so the marginal mass per unit of t is interpolated by a cubic spline,
+        its antiderivative inverted by root finding, and t mapped back to the parameter
+        by monotone interpolation of the nodes.  (A spline in sigma itself oscillates
+        across the geometric tail nodes: on a 41 x 41 grid it put the median of sigma
+        at 1e12.)
         """
         q = np.asarray(q, dtype=float)
         if not np.all((q >= 0) & (q <= 1)):
             raise ValueError("quantile levels must lie in [0, 1]")
-        return np.stack([spline_quantiles(self.mu_grid, self.marginal_mu(), q),
-                         spline_quantiles(self.sigma_grid, self.marginal_sigma(), q)], axis=-1)
+        return np.stack([_node_quantiles(self.mu_grid, self.marginal_mu(), self.w_mu, q),
+                         _node_quantiles(self.sigma_grid, self.marginal_sigma(),
+                                         self.w_sigma, q)], axis=-1)
 
     def summary(self):
         """{"mu": {"mean", "sd"}, "sigma": {"mean", "sd"}} as plain floats."""
