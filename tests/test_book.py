@@ -58,14 +58,20 @@ def test_chapter_has_parameters_cell(source):
     assert re.match(r"\(ch-[a-z-]+\)=\n# ", first.source), "label then title"
 
 
-def test_run_chapters_fails_on_a_failing_cell(tmp_path, monkeypatch, capsys):
-    (tmp_path / "98_ok.py").write_text('# %% tags=["parameters"]\nmode = "quick"\n'
-                                       "# %%\nprint(mode)\n")
-    (tmp_path / "99_broken.py").write_text('# %% tags=["parameters"]\nmode = "quick"\n'
-                                           "# %%\nraise RuntimeError('boom')\n")
+def _chapters(tmp_path, monkeypatch, **bodies):
+    """Chapters ``name.py`` in a tmp root (a parameters cell, then the body), which
+    run_chapters then runs instead of the book's."""
+    for name, body in bodies.items():
+        (tmp_path / f"{name}.py").write_text(
+            f'# %% tags=["parameters"]\nmode = "quick"\n{body}')
     monkeypatch.setattr(run_chapters, "SOURCES", tmp_path)
     monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path / "out")
     monkeypatch.setattr(run_chapters, "ROOT", tmp_path)
+
+
+def test_run_chapters_fails_on_a_failing_cell(tmp_path, monkeypatch, capsys):
+    _chapters(tmp_path, monkeypatch, **{"98_ok": "# %%\nprint(mode)\n",
+                                        "99_broken": "# %%\nraise RuntimeError('boom')\n"})
     assert run_chapters.main(["--only", "98_ok", "99", "--jobs", "1"]) == 1
     out, err = capsys.readouterr()
     assert re.search(r"98_ok\s+ok", out) and re.search(r"99_broken\s+FAILED", out)
@@ -136,14 +142,10 @@ def _two_chapters(tmp_path, monkeypatch):
     (tmp_path / "store" / "tasks").mkdir(parents=True)
     (tmp_path / "store" / "manifest.json").write_text("{}")
     (tmp_path / "store" / "tasks" / "a.npz").write_bytes(b"1")
-    (tmp_path / "98_reads.py").write_text(
-        '# %% tags=["parameters"]\nmode = "quick"\nseed = 3\n# %%\n'
-        "from dpbook.experiment.results import note_store_read\nnote_store_read('store')\n")
-    (tmp_path / "99_plain.py").write_text('# %% tags=["parameters"]\nmode = "quick"\n'
-                                          "# %%\nprint(mode)\n")
-    monkeypatch.setattr(run_chapters, "SOURCES", tmp_path)
-    monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path / "out")
-    monkeypatch.setattr(run_chapters, "ROOT", tmp_path)
+    _chapters(tmp_path, monkeypatch, **{
+        "98_reads": "seed = 3\n# %%\nfrom dpbook.experiment.results import note_store_read\n"
+                    "note_store_read('store')\n",
+        "99_plain": "# %%\nprint(mode)\n"})
 
 
 def _ran(capsys):
