@@ -606,11 +606,16 @@ ax.plot(envelope_t, 1e3 * envelope, "o", ms=4, color="C0",
         label=f"fastest in each block of {block} steps")
 ax.plot(t_axis, 1e3 * (intercept + slope * t_axis), color="k", lw=1,
         label=f"fit: {1e3 * intercept:.2f} ms + {1e9 * slope / N:.2f} ns × N × t")
+# Updates slowed by other work on the machine (other chapters run alongside) would
+# flatten the picture: the axis stops at twice the slowest block minimum.
+top = 2e3 * max(envelope.max(), intercept + slope * n)
+cut = int((1e3 * all_seconds > top).sum())
 ax.set(xlabel="t", ylabel="ms per update", title=f"cost of one SMC update, N = {N}",
-       ylim=(0, 1.2e3 * np.quantile(all_seconds, 0.99)))
-ax.legend(fontsize=9)
+       ylim=(0, top))
+ax.legend(fontsize=9, loc="upper left")
 save(fig, "cost", f"n = {n}, N = {N}; {len(step_seconds)} timed runs; wall clock on the "
-     "machine that built the book; vertical axis cut at 1.2 times the 99% quantile",
+     f"machine that built the book; {cut} of {all_seconds.size} updates lie above the "
+     "axis (slowed by other work)",
      caption="The cost of one SMC update against t: every update of every timed run "
              "(grey), the fastest update in each block of steps (blue) and a straight "
              "line fitted to those, whose slope is the O(Nt) cost of the moves.",
@@ -624,6 +629,12 @@ pd.Series({"seconds per run of n updates (median over runs)":
            "share of the linear part in a run (fit)":
                float(slope * t_axis.sum() / (intercept * n + slope * t_axis.sum()))}
           ).to_frame("value")
+
+# %%
+if slope <= 0:  # the lower envelope itself was disturbed: say so rather than explain it
+    print("These timings were disturbed by other work on the machine (the fitted slope "
+          "is not positive); re-execute this chapter alone (make chapter CH=02) to "
+          "measure the cost.")
 
 # %% [markdown]
 # The paper lists two ways to reduce the $O(Nn^2)$ cost, which this implementation does
