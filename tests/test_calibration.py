@@ -74,9 +74,28 @@ def test_prior_draws_follow_the_prior():
 
 def test_bad_inputs():
     with pytest.raises(ValueError, match="method"):
-        cal.replicate("smc", 1.0, 10, L, R, seed=0)
+        cal.replicate("smc", 1.0, 10, L, R, seed=0)  # not a method name
     with pytest.raises(ValueError):
         cal.replicate("exact", -1.0, 10, L, R, seed=0)
     with pytest.raises(ValueError, match="PIT"):
         cal.summarize_pit([0.2, 1.5])
     assert math.isfinite(cal.replicate("exact", 1.0, 10, L, R, seed=0)["mu"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["smc-adaptive", "smc-fixed", "mhaar"])
+def test_samplers_pass_a_small_study(method):
+    # The samplers approximate the exact posterior; a small study (60 replications)
+    # catches gross errors only.  Threshold 0.001 for each of two parameters: a false
+    # alarm rate of 0.2% for an exact posterior.
+    res = [cal.replicate(method, 10.0, 30, L, R, seed=k, particles=300, mhaar_iters=4000)
+           for k in range(60)]
+    for p in cal.PARAMS:
+        s = cal.summarize_pit([r[p] for r in res])
+        assert s["ks_p"] > 0.001, (method, p, s)
+
+
+def test_sample_cdf_is_the_weighted_rank():
+    assert cal.sample_cdf([1.0, 2.0, 3.0], 2.5) == pytest.approx(2 / 3)
+    assert cal.sample_cdf([1.0, 2.0, 3.0], 2.0) == pytest.approx(1.5 / 3)
+    assert cal.sample_cdf([1.0, 2.0], 1.5, weights=[3.0, 1.0]) == pytest.approx(0.75)

@@ -13,8 +13,15 @@ hands the posterior (y, l, r, eps).
 
 This module holds one replication per method and the statistics of many (Kolmogorov-
 Smirnov against the uniform, coverage of central credible intervals, simultaneous ECDF
-bands of Sailynoja, Burkner and Vehtari 2022).  Methods so far, all with a fixed
-interval [l, r] that does not depend on theta:
+bands of Sailynoja, Burkner and Vehtari 2022).  The methods:
+
+* ``smc-adaptive``: Algorithm 1 with the online SMC (Algorithms 2-3) and Thompson
+  sampling of eq. (11), the best interval (a*, b*) of eq. (13) for N(0, 1);
+* ``smc-fixed``: the online SMC with the fixed interval [l, r];
+* ``mhaar``: the batch MHAAR sampler on the releases through [l, r] (kept chain);
+
+and, with the fixed interval [l, r] too (it must not depend on theta: an interval
+centred at the true mu, as in Section 6, would tell the posterior where mu is):
 
 * ``exact``: the exact posterior (5) on a grid (:func:`dpbook.posterior.exact_posterior`);
 * ``naive``: the posterior that takes each released y for x (ignores clipping and noise);
@@ -26,17 +33,22 @@ interval [l, r] that does not depend on theta:
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats
 
+from dpbook.fisher import best_interval
+from dpbook.mhaar import mhaar
 from dpbook.model.families import get_family
 from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
 from dpbook.posterior import GridPosterior, exact_posterior
+from dpbook.privacy.online import run_online
+from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import normal_population
 from dpbook.validation import as_generator, check_eps, check_interval
 
-METHODS = ("exact", "naive", "original-code")
+METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code")
 PARAMS = ("mu", "sigma")
 
 
@@ -73,24 +85,53 @@ def naive_posterior(y, grid=201):
                          log_axes=(False, True))
 
 
-def replicate(method, eps, n, l, r, seed, grid=(61, 61)):
+def sample_cdf(draws, truth, weights=None):
+    """P(theta < truth) under (weighted) posterior draws, ties counted half: the
+    normalised rank of the truth among the draws."""
+    draws = np.asarray(draws, dtype=float)
+    w = np.full(draws.size, 1.0 / draws.size) if weights is None else \
+        np.asarray(weights, dtype=float) / np.sum(weights)
+    return float(w[draws < truth].sum() + 0.5 * w[draws == truth].sum())
+
+
+@lru_cache(maxsize=16)
+def _best_ab(eps):
+    best = best_interval(eps, method="exact")  # eq. (13) on the paper's 50 x 50 grid
+    return best["a"], best["b"]
+
+
+def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
+              mhaar_iters=10_000):
     """One calibration replication: {"mu": PIT, "sigma": PIT, "mu_true", "sigma_true"}.
 
-    ``seed`` fixes everything (theta, the data, the releases), so a replication is the
-    same on any executor."""
+    ``seed`` fixes everything (theta, the data, the releases, the sampler), so a
+    replication is the same on any executor.  [l, r] is the fixed interval of every
+    method but ``smc-adaptive``; ``grid`` sizes the exact posterior, ``particles`` the
+    SMC and ``mhaar_iters`` the MHAAR chain (the last 20% kept)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     eps = check_eps(eps)
     l, r = check_interval(l, r)
-    theta_seed, data_seed = np.random.SeedSequence(seed).spawn(2)
+    theta_seed, data_seed, algo_seed = np.random.SeedSequence(seed).spawn(3)
     mu, sigma = (float(v) for v in draw_theta(np.random.default_rng(theta_seed)))
     eps_release = eps * math.sqrt(2.0) if method == "original-code" else eps
     population = normal_population(n, mu, sigma, eps_release, seed=data_seed)
+    truth = {"mu_true": mu, "sigma_true": sigma}
+    if method.startswith("smc-"):
+        policy = AdaptivePolicy(*_best_ab(eps)) if method == "smc-adaptive" else \
+            FixedPolicy(l, r)
+        smc = run_online(population, policy, n, n_particles=particles, seed=algo_seed).smc
+        return {"mu": sample_cdf(smc.theta[:, 0], mu, smc.w),
+                "sigma": sample_cdf(smc.theta[:, 1], sigma, smc.w), **truth}
     y = np.array([population.release(l, r) for _ in range(len(population))])
+    if method == "mhaar":
+        chain = mhaar(y, l, r, eps, n_iter=mhaar_iters, seed=algo_seed).kept()
+        return {"mu": sample_cdf(chain[:, 0], mu), "sigma": sample_cdf(chain[:, 1], sigma),
+                **truth}
     post = naive_posterior(y) if method == "naive" else \
         exact_posterior(y, l, r, eps, grid=grid, tol=1e-3)
     u = post.cdf((mu, sigma))
-    return {"mu": float(u[0]), "sigma": float(u[1]), "mu_true": mu, "sigma_true": sigma}
+    return {"mu": float(u[0]), "sigma": float(u[1]), **truth}
 
 
 def summarize_pit(u):
