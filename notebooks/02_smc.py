@@ -311,7 +311,7 @@ def exact_marginals(post):
 
 
 def plot_marginals(name, run):
-    fig, axes = plt.subplots(2, len(TIMES), figsize=(2.3 * len(TIMES), 5.2))
+    fig, axes = plt.subplots(2, len(TIMES), figsize=(2.1 * len(TIMES), 5.2))
     for col, t in enumerate(TIMES):
         mu, sig, w = particles(run, t)
         marg = exact_marginals(exact[name, t])
