@@ -160,8 +160,8 @@ def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
     if error is None:
         stores = sorted(set(log.read_text().split())) if log.exists() else []
         record = {"inputs": inputs,
-                  "stores": {store_name(s): store_hash(Path(s)) for s in stores},
-                  "store_work": {store_name(s): store_work(Path(s)) for s in stores},
+                  "stores": {repo_relative(s): store_hash(Path(s)) for s in stores},
+                  "store_work": {repo_relative(s): store_work(Path(s)) for s in stores},
                   "parameters": {**chapter_defaults(source), **parameters},
                   "executed": started.strftime("%Y-%m-%d %H:%M UTC"),
                   "seconds": round(seconds, 1), "code": code_version()}
@@ -184,7 +184,7 @@ def _sha(*chunks: bytes) -> str:
 def _tree_hash(files) -> str:
     """Hash of the files' paths (relative to ROOT) and contents."""
     files = sorted(files)
-    return _sha(*(store_name(f).encode() + b"\0" + f.read_bytes() for f in files))
+    return _sha(*(repo_relative(f).encode() + b"\0" + f.read_bytes() for f in files))
 
 
 def package_files() -> list[Path]:
@@ -203,7 +203,7 @@ def chapter_inputs(source: Path, parameters: dict) -> dict:
             "package": _tree_hash(f for f in package_files() if f.exists())}
 
 
-def store_name(path) -> str:
+def repo_relative(path) -> str:
     """``path`` relative to the repository root where it is inside it."""
     path = Path(path)
     try:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpbook.posterior.quantiles import spline_quantiles
+from dpbook.posterior.quantiles import node_cdf, spline_quantiles
 
 
 @dataclass(frozen=True)
@@ -96,23 +96,10 @@ class GridPosterior:
         weight; the grid is uniform in its own coordinate) is integrated by a cubic
         spline up to the value's position among the nodes (monotone interpolation);
         values outside the grid give 0 or 1."""
-        from scipy.interpolate import CubicSpline, PchipInterpolator
-
         if len(values) != len(self.axes):
             raise ValueError(f"cdf needs one value per parameter {self.params}, got {values!r}")
-        out = []
-        for j, v in enumerate(values):
-            x, p = self.marginal(j)
-            mass = p * self.weights[j]
-            mass[[0, -1]] *= 2.0  # the trapezoid rule halves the end weights
-            index = np.arange(x.size, dtype=float)
-            cum = CubicSpline(index, mass).antiderivative()
-            if v <= x[0] or v >= x[-1]:
-                out.append(0.0 if v <= x[0] else 1.0)
-                continue
-            position = PchipInterpolator(x, index)(v)
-            out.append(float(np.clip(cum(position) / cum(index[-1]), 0.0, 1.0)))
-        return np.array(out)
+        return np.array([node_cdf(*self.marginal(j), self.weights[j], v)
+                         for j, v in enumerate(values)])
 
     def summary(self):
         """{param: {"mean": .., "sd": ..}} as plain floats."""

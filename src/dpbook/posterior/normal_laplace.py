@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
-from scipy.interpolate import PchipInterpolator
 
 from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
 from dpbook.model.prior import LOC_MEAN as MU0
@@ -21,7 +20,7 @@ from dpbook.model.prior import LOC_VAR as MU_VAR
 from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
 from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
 from dpbook.posterior.grid import GridPosterior
-from dpbook.posterior.quantiles import spline_quantiles
+from dpbook.posterior.quantiles import node_quantiles
 from dpbook.validation import check_count, check_eps, check_observations
 
 
@@ -60,16 +59,6 @@ def _axis(lo, hi, n, center=None, scale=None):
     w[-1] *= 0.5
     x[0], x[-1] = lo, hi
     return x, w
-
-
-def _node_quantiles(x, density, w, q):
-    """Quantiles q of a marginal density on nodes x with trapezoid weights w, computed in
-    the nodes' index, in which the grid is uniform (mass per unit index: density * w,
-    whose end weights the trapezoid rule halves)."""
-    mass = density * w
-    mass[[0, -1]] *= 2.0
-    index = np.arange(x.size, dtype=float)
-    return PchipInterpolator(index, x)(spline_quantiles(index, mass, q))
 
 
 @dataclass(frozen=True)
@@ -140,8 +129,8 @@ class ExactPosterior(GridPosterior):
         q = np.asarray(q, dtype=float)
         if not np.all((q >= 0) & (q <= 1)):
             raise ValueError("quantile levels must lie in [0, 1]")
-        return np.stack([_node_quantiles(self.mu_grid, self.marginal_mu(), self.w_mu, q),
-                         _node_quantiles(self.sigma_grid, self.marginal_sigma(),
+        return np.stack([node_quantiles(self.mu_grid, self.marginal_mu(), self.w_mu, q),
+                         node_quantiles(self.sigma_grid, self.marginal_sigma(),
                                          self.w_sigma, q)], axis=-1)
 
     def summary(self):
