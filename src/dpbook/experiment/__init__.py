@@ -33,6 +33,7 @@ from dpbook.experiment.runner import (
     ensure_results,
     is_complete,
     run_experiment,
+    run_tasks,
 )
 from dpbook.experiment.store import code_version, package_versions, read_manifest, store_progress
 from dpbook.experiment.tasks import (
@@ -48,4 +49,4 @@ __all__ = ["BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "STORE_LOG", "Tas
            "config_tasks", "config_theta", "data_seed", "ensure_results", "eps_code",
            "is_complete", "keep_freed_memory", "keep_freed_memory_env", "load_results",
            "make_config", "package_versions", "read_manifest", "run_experiment", "run_task",
-           "store_progress", "summarize", "task_seed", "task_spec"]
+           "run_tasks", "store_progress", "summarize", "task_seed", "task_spec"]

@@ -139,6 +139,34 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          interval_M=interval_M, interval_K=interval_K, family=family,
                          mechanism=mechanism, theta=theta)
     family_obj = None if config.get("family_registered", True) else family
+    out = Path(out)
+    tasks = sorted(config_tasks(config), key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))
+
+    def prepare(manifest):
+        intervals = _best_intervals(config, manifest, family_obj)
+        return ({"intervals": intervals},
+                lambda task, threads: task_spec(config, intervals, task, threads, family_obj))
+
+    return run_tasks(out, config, tasks, prepare, run_task, lambda: collect(out, config),
+                     scheduler=scheduler, workers=workers, progress=progress,
+                     timeout=scheduler_timeout, desc="experiment")
+
+
+def run_tasks(out, config, tasks, prepare, fn, table, *, scheduler=None, workers=None,
+              progress=True, timeout=10.0, desc="tasks"):
+    """Run the ``tasks`` of a study that are not yet stored in ``out``, storing each as it
+    finishes, and return ``table()`` (a DataFrame of the store, also written to
+    ``out/estimates.parquet``).
+
+    This is the machinery of every dpbook study (the Section 6 experiment, the
+    calibration study): ``config`` is the plain dict of everything that changes a result
+    (kept in the manifest, its hash in every task file); ``tasks`` are frozen dataclasses
+    with ``name`` and ``filename`` whose fields the stored rows repeat, in the order they
+    are submitted; ``prepare(manifest)`` returns (extra manifest entries, ``spec_of(task,
+    threads)``), the picklable spec ``fn`` runs in any process.  With ``scheduler`` the
+    tasks run on that Dask cluster, else on a local pool of ``workers`` processes (default:
+    every core) or in this process; the results are the same in every case.
+    """
     if workers is not None:
         workers = check_count("workers", workers)
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
@@ -147,18 +175,14 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     out = Path(out)
     if out.exists():
         check_same_config(out, read_manifest(out), config)
-    client = connect(scheduler, scheduler_timeout) if scheduler else None
+    client = connect(scheduler, timeout) if scheduler else None
     try:
         prepare_store(out)  # fails before any computing if the store cannot be written
         manifest = read_manifest(out)
         check_same_config(out, manifest, config)
-        intervals = _best_intervals(config, manifest, family_obj)
-        tasks = config_tasks(config)
-        done = valid_tasks(out, config, quarantine=True)
-        # submitted run by run, the methods alternating, so that the pace is even and the
-        # progress bar's ETA holds from the start (the results do not depend on the order)
-        pending = sorted((t for t in tasks if t not in done),
-                         key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))
+        extra, spec_of = prepare(manifest)
+        done = valid_tasks(out, config, quarantine=True, tasks=tasks)
+        pending = [t for t in tasks if t not in done]
         if scheduler:
             executor, nw = "dask", None
         else:
@@ -179,7 +203,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
             check_same_config(out, old, config)
             old = old or {}
             return {"format": FORMAT, "config": config,
-                    "intervals": {**old.get("intervals", {}), **intervals},
+                    **{k: {**old.get(k, {}), **v} for k, v in extra.items()},
                     "code": old.get("code", session["code"]),
                     "packages": old.get("packages", package_versions()),
                     "created": old.get("created", started),
@@ -188,8 +212,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
 
         update_manifest(out, begin)
         threads = None if executor == "serial" else 1
-        specs = [(t, task_spec(config, intervals, t, threads, family_obj)) for t in pending]
-        bar = _progress(len(tasks), len(tasks) - len(pending), progress)
+        specs = [(t, spec_of(t, threads)) for t in pending]
+        bar = _progress(len(tasks), len(tasks) - len(pending), progress, desc)
 
         def on_done(task, result):
             store_task(out, task, result, config)
@@ -198,14 +222,14 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
 
         try:
             if executor == "dask":
-                run_dask(run_task, client, specs, on_done)
+                run_dask(fn, client, specs, on_done)
             elif executor == "pool":
-                run_pool(run_task, specs, nw, on_done)
+                run_pool(fn, specs, nw, on_done)
             else:
-                run_serial(run_task, specs, on_done)
+                run_serial(fn, specs, on_done)
         finally:
             bar.close()
-            df = collect(out, config)
+            df = table()
             write_estimates(out, df)
 
             def finish(old):
@@ -223,12 +247,12 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     return df
 
 
-def _progress(total, initial, enabled):
+def _progress(total, initial, enabled, desc="experiment"):
     # plain text on stderr: notebooks executed by papermill must not get widgets
     from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, disable=not enabled, unit="task",
-                desc="experiment", dynamic_ncols=True, smoothing=0.1)
+                desc=desc, dynamic_ncols=True, smoothing=0.1)
 
 
 def is_complete(out, **kwargs) -> bool:
@@ -241,6 +265,28 @@ def is_complete(out, **kwargs) -> bool:
     with warnings.catch_warnings():  # reported (once) by the run that follows
         warnings.simplefilter("ignore", StoreWarning)
         return len(valid_tasks(out, config)) == len(config_tasks(config))
+
+
+# the configuration entries that change with the code, not with the setup
+CODE_KEYS = ("algorithm", "family_source", "format", "calibration_code")
+
+
+def set_aside_if_stale(out: Path, config: dict) -> Path | None:
+    """Move the store ``out`` to ``out.stale-<fingerprint>`` (nothing is deleted) when it
+    was made by other code (:data:`CODE_KEYS`) with otherwise the same configuration;
+    return where it went, or None."""
+    old = ((read_manifest(out) if out.exists() else None) or {}).get("config", {})
+    if not old or all(old.get(k) == config.get(k) for k in CODE_KEYS) or \
+            {k: v for k, v in old.items() if k not in CODE_KEYS} != \
+            {k: v for k, v in config.items() if k not in CODE_KEYS}:
+        return None
+    aside = out.with_name(f"{out.name}.stale-{old.get('algorithm') or 'unknown'}")
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    for item in out.iterdir():
+        if item.name not in (".lock", ".manifest.lock"):
+            item.rename(aside / item.name)
+    return aside
 
 
 def ensure_results(out="results/paper", progress=True, workers=None, scheduler=None,
@@ -266,19 +312,7 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         config = make_config(**kwargs)
-        manifest = read_manifest(out)
-        old = (manifest or {}).get("config", {})
-        # what changes with the code, not with the setup
-        code = ("algorithm", "family_source", "format")
-        if old and any(old.get(k) != config.get(k) for k in code) and \
-                {k: v for k, v in old.items() if k not in code} == \
-                {k: v for k, v in config.items() if k not in code}:
-            aside = out.with_name(f"{out.name}.stale-{old.get('algorithm') or 'unknown'}")
-            shutil.rmtree(aside, ignore_errors=True)
-            aside.mkdir()
-            for item in out.iterdir():
-                if item.name not in (".lock", ".manifest.lock"):
-                    item.rename(aside / item.name)
+        set_aside_if_stale(out, config)
         if not is_complete(out, **kwargs):
             run_experiment(out=out, progress=progress, workers=workers, scheduler=scheduler,
                            **kwargs)

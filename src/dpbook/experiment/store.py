@@ -18,6 +18,7 @@ had finished and a rerun skips it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -95,19 +96,20 @@ def read_task(path: Path, task: Task, sha: str) -> dict:
     if file_sha != sha:
         raise ValueError(f"{path}: made by another configuration (hash {file_sha}, "
                          f"this one {sha})")
-    if not isinstance(row, dict) or (row.get("method"), row.get("eps"), row.get("run")) != (
-            task.method, task.eps, task.run):
+    if not isinstance(row, dict) or any(row.get(f.name) != getattr(task, f.name)
+                                        for f in dataclasses.fields(task)):
         raise ValueError(f"{path}: holds another task than its name says")
     return row
 
 
-def valid_tasks(out: Path, config: dict, quarantine: bool = False) -> dict:
-    """{task: estimates row} of the configuration's tasks stored in ``out``, every file
-    checked by :func:`read_task`.  A file that fails is never used: it is reported (a
+def valid_tasks(out: Path, config: dict, quarantine: bool = False, tasks=None) -> dict:
+    """{task: estimates row} of the configuration's tasks (or of ``tasks``, dataclasses
+    whose fields the rows repeat) stored in ``out``, every file checked by
+    :func:`read_task`.  A file that fails is never used: it is reported (a
     :class:`StoreWarning`) and, with ``quarantine``, moved to ``out/quarantine/`` so that
     its task is recomputed."""
     sha, rows = config_hash(config), {}
-    for task in config_tasks(config):
+    for task in config_tasks(config) if tasks is None else tasks:
         path = out / "tasks" / task.filename
         if not path.exists():
             continue

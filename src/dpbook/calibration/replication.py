@@ -40,12 +40,12 @@ from scipy import stats
 
 from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
-from dpbook.model.families import get_family
+from dpbook.model.families import as_family, get_family
 from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
 from dpbook.posterior import GridPosterior, exact_posterior
 from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
-from dpbook.privacy.population import normal_population
+from dpbook.privacy.population import family_population
 from dpbook.validation import as_generator, check_eps, check_interval
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code")
@@ -95,43 +95,78 @@ def sample_cdf(draws, truth, weights=None):
 
 
 @lru_cache(maxsize=16)
-def _best_ab(eps):
-    best = best_interval(eps, method="exact")  # eq. (13) on the paper's 50 x 50 grid
+def _best_ab(eps, family, mechanism):
+    # eq. (13) on the paper's 50 x 50 grid, for the family's base distribution
+    best = best_interval(eps, family=family, mechanism=mechanism, method="exact")
     return best["a"], best["b"]
 
 
-def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
-              mhaar_iters=10_000):
-    """One calibration replication: {"mu": PIT, "sigma": PIT, "mu_true", "sigma_true"}.
+def check_study_model(method, family, mechanism):
+    """The family (a location-scale one: the Section 6 prior is defined on (m, c)) and
+    mechanism of a calibration study; ValueError naming what is not supported."""
+    family = as_family(family)
+    if not family.location_scale:
+        raise ValueError(f"calibration draws theta from the Section 6 prior on (location, "
+                         f"scale); the {family.name} family is not a location-scale family")
+    if method == "naive" and family.name != "normal":
+        raise ValueError("the naive posterior is the normal model's (y taken for x); "
+                         f"it has no {family.name} version")
+    if method == "original-code" and (family.name != "normal" or mechanism != "laplace"):
+        raise ValueError("original-code is the authors' normal/Laplace likelihood")
+    return family
 
-    ``seed`` fixes everything (theta, the data, the releases, the sampler), so a
-    replication is the same on any executor.  [l, r] is the fixed interval of every
-    method but ``smc-adaptive``; ``grid`` sizes the exact posterior, ``particles`` the
-    SMC and ``mhaar_iters`` the MHAAR chain (the last 20% kept)."""
+
+def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
+              mhaar_iters=10_000, family="normal", mechanism="laplace"):
+    """One calibration replication: {"mu": PIT, "sigma": PIT, "mu_true", "sigma_true",
+    "mu_iqr", "sigma_iqr"} (the last two: the posterior's interquartile ranges, to say
+    how much the data taught; the parameter names are the family's).
+
+    ``seed`` (an int or a SeedSequence) fixes everything: its three children draw theta,
+    the population (data and privacy noise) and the sampler, so a replication is the
+    same on any executor, and methods given the same seed see the same theta and data.
+    [l, r] is the fixed interval of every method but ``smc-adaptive``; ``grid`` sizes the
+    exact posterior, ``particles`` the SMC and ``mhaar_iters`` the MHAAR chain (the last
+    20% kept)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     eps = check_eps(eps)
     l, r = check_interval(l, r)
-    theta_seed, data_seed, algo_seed = np.random.SeedSequence(seed).spawn(3)
+    fam = check_study_model(method, family, mechanism)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    theta_seed, data_seed, algo_seed = ss.spawn(3)
     mu, sigma = (float(v) for v in draw_theta(np.random.default_rng(theta_seed)))
     eps_release = eps * math.sqrt(2.0) if method == "original-code" else eps
-    population = normal_population(n, mu, sigma, eps_release, seed=data_seed)
-    truth = {"mu_true": mu, "sigma_true": sigma}
+    population = family_population(fam, (mu, sigma), n, eps_release, seed=data_seed,
+                                   mechanism=mechanism)
+    p_mu, p_sigma = fam.params
+    truth = {f"{p_mu}_true": mu, f"{p_sigma}_true": sigma}
+
+    def result(u, q):  # PITs and the quartiles (2, 2) of the posterior
+        return {p_mu: float(u[0]), p_sigma: float(u[1]), **truth,
+                f"{p_mu}_iqr": float(q[1, 0] - q[0, 0]),
+                f"{p_sigma}_iqr": float(q[1, 1] - q[0, 1])}
+
     if method.startswith("smc-"):
-        policy = AdaptivePolicy(*_best_ab(eps)) if method == "smc-adaptive" else \
-            FixedPolicy(l, r)
-        smc = run_online(population, policy, n, n_particles=particles, seed=algo_seed).smc
-        return {"mu": sample_cdf(smc.theta[:, 0], mu, smc.w),
-                "sigma": sample_cdf(smc.theta[:, 1], sigma, smc.w), **truth}
+        policy = AdaptivePolicy(*_best_ab(eps, fam, mechanism)) \
+            if method == "smc-adaptive" else FixedPolicy(l, r)
+        smc = run_online(population, policy, n, n_particles=particles, seed=algo_seed,
+                         family=fam).smc
+        return result([sample_cdf(smc.theta[:, j], v, smc.w) for j, v in
+                       enumerate((mu, sigma))], smc.quantile([0.25, 0.75]))
     y = np.array([population.release(l, r) for _ in range(len(population))])
     if method == "mhaar":
-        chain = mhaar(y, l, r, eps, n_iter=mhaar_iters, seed=algo_seed).kept()
-        return {"mu": sample_cdf(chain[:, 0], mu), "sigma": sample_cdf(chain[:, 1], sigma),
-                **truth}
-    post = naive_posterior(y) if method == "naive" else \
-        exact_posterior(y, l, r, eps, grid=grid, tol=1e-3)
-    u = post.cdf((mu, sigma))
-    return {"mu": float(u[0]), "sigma": float(u[1]), **truth}
+        chain = mhaar(y, l, r, eps, family=fam, mechanism=mechanism, n_iter=mhaar_iters,
+                      seed=algo_seed).kept()
+        return result([sample_cdf(chain[:, j], v) for j, v in enumerate((mu, sigma))],
+                      np.quantile(chain, [0.25, 0.75], axis=0))
+    if method == "naive":
+        post = naive_posterior(y)
+    else:
+        kw = dict(grid=grid, tol=1e-3) if fam.name == "normal" and mechanism == "laplace" \
+            else dict(grid=grid)
+        post = exact_posterior(y, l, r, eps, family=fam, mechanism=mechanism, **kw)
+    return result(post.cdf((mu, sigma)), post.quantile([0.25, 0.75]))
 
 
 def summarize_pit(u):

@@ -1,0 +1,34 @@
+"""Simulation-based calibration of the private posteriors (chapter 8).
+
+* :mod:`~dpbook.calibration.replication` -- one replication per method (draw theta from
+  the prior, release data, compute the posterior, record the PIT of the truth) and the
+  statistics of many (KS, coverage, ECDF bands);
+* :mod:`~dpbook.calibration.study` -- a study of many replications through the
+  experiment's machinery (``run_calibration``), and its summary table.
+"""
+
+from dpbook.calibration.replication import (
+    METHODS,
+    PARAMS,
+    check_study_model,
+    draw_theta,
+    ecdf_band,
+    naive_posterior,
+    replicate,
+    sample_cdf,
+    summarize_pit,
+)
+from dpbook.calibration.study import (
+    Replication,
+    calibration_config,
+    calibration_summary,
+    replication_seed,
+    replications,
+    run_calibration,
+    run_replication,
+)
+
+__all__ = ["METHODS", "PARAMS", "Replication", "calibration_config", "calibration_summary",
+           "check_study_model", "draw_theta", "ecdf_band", "naive_posterior", "replicate",
+           "replication_seed", "replications", "run_calibration", "run_replication",
+           "sample_cdf", "summarize_pit"]

@@ -1,0 +1,164 @@
+"""A calibration study run through the experiment's machinery: resumable, stored as each
+replication finishes, on this process, a local pool or a Dask cluster, with the same
+numbers on every executor.
+
+A store (default ``results/calibration``) is keyed by the settings that change one
+replication's result (particles, exact-posterior grid, MHAAR iterations, the fixed
+interval, root seed, family, mechanism, and the code); it holds any set of
+replications (method, eps, n, rep), so a study with more replications, eps values or
+stream lengths reuses what is there.  Replication ``rep`` at (eps, n) has the seed
+``SeedSequence(seed, spawn_key=(6, E, n, rep))`` (E the bit pattern of eps, as in the
+experiment): every method sees the same theta and the same sensitive data at the same
+(eps, n, rep).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpbook.calibration.replication import METHODS, check_study_model, replicate, summarize_pit
+from dpbook.experiment.config import algorithm_fingerprint, eps_code
+from dpbook.experiment.runner import run_tasks, set_aside_if_stale
+from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
+from dpbook.experiment.tasks import set_threads
+from dpbook.validation import check_count, check_eps, check_interval
+
+CALIBRATION_CODE = 6  # spawn-key code of the replications' seeds
+FORMAT = 1
+
+
+@dataclass(frozen=True, order=True)
+class Replication:
+    """One replication of a calibration study (the fields are repeated in its row)."""
+    method: str
+    eps: float
+    n: int
+    rep: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}_eps{self.eps!r}_n{self.n}_rep{self.rep}"
+
+    @property
+    def filename(self) -> str:
+        return self.name + ".npz"
+
+
+def replication_seed(root: int, eps: float, n: int, rep: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(root, spawn_key=(CALIBRATION_CODE, eps_code(eps), n, rep))
+
+
+def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
+                       seed=0, family="normal", mechanism="laplace") -> dict:
+    """The settings of one replication (see the module docstring), checked."""
+    from dpbook.model.families import as_family
+    from dpbook.model.mechanisms import check_mechanism
+
+    fam = as_family(family)
+    if fam.options:
+        raise ValueError(f"the calibration study takes families without options; "
+                         f"{fam.name} has {', '.join(fam.options)}")
+    check_study_model("exact", fam, mechanism)
+    l, r = check_interval(*interval)
+    here = Path(__file__).parent
+    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(here.glob("*.py"))))
+    return {"study": "calibration", "format": FORMAT,
+            "particles": check_count("particles", particles),
+            "grid": check_count("grid", grid),
+            "mhaar_iters": check_count("mhaar_iters", mhaar_iters),
+            "interval": [float(l), float(r)], "seed": check_count("seed", seed, minimum=0),
+            "family": fam.name, "mechanism": check_mechanism(mechanism),
+            "algorithm": algorithm_fingerprint(), "calibration_code": code.hexdigest()[:16]}
+
+
+def run_replication(spec: dict) -> dict:
+    """Run one replication from its plain-dict spec (in any process)."""
+    set_threads(spec.get("numba_threads"))
+    t0 = time.perf_counter()
+    seed = replication_seed(spec["seed"], spec["eps"], spec["n"], spec["rep"])
+    res = replicate(spec["method"], spec["eps"], spec["n"], *spec["interval"], seed=seed,
+                    grid=(spec["grid"], spec["grid"]), particles=spec["particles"],
+                    mhaar_iters=spec["mhaar_iters"], family=spec["family"],
+                    mechanism=spec["mechanism"])
+    row = {k: spec[k] for k in ("method", "eps", "n", "rep")}
+    row.update(res, seconds=time.perf_counter() - t0)
+    return {"row": row, "arrays": {}}
+
+
+def replications(methods, eps, n, reps) -> list[Replication]:
+    """The replications of a study, checked, in submission order (replication by
+    replication, so that a stopped study has every setting at about the same count)."""
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    for m in methods:
+        if m not in METHODS:
+            raise ValueError(f"unknown calibration method {m!r}; choose from "
+                             f"{', '.join(METHODS)}")
+    eps = [check_eps(e) for e in np.atleast_1d(eps)]
+    ns = [check_count("n", v) for v in np.atleast_1d(n)]
+    reps = check_count("reps", reps)
+    if not methods:
+        raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
+    return [Replication(m, e, k, rep) for rep in range(reps) for k in ns for e in eps
+            for m in methods]
+
+
+def run_calibration(methods, eps, n, reps, out="results/calibration", particles=500,
+                    grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0), seed=0,
+                    family="normal", mechanism="laplace", scheduler=None, workers=None,
+                    progress=True):
+    """Run (or resume) a calibration study; one row per replication (a DataFrame:
+    method, eps, n, rep, the PIT of each parameter, the true values, the posterior
+    interquartile ranges, seconds).  The replications already in ``out`` are reused;
+    each new one is stored as it finishes (see :func:`dpbook.experiment.run_tasks`).
+    A store made by other dpbook code is moved aside (with a warning) and recomputed;
+    one made with other settings is an error naming them."""
+    config = calibration_config(particles=particles, grid=grid, mhaar_iters=mhaar_iters,
+                                interval=interval, seed=seed, family=family,
+                                mechanism=mechanism)
+    for m in np.atleast_1d(methods) if not isinstance(methods, str) else [methods]:
+        check_study_model(m, config["family"], mechanism)
+    tasks = replications(methods, eps, n, reps)
+    out = Path(out)
+    aside = set_aside_if_stale(out, config)
+    if aside is not None:
+        warnings.warn(f"{out} was made by other dpbook code; moved to {aside}, its "
+                      f"replications will be recomputed", StoreWarning, stacklevel=2)
+
+    def spec_of(task, threads):
+        return {"method": task.method, "eps": task.eps, "n": task.n, "rep": task.rep,
+                "numba_threads": threads,
+                **{k: config[k] for k in ("seed", "interval", "grid", "particles",
+                                          "mhaar_iters", "family", "mechanism")}}
+
+    def table():
+        import pandas as pd
+
+        rows = valid_tasks(out, config, tasks=tasks)
+        df = pd.DataFrame([rows[t] for t in tasks if t in rows])
+        write_estimates(out, df)
+        return df
+
+    return run_tasks(out, config, tasks, lambda manifest: ({}, spec_of), run_replication,
+                     table, scheduler=scheduler, workers=workers, progress=progress,
+                     desc="calibration")
+
+
+def calibration_summary(df, params=("mu", "sigma")):
+    """One row per (method, eps, n, parameter): :func:`summarize_pit` of the PIT values
+    and the median posterior interquartile range."""
+    import pandas as pd
+
+    rows = []
+    for (method, eps, n), g in df.groupby(["method", "eps", "n"], sort=False):
+        for p in params:
+            rows.append({"method": method, "eps": eps, "n": n, "param": p,
+                         **summarize_pit(g[p].to_numpy()),
+                         "median_iqr": float(g[f"{p}_iqr"].median())})
+    return pd.DataFrame(rows)
