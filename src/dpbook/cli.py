@@ -1,6 +1,7 @@
 """The ``dpbook`` command line.
 
-Sub-commands: ``fisher``, ``best-interval``, ``posterior``, ``experiment``, ``families``.
+Sub-commands: ``fisher``, ``best-interval``, ``posterior``, ``experiment``, ``calibrate``,
+``families``.
 Every computing sub-command takes ``--family NAME`` (with the family's options, such
 as ``--df``) and ``--mechanism laplace|gaussian``; the defaults are the paper's normal
 family and Laplace mechanism, which use the compiled kernels.
@@ -399,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     fl.set_defaults(func=cmd_families)
 
     add_experiment_parser(sub)
+    add_calibrate_parser(sub)
     return p
 
 
@@ -502,6 +504,79 @@ def cmd_experiment(args):
     lines.append(f"results: {out / 'estimates.parquet'} (manifest {out / 'manifest.json'})")
     print("\n".join(lines))
     sys.stdout.flush()
+    return result
+
+
+# ----------------------------------------------------------------------- calibrate
+def add_calibrate_parser(subparsers):
+    """Add the ``calibrate`` sub-command (simulation-based calibration, chapter 8)."""
+    from dpbook.calibration import METHODS
+
+    p = subparsers.add_parser(
+        "calibrate", help="simulation-based calibration of a posterior (resumable)",
+        description="Repeat: draw theta from the Section 6 prior, release n values, compute "
+                    "the posterior, record the posterior cdf at the truth (PIT). Prints the "
+                    "KS test of the PITs against the uniform and the coverage of central "
+                    "50%% and 90%% credible intervals.")
+    p.add_argument("--method", choices=METHODS, required=True,
+                   help="posterior to check: the online SMC with the adaptive or the fixed "
+                        "interval, MHAAR, the exact grid posterior, the naive one (y taken "
+                        "for x), or the exact one with the original code's noise scale")
+    p.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
+    p.add_argument("--n", type=int, default=200, help="individuals per replication "
+                   "(default 200)")
+    p.add_argument("--reps", type=int, default=100, help="replications (default 100)")
+    p.add_argument("--particles", type=int, default=500, help="SMC particles (default 500)")
+    p.add_argument("--grid", type=int, default=61,
+                   help="exact posterior grid points per axis (default 61)")
+    p.add_argument("--mhaar-iters", type=int, default=10_000,
+                   help="MHAAR iterations, the last 20%% kept (default 10000)")
+    p.add_argument("--interval", type=_finite_float, nargs=2, default=(-300.0, 300.0),
+                   metavar=("L", "R"), help="the fixed interval of every method but "
+                   "smc-adaptive; it must not depend on theta (default -300 300)")
+    add_family_arguments(p)
+    p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    p.add_argument("--out", default="results/calibration", metavar="DIR",
+                   help="store; replications there are reused (default results/calibration)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a Dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default: every core)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p.set_defaults(func=cmd_calibrate)
+    return p
+
+
+def cmd_calibrate(args):
+    from dpbook.calibration import calibration_summary, run_calibration
+
+    t0 = time.perf_counter()
+    family, mechanism = family_from_args(args)
+    df = run_calibration(args.method, args.eps, args.n, args.reps, out=args.out,
+                         particles=args.particles, grid=args.grid,
+                         mhaar_iters=args.mhaar_iters, interval=tuple(args.interval),
+                         seed=args.seed, family=family, mechanism=mechanism,
+                         scheduler=args.scheduler, workers=args.workers,
+                         progress=not args.no_progress)
+    summ = calibration_summary(df, family.params)
+    keys = ("ks_stat", "ks_p", "coverage50", "coverage50_se", "coverage90",
+            "coverage90_se", "dispersion_z", "median_iqr")
+    result = {"method": args.method, "eps": float(args.eps), "n": args.n,
+              "reps": int(len(df)), "family": family.name, "mechanism": mechanism,
+              **{r["param"]: {k: float(r[k]) for k in keys} for r in summ.to_dict("records")},
+              "seconds": time.perf_counter() - t0, "out": str(args.out)}
+    lines = [f"{args.method}, eps {args.eps:g}, n {args.n}: {len(df)} replications",
+             f"{'param':<6} {'KS':>6} {'KS p':>8} {'cover50':>14} {'cover90':>14} "
+             f"{'disp z':>7} {'median IQR':>11}"]
+    for p in family.params:
+        r = result[p]
+        lines.append(f"{p:<6} {r['ks_stat']:>6.3f} {r['ks_p']:>8.3g} "
+                     f"{r['coverage50']:>6.3f} +- {r['coverage50_se']:.3f} "
+                     f"{r['coverage90']:>6.3f} +- {r['coverage90_se']:.3f} "
+                     f"{r['dispersion_z']:>7.2f} {r['median_iqr']:>11.4g}")
+    lines.append(f"store: {args.out}")
+    _print(result, args.json, lines)
     return result
 
 

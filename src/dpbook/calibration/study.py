@@ -91,6 +91,11 @@ def run_replication(spec: dict) -> dict:
     return {"row": row, "arrays": {}}
 
 
+def _as_list(v) -> list:
+    return [x.item() if isinstance(x, np.generic) else x for x in
+            (v if isinstance(v, (list, tuple, np.ndarray)) else [v])]
+
+
 def replications(methods, eps, n, reps) -> list[Replication]:
     """The replications of a study, checked, in submission order (replication by
     replication, so that a stopped study has every setting at about the same count)."""
@@ -100,8 +105,8 @@ def replications(methods, eps, n, reps) -> list[Replication]:
         if m not in METHODS:
             raise ValueError(f"unknown calibration method {m!r}; choose from "
                              f"{', '.join(METHODS)}")
-    eps = [check_eps(e) for e in np.atleast_1d(eps)]
-    ns = [check_count("n", v) for v in np.atleast_1d(n)]
+    eps = [check_eps(e) for e in _as_list(eps)]
+    ns = [check_count("n", v) for v in _as_list(n)]
     reps = check_count("reps", reps)
     if not methods:
         raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
@@ -122,9 +127,9 @@ def run_calibration(methods, eps, n, reps, out="results/calibration", particles=
     config = calibration_config(particles=particles, grid=grid, mhaar_iters=mhaar_iters,
                                 interval=interval, seed=seed, family=family,
                                 mechanism=mechanism)
-    for m in np.atleast_1d(methods) if not isinstance(methods, str) else [methods]:
-        check_study_model(m, config["family"], mechanism)
     tasks = replications(methods, eps, n, reps)
+    for m in {t.method for t in tasks}:
+        check_study_model(m, config["family"], mechanism)
     out = Path(out)
     aside = set_aside_if_stale(out, config)
     if aside is not None:
