@@ -21,7 +21,7 @@ STAMP_POINTS = 9
 
 # One colour per method in every chapter (seaborn's colour-blind palette).
 METHOD_COLOURS = {"smc-adaptive": "#0173b2", "smc-fixed": "#de8f05", "mhaar": "#029e73",
-                  "exact": "#000000"}
+                  "exact": "#000000", "naive": "#cc78bc", "original-code": "#ca9161"}
 
 
 def eps_colours(eps_values) -> dict:
@@ -99,6 +99,41 @@ def interval_heatmaps(data, value="score", *, row=None, col=None, col_wrap=None,
     grid.set_axis_labels("a (left end)", "b (right end)")
     grid.figure.colorbar(grid.axes.flat[0].collections[0], ax=grid.axes, shrink=0.6,
                          label=label)
+    return grid
+
+
+def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height=1.9,
+                         aspect=1.0):
+    """ECDF-difference plots of PIT values (Sailynoja, Burkner and Vehtari 2022): the
+    ECDF of the long-form column ``pit`` minus the uniform cdf, one panel per ``col``
+    value (wrapped at ``col_wrap``) and one line per ``hue`` value, over the grey
+    simultaneous 1 - alpha band of a correct posterior for that many values
+    (:func:`dpbook.calibration.ecdf_band`).  Returns seaborn's FacetGrid."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import seaborn as sns
+
+    from dpbook.calibration import ecdf_band
+
+    def draw(data, color=None, label=None):
+        u = np.sort(data["pit"].to_numpy())
+        z = np.linspace(0.0, 1.0, 201)
+        ax = plt.gca()
+        if not ax.collections:  # the band, once per panel
+            _, lo, hi = ecdf_band(u.size, alpha=alpha, points=z, rng=0)
+            ax.fill_between(z, lo - z, hi - z, color="0.85", lw=0)
+            ax.axhline(0.0, color="0.5", lw=0.6)
+        ax.step(z, np.searchsorted(u, z, side="right") / u.size - z, where="post",
+                color=color, label=label, lw=1.2)
+
+    hues = sorted(data[hue].unique())
+    grid = sns.FacetGrid(data, col=col, col_wrap=col_wrap, hue=hue, hue_order=hues,
+                         palette=eps_colours(hues) if hue == "eps" else None,
+                         height=height, aspect=aspect)
+    grid.map_dataframe(draw)
+    grid.set_axis_labels("PIT value u", "ECDF(u) − u")
+    grid.set_titles("{col_name}")
+    grid.add_legend(title="ε" if hue == "eps" else hue)
     return grid
 
 

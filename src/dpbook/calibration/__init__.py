@@ -22,6 +22,7 @@ from dpbook.calibration.study import (
     Replication,
     calibration_config,
     calibration_summary,
+    pit_frame,
     replication_seed,
     replications,
     run_calibration,
@@ -29,6 +30,6 @@ from dpbook.calibration.study import (
 )
 
 __all__ = ["METHODS", "PARAMS", "Replication", "calibration_config", "calibration_summary",
-           "check_study_model", "draw_theta", "ecdf_band", "naive_posterior", "replicate",
-           "replication_seed", "replications", "run_calibration", "run_replication",
+           "check_study_model", "draw_theta", "ecdf_band", "naive_posterior", "pit_frame",
+           "replicate", "replication_seed", "replications", "run_calibration", "run_replication",
            "sample_cdf", "summarize_pit"]

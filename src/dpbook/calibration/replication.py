@@ -91,7 +91,8 @@ def sample_cdf(draws, truth, weights=None):
     draws = np.asarray(draws, dtype=float)
     w = np.full(draws.size, 1.0 / draws.size) if weights is None else \
         np.asarray(weights, dtype=float) / np.sum(weights)
-    return float(w[draws < truth].sum() + 0.5 * w[draws == truth].sum())
+    u = float(w[draws < truth].sum() + 0.5 * w[draws == truth].sum())
+    return min(max(u, 0.0), 1.0)  # a sum of normalised weights may round past 1
 
 
 @lru_cache(maxsize=16)

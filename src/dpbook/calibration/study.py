@@ -24,6 +24,7 @@ import numpy as np
 
 from dpbook.calibration.replication import METHODS, check_study_model, replicate, summarize_pit
 from dpbook.experiment.config import algorithm_fingerprint, eps_code
+from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
 from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
 from dpbook.experiment.tasks import set_threads
@@ -114,20 +115,28 @@ def replications(methods, eps, n, reps) -> list[Replication]:
             for m in methods]
 
 
-def run_calibration(methods, eps, n, reps, out="results/calibration", particles=500,
-                    grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0), seed=0,
-                    family="normal", mechanism="laplace", scheduler=None, workers=None,
-                    progress=True):
+def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/calibration",
+                    particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
+                    seed=0, family="normal", mechanism="laplace", scheduler=None,
+                    workers=None, progress=True, tasks=None):
     """Run (or resume) a calibration study; one row per replication (a DataFrame:
     method, eps, n, rep, the PIT of each parameter, the true values, the posterior
-    interquartile ranges, seconds).  The replications already in ``out`` are reused;
-    each new one is stored as it finishes (see :func:`dpbook.experiment.run_tasks`).
+    interquartile ranges, seconds).  The replications are every combination of
+    ``methods``, ``eps``, ``n`` and ``range(reps)``, or the list ``tasks`` (for example
+    the concatenation of several :func:`replications`; repeats are run once).  The
+    replications already in ``out`` are reused; each new one is stored as it finishes
+    (see :func:`dpbook.experiment.run_tasks`).
     A store made by other dpbook code is moved aside (with a warning) and recomputed;
     one made with other settings is an error naming them."""
     config = calibration_config(particles=particles, grid=grid, mhaar_iters=mhaar_iters,
                                 interval=interval, seed=seed, family=family,
                                 mechanism=mechanism)
-    tasks = replications(methods, eps, n, reps)
+    if tasks is None:
+        tasks = replications(methods, eps, n, reps)
+    elif not tasks or not all(isinstance(t, Replication) for t in tasks):
+        raise ValueError("tasks must be a non-empty list of Replication "
+                         "(see dpbook.calibration.replications)")
+    tasks = list(dict.fromkeys(tasks))
     for m in {t.method for t in tasks}:
         check_study_model(m, config["family"], mechanism)
     out = Path(out)
@@ -150,9 +159,11 @@ def run_calibration(methods, eps, n, reps, out="results/calibration", particles=
         write_estimates(out, df)
         return df
 
-    return run_tasks(out, config, tasks, lambda manifest: ({}, spec_of), run_replication,
-                     table, scheduler=scheduler, workers=workers, progress=progress,
-                     desc="calibration")
+    df = run_tasks(out, config, tasks, lambda manifest: ({}, spec_of), run_replication,
+                   table, scheduler=scheduler, workers=workers, progress=progress,
+                   desc="calibration")
+    note_store_read(out)  # for the book's cached rebuild (book/tools/run_chapters.py)
+    return df
 
 
 def calibration_summary(df, params=("mu", "sigma")):
@@ -167,3 +178,13 @@ def calibration_summary(df, params=("mu", "sigma")):
                          **summarize_pit(g[p].to_numpy()),
                          "median_iqr": float(g[f"{p}_iqr"].median())})
     return pd.DataFrame(rows)
+
+
+def pit_frame(df, params=("mu", "sigma")):
+    """The PIT values of a study in long form: one row per replication and parameter
+    (method, eps, n, rep, param, pit, iqr)."""
+    import pandas as pd
+
+    keys = ["method", "eps", "n", "rep"]
+    return pd.concat([df[keys].assign(param=p, pit=df[p], iqr=df[f"{p}_iqr"])
+                      for p in params], ignore_index=True)
