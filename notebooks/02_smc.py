@@ -56,7 +56,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpbook.figures import METHOD_COLOURS, figure_saver
+from dpbook.figures import METHOD_COLOURS, figure_saver, paths_frame, posterior_paths
 from dpbook.fisher import best_interval
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.online import run_online
@@ -208,36 +208,26 @@ pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best['b']:.3f}]
 # true values, and (for $\mu$) the releases and the adaptive intervals.
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True, sharey="row")
 t_axis = np.arange(1, n + 1)
-for col, (name, run) in enumerate(runs.items()):
-    h = run.smc.history
-    ax = axes[0, col]
-    ax.plot(t_axis, run.y, ".", ms=2, color="0.6", label="release $y_t$")
-    if name == "adaptive":
-        ax.plot(t_axis, run.l, lw=0.6, color="C2", label="$l_t$, $r_t$")
-        ax.plot(t_axis, run.r, lw=0.6, color="C2")
-    for row, (mean, sd, truth) in enumerate([(h.mean_mu, h.sd_mu, MU),
-                                             (h.mean_sigma, h.sd_sigma, SIGMA)]):
-        mean, sd = np.asarray(mean), np.asarray(sd)
-        ax = axes[row, col]
-        colour = METHOD_COLOURS[f"smc-{name}"]
-        ax.fill_between(t_axis, mean - 2 * sd, mean + 2 * sd, color=colour, alpha=0.25,
-                        lw=0, label="mean ± 2 sd")
-        ax.plot(t_axis, mean, color=colour, label="posterior mean (SMC)")
-        ax.axhline(truth, color="k", lw=1, ls="--", label="true value")
-    axes[0, col].set_title(f"{name} truncation")
-    axes[1, col].set_xlabel("t (individuals released)")
-axes[0, 0].set(ylabel="μ", ylim=(MU - 25, MU + 25))
-axes[1, 0].set(ylabel="σ", ylim=(0, 4 * SIGMA))
-axes[0, 0].legend(loc="lower right", ncol=2, fontsize=9)
-fig.tight_layout()
+paths = paths_frame(runs, names={"mu": "μ", "sigma": "σ"})
+grid = posterior_paths(paths, row="param", col="method", truth={"μ": MU, "σ": SIGMA},
+                       sharey="row", height=3.0, aspect=1.45, margin_titles=True)
+for (param, name), ax in grid.axes_dict.items():
+    if param == "μ":  # the releases and, for the adaptive policy, its intervals
+        ax.plot(t_axis, runs[name].y, ".", ms=2, color="0.6", zorder=0)
+        if name == "adaptive":
+            ax.plot(t_axis, runs[name].l, t_axis, runs[name].r, lw=0.6, color="C2")
+grid.axes[0, 0].set(ylabel="μ", ylim=(MU - 25, MU + 25))
+grid.axes[1, 0].set(ylabel="σ", ylim=(0, 4 * SIGMA))
+grid.set_titles(col_template="{col_name} truncation", row_template="")
+fig = grid.figure
 save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N} particles; "
      f"fixed interval [μ − 10σ, μ + 10σ]; axes cut at μ ± 25 and 4σ",
      caption="One stream analysed online with adaptive truncation (left) and with the "
              "fixed wide interval (right): the SMC posterior mean of μ (top) and σ "
              "(bottom) with a band of ±2 posterior standard deviations, the true values "
-             "and, for μ, the releases and the adaptive intervals.",
+             "(dashed) and, for μ, the releases (grey) and the adaptive intervals "
+             "(green).",
      alt="Four panels against t: the posterior mean of mu (top) and sigma (bottom) "
          "with bands and a dashed line at the true value, adaptive truncation on the "
          "left, the fixed interval on the right, with the releases as grey points.")

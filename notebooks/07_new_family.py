@@ -51,7 +51,14 @@ from IPython.display import display
 from matplotlib.ticker import NullFormatter
 
 from dpbook.experiment import ensure_results, is_complete, summarize
-from dpbook.figures import METHOD_COLOURS, figure_saver, interval_heatmaps, repo_root
+from dpbook.figures import (
+    METHOD_COLOURS,
+    figure_saver,
+    interval_heatmaps,
+    paths_frame,
+    posterior_paths,
+    repo_root,
+)
 from dpbook.fisher import (
     ThetaGridIntervals,
     best_interval,
@@ -238,27 +245,21 @@ for name, policy in [("adaptive", AdaptivePolicy(*best[eps])), ("fixed", FixedPo
                             family=gumbel)
 timings["two online runs"] = time.perf_counter() - t0
 
-fig, axes = plt.subplots(1, 3, figsize=(9, 3.4))
-t = np.arange(1, size["n"] + 1)
-for name, res in runs.items():
-    colour = METHOD_COLOURS[f"smc-{name}"]
-    h = res.smc.history
-    for ax, p, truth in zip(axes[:2], gumbel.params, THETA):
-        m, s = np.asarray(getattr(h, f"mean_{p}")), np.asarray(getattr(h, f"sd_{p}"))
-        ax.plot(t, m, color=colour, label=name)
-        ax.fill_between(t, m - 2 * s, m + 2 * s, color=colour, alpha=0.2)
-        ax.axhline(truth, color="k", lw=0.8)
-        ax.set(xlabel="t", ylabel=f"{p}: mean ± 2 sd")
-    axes[2].plot(t, res.r - res.l, color=colour, lw=0.8, label=name)
-axes[0].set_ylim(THETA[0] - 10, THETA[0] + 10)
-axes[1].set_ylim(0, 3 * THETA[1])
-axes[2].set(xlabel="t", ylabel="width r − l", yscale="log")
-axes[0].legend(fontsize=9)
-fig.tight_layout()
+paths = paths_frame(runs, gumbel.params)
+widths = paths[paths.param == "loc"].assign(param="width r − l", mean=lambda d: d.r - d.l,
+                                            sd=0.0)
+grid = posterior_paths(pd.concat([paths, widths]), col="param", sharey=False, height=2.7,
+                       aspect=0.95, truth=dict(zip(gumbel.params, THETA)))
+grid.axes_dict["loc"].set_ylim(THETA[0] - 10, THETA[0] + 10)
+grid.axes_dict["scale"].set_ylim(0, 3 * THETA[1])
+grid.axes_dict["width r − l"].set_yscale("log")
+grid.set_titles("{col_name}").add_legend()
+fig = grid.figure
 save(fig, "online_run", f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']} particles",
      caption="One online run for the Gumbel population with the adaptive and the fixed "
              "policy: the posterior mean of the location and the scale with ±2 "
-             "posterior sd, and the width of the requested interval over time.",
+             "posterior sd (dashed: the truth), and the width of the requested interval "
+             "over time.",
      alt="Three panels against t: the location and scale estimates of both policies "
          "with bands and the true values in black, and the requested interval width "
          "on a log axis.")
@@ -275,27 +276,14 @@ save(fig, "online_run", f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']
 
 # %%
 Q = [0.1, 0.5, 0.9]
-
-
-def particle_quantiles(smc, q):
-    """Weighted quantiles of each parameter's particles (midpoint rule)."""
-    out = []
-    for j in range(smc.theta.shape[1]):
-        o = np.argsort(smc.theta[:, j])
-        cw = np.cumsum(smc.w[o]) - 0.5 * smc.w[o]
-        out.append(np.interp(q, cw, smc.theta[o, j]))
-    return np.array(out).T
-
-
 rows = []
 t0 = time.perf_counter()
 for name, res in runs.items():
     g = size["post_grid"]
     ref = exact_posterior(res.y, res.l, res.r, eps, family=gumbel, grid=(g, g)).quantile(Q)
-    again = np.array([particle_quantiles(smc_posterior(
-        res.y, res.l, res.r, eps, gumbel, n_particles=size["N"], seed=1000 + s), Q)
-        for s in range(size["reruns"])])
-    est_q = particle_quantiles(res.smc, Q)
+    again = np.array([smc_posterior(res.y, res.l, res.r, eps, gumbel, n_particles=size["N"],
+                                    seed=1000 + s).quantile(Q) for s in range(size["reruns"])])
+    est_q = res.smc.quantile(Q)  # weighted particle quantiles
     for j, p in enumerate(gumbel.params):
         for k, q in enumerate(Q):
             rows.append({"policy": name, "parameter": p, "quantile": q,

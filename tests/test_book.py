@@ -111,6 +111,21 @@ def test_store_progress_reports_only_stores_being_filled(tmp_path):
     assert experiment.store_progress(tmp_path / "results" / "none") is None
 
 
+def test_store_progress_of_a_calibration_store(tmp_path):
+    # a calibration store has no methods list (the heartbeat thread once died on it)
+    from dpbook.calibration import run_calibration
+
+    out = tmp_path / "results" / "calibration"
+    run_calibration("naive", 1.0, 10, 3, out=out, progress=False)
+    assert experiment.store_progress(out) == (3, 3, True)
+    since = time.time() - 60
+    assert run_chapters.stores_being_filled(tmp_path, since) == []  # complete
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest.update(tasks=5, complete=False)  # as while a run of 5 is under way
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert run_chapters.stores_being_filled(tmp_path, since) == [("calibration", 3, 5)]
+
+
 def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
     monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path)
     chapters = [Path("05_four_eps.py"), Path("06_boxplots.py"), Path("07_new_family.py")]

@@ -102,6 +102,52 @@ def interval_heatmaps(data, value="score", *, row=None, col=None, col_wrap=None,
     return grid
 
 
+def paths_frame(runs, params=("mu", "sigma"), names=None) -> "pd.DataFrame":
+    """The online posterior of {name: run} (results of
+    :func:`dpbook.privacy.online.run_online`) in long form: one row per (method, param,
+    t) with the SMC posterior ``mean`` and ``sd`` after individual t, and the release
+    ``y`` and interval ``l``, ``r`` of individual t.  ``names`` relabels the parameters
+    (e.g. {"mu": "μ"})."""
+    import numpy as np
+    import pandas as pd
+
+    names = names or {}
+    return pd.concat([pd.DataFrame({
+        "method": name, "param": names.get(p, p), "t": np.arange(1, len(run.y) + 1),
+        "mean": getattr(run.smc.history, f"mean_{p}"),
+        "sd": getattr(run.smc.history, f"sd_{p}"), "y": run.y, "l": run.l, "r": run.r})
+        for name, run in runs.items() for p in params], ignore_index=True)
+
+
+def posterior_paths(data, *, row=None, col=None, hue="method", truth=None, palette=None,
+                    height=2.8, aspect=1.4, **facet):
+    """Posterior mean (line) and mean ± 2 sd (band) against t from a long-form table
+    such as :func:`paths_frame`'s, one panel per ``row`` / ``col`` value and one colour
+    per ``hue`` value (default: the method colours, for methods named "adaptive",
+    "fixed" or as in :data:`METHOD_COLOURS`); ``truth`` {param: value} adds dashed
+    lines.  Returns seaborn's FacetGrid."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    def draw(data, color=None, label=None):
+        ax = plt.gca()
+        ax.fill_between(data.t, data["mean"] - 2 * data.sd, data["mean"] + 2 * data.sd,
+                        color=color, alpha=0.25, lw=0)
+        ax.plot(data.t, data["mean"], color=color, label=label)
+        value = (truth or {}).get(data.param.iat[0])
+        if value is not None:
+            ax.axhline(value, color="k", lw=1, ls="--")
+
+    if palette is None and hue is not None:
+        palette = {h: METHOD_COLOURS.get(h, METHOD_COLOURS.get(f"smc-{h}"))
+                   for h in data[hue].unique()}
+    grid = sns.FacetGrid(data, row=row, col=col, hue=hue, palette=palette, height=height,
+                         aspect=aspect, **facet)
+    grid.map_dataframe(draw)
+    grid.set_axis_labels("t (individuals released)", "")
+    return grid
+
+
 def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height=1.9,
                          aspect=1.0):
     """ECDF-difference plots of PIT values (Sailynoja, Burkner and Vehtari 2022): the

@@ -272,7 +272,9 @@ def finished_tasks(out: Path, config: dict) -> int:
 
 def store_progress(out) -> tuple[int, int, bool] | None:
     """(tasks finished, tasks in all, complete) of the store in ``out`` (as far as it
-    has got: it may be running), or None where there is no readable manifest."""
+    has got: it may be running), or None where there is no readable manifest.  For a
+    store of another study than the experiment (no ``methods`` in its configuration),
+    the task files present and the task count of its latest run."""
     out = Path(out)
     try:
         manifest = read_manifest(out)
@@ -280,6 +282,9 @@ def store_progress(out) -> tuple[int, int, bool] | None:
         return None
     if manifest is None:
         return None
-    config = manifest["config"]
+    config = manifest.get("config", {})
+    if "methods" not in config:  # another study (calibration): its last run's tasks
+        done = sum(1 for _ in (out / "tasks").glob("*.npz"))
+        return done, max(done, int(manifest.get("tasks", 0))), bool(manifest.get("complete"))
     return (finished_tasks(out, config), len(config_tasks(config)),
             bool(manifest.get("complete")))
