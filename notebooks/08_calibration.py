@@ -109,9 +109,10 @@ runs.groupby(["method", "n"]).seconds.mean().unstack().round(3).rename_axis(
 # the $R$ PIT values minus the uniform cdf, one line per $\epsilon$.  A correct posterior
 # keeps its line inside the grey band, the simultaneous 95% band of
 # {cite:t}`sailynoja2022graphical` (computed by their simulation method,
-# {func}`dpbook.calibration.ecdf_band`), with probability 0.95.  A line that rises above the band early (values piled near 0) or
-# falls below it late means the truth sits in the posterior's tails: the posterior is
-# too narrow or shifted.  A hump in the middle (an S shape) means that it is too wide.
+# {func}`dpbook.calibration.ecdf_band`), with probability 0.95.  A line that rises above
+# the band early (values piled near 0) or falls below it late means the truth sits in
+# the posterior's tails: the posterior is too narrow or shifted.  A hump in the middle
+# (an S shape) means that it is too wide.
 
 # %%
 pits = cal.pit_frame(main)
