@@ -288,28 +288,16 @@ def weighted_quantile(values, weights, q):
     return np.interp(q, cdf / weights.sum(), values[order])
 
 
-def grid_quantile(nodes, density, quad_weights, q):
-    mass = density * quad_weights
-    cdf = np.cumsum(mass) - 0.5 * mass
-    return np.interp(q, cdf / mass.sum(), nodes)
-
-
-def exact_marginals(post):
-    """{"mu": (nodes, density, weights), "sigma": (...)} of an ExactPosterior."""
-    return {"mu": (post.mu_grid, post.marginal_mu(), post.w_mu),
-            "sigma": (post.sigma_grid, post.marginal_sigma(), post.w_sigma)}
-
-
 def plot_marginals(name, run):
     fig, axes = plt.subplots(2, len(TIMES), figsize=(2.1 * len(TIMES), 5.2))
     for col, t in enumerate(TIMES):
         mu, sig, w = particles(run, t)
-        marg = exact_marginals(exact[name, t])
         for row, (label, values, truth) in enumerate([("μ", mu, MU), ("σ", sig, SIGMA)]):
-            nodes, dens, qw = marg["mu" if row == 0 else "sigma"]
+            nodes, dens = exact[name, t].marginal(row)
+            e_lo, e_hi = exact[name, t].quantile([0.01, 0.99])[:, row]
             # window: central 98% of the exact posterior and of the particles
-            lo = min(grid_quantile(nodes, dens, qw, 0.01), weighted_quantile(values, w, 0.01))
-            hi = max(grid_quantile(nodes, dens, qw, 0.99), weighted_quantile(values, w, 0.99))
+            lo, hi = min(e_lo, weighted_quantile(values, w, 0.01)), \
+                max(e_hi, weighted_quantile(values, w, 0.99))
             lo, hi = lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo)
             if row == 1:
                 lo = max(lo, 0.0)
@@ -367,20 +355,19 @@ save(fig, "marginals_fixed",
 def compare(name, t):
     mu, sig, w = particles(runs[name], t)
     post = exact[name, t]
-    marg = exact_marginals(post)
+    e_mean, e_sd, e_q = post.mean(), post.sd(), post.quantile([0.25, 0.5, 0.75])
     rows = []
-    for key, values, e_mean, e_sd in [("mu", mu, *[post.mean()[0], post.sd()[0]]),
-                                      ("sigma", sig, *[post.mean()[1], post.sd()[1]])]:
+    for j, (key, values) in enumerate([("mu", mu), ("sigma", sig)]):
         s_mean = float(w @ values / w.sum())
         s_sd = float(np.sqrt(w @ (values - s_mean) ** 2 / w.sum()))
         rows.append({"policy": name, "t": t, "parameter": key,
-                     "mean SMC": s_mean, "mean exact": e_mean, "diff": s_mean - e_mean,
-                     "diff / sd": (s_mean - e_mean) / e_sd,
-                     "sd SMC": s_sd, "sd exact": e_sd, "sd ratio": s_sd / e_sd,
-                     "median diff / sd": (weighted_quantile(values, w, 0.5)
-                                          - grid_quantile(*marg[key], 0.5)) / e_sd,
+                     "mean SMC": s_mean, "mean exact": e_mean[j], "diff": s_mean - e_mean[j],
+                     "diff / sd": (s_mean - e_mean[j]) / e_sd[j],
+                     "sd SMC": s_sd, "sd exact": e_sd[j], "sd ratio": s_sd / e_sd[j],
+                     "median diff / sd": (weighted_quantile(values, w, 0.5) - e_q[1, j])
+                     / e_sd[j],
                      "IQR ratio": np.ptp(weighted_quantile(values, w, [0.25, 0.75]))
-                     / np.ptp(grid_quantile(*marg[key], [0.25, 0.75]))})
+                     / (e_q[2, j] - e_q[0, j])})
     return rows
 
 
@@ -479,10 +466,9 @@ pd.DataFrame([row for case in cases for row in spread(case)]).set_index(["case",
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
 post = exact_final[list(cases)[1]]
-marg = exact_marginals(post)
 for ax, key, label in [(axes[0], "mu", "μ"), (axes[1], "sigma", "σ")]:
-    nodes, dens, qw = marg[key]
-    lo, hi = grid_quantile(nodes, dens, qw, 0.005), grid_quantile(nodes, dens, qw, 0.95)
+    nodes, dens = post.marginal(int(key == "sigma"))
+    lo, hi = post.quantile([0.005, 0.95])[:, int(key == "sigma")]
     edges = np.linspace(lo, hi, 41)
     for k, smc in enumerate(repeats[list(cases)[1]]):
         values = smc.mu if key == "mu" else smc.sigma
@@ -505,7 +491,7 @@ save(fig, "hard_case_repeats",
          "thick black exact density: mu on the left, sigma on the right.")
 
 # %%
-tail = {q: grid_quantile(*marg["sigma"], q) for q in (0.5, 0.9, 0.99)}
+tail = dict(zip((0.5, 0.9, 0.99), post.quantile([0.5, 0.9, 0.99])[:, 1]))
 pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
     f"SMC run {k + 1}": float(smc.w[smc.sigma > v].sum())
     for k, smc in enumerate(repeats[list(cases)[1]])}} for q, v in tail.items()}).T

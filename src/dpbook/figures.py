@@ -149,15 +149,18 @@ def posterior_paths(data, *, row=None, col=None, hue="method", truth=None, palet
 
 
 def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height=1.9,
-                         aspect=1.0):
+                         aspect=1.0, band="sailynoja"):
     """ECDF-difference plots of PIT values (Sailynoja, Burkner and Vehtari 2022): the
     ECDF of the long-form column ``pit`` minus the uniform cdf, one panel per ``col``
     value (wrapped at ``col_wrap``) and one line per ``hue`` value, over the grey
-    simultaneous 1 - alpha band of a correct posterior for that many values
-    (:func:`dpbook.calibration.ecdf_band`).  Returns seaborn's FacetGrid."""
+    simultaneous 1 - alpha band for that many uniform values: Sailynoja et al.'s
+    (:func:`dpbook.calibration.ecdf_band`, for up to a few thousand values) or, with
+    ``band="ks"``, the Kolmogorov-Smirnov band of constant width.  Returns seaborn's
+    FacetGrid."""
     import matplotlib.pyplot as plt
     import numpy as np
     import seaborn as sns
+    from scipy import stats
 
     from dpbook.calibration import ecdf_band
 
@@ -166,7 +169,11 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
         z = np.linspace(0.0, 1.0, 201)
         ax = plt.gca()
         if not ax.collections:  # the band, once per panel
-            _, lo, hi = ecdf_band(u.size, alpha=alpha, points=z, rng=0)
+            if band == "ks":
+                lo = z - stats.kstwo.ppf(1 - alpha, u.size)
+                hi = 2 * z - lo
+            else:
+                _, lo, hi = ecdf_band(u.size, alpha=alpha, points=z, rng=0)
             ax.fill_between(z, lo - z, hi - z, color="0.85", lw=0)
             ax.axhline(0.0, color="0.5", lw=0.6)
         ax.step(z, np.searchsorted(u, z, side="right") / u.size - z, where="post",
@@ -174,7 +181,7 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
 
     hues = sorted(data[hue].unique())
     grid = sns.FacetGrid(data, col=col, col_wrap=col_wrap, hue=hue, hue_order=hues,
-                         palette=eps_colours(hues) if hue == "eps" else None,
+                         palette=eps_colours(hues) if hue == "eps" else "colorblind",
                          height=height, aspect=aspect)
     grid.map_dataframe(draw)
     grid.set_axis_labels("PIT value u", "ECDF(u) − u")
