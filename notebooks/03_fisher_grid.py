@@ -246,20 +246,18 @@ grid = interval_heatmaps(cells, "scaled", row="eps", col="method", height=3.5,
                         label="F_μμ(a, b) / exact maximum")
 for (eps, method), ax in grid.axes_dict.items():
     near_max(ax, eps)
-    ax.plot(-PAPER_A[eps], PAPER_A[eps], "o", mfc="none", mec="tab:cyan", ms=9, mew=1.5)
-    ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
+    ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13, label="exact argmax")
     if method == METHOD_NAMES["mc"]:
-        ax.plot(*best_mc[eps][:2], "X", color="tab:red", mec="k", ms=8)
+        ax.plot(*best_mc[eps][:2], "X", color="tab:red", mec="k", ms=8,
+                label="Monte Carlo argmax")
+    ax.plot(-PAPER_A[eps], PAPER_A[eps], "o", mfc="none", mec="tab:cyan", ms=9, mew=1.5,
+            label="paper's reported interval")
 grid.set_titles("ε = {row_name:g}: {col_name}")
 fig = grid.figure
-fig.legend(handles=[
-    Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="exact argmax"),
-    Line2D([], [], ls="", marker="X", color="tab:red", mec="k", ms=8,
-           label="Monte Carlo argmax"),
-    Line2D([], [], ls="", marker="o", mfc="none", mec="tab:cyan", ms=9, mew=1.5,
-           label="paper's reported interval"),
-    Line2D([], [], color="white", lw=1.5, label="within 1% of the exact maximum"),
-], loc="upper center", ncol=2, facecolor="0.75", bbox_to_anchor=(0.5, 1.04))
+handles, labels = ax.get_legend_handles_labels()  # of a Monte Carlo panel: all markers
+fig.legend(handles + [Line2D([], [], color="white", lw=1.5)],
+           labels + ["within 1% of the exact maximum"], loc="upper center", ncol=2,
+           facecolor="0.75", bbox_to_anchor=(0.5, 1.04))
 save(fig, "heatmaps_mu",
      f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², "
      f"a < b; Monte Carlo with M = {M}, K = {K} (shared samples), seed {seed}",
@@ -559,15 +557,13 @@ grid = interval_heatmaps(traces, "scaled", col="eps", col_wrap=2, height=3.8, vm
                         label="(F_μμ + F_σσ)(a, b) / maximum")
 for eps, ax in grid.axes_dict.items():
     ta, tb, ts, _ = best_trace[eps]
-    ax.plot([ta, -tb], [tb, -ta], "P", color="tab:orange", mec="k", ms=10)
-    ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13)
+    ax.plot([ta, -tb], [tb, -ta], "P", color="tab:orange", mec="k", ms=10,
+            label="trace argmax and its mirror image")
+    ax.plot(*best_exact[eps][:2], "*", color="white", mec="k", ms=13, label="F_μμ argmax")
 grid.set_titles("ε = {col_name:g}: exact trace")
 fig = grid.figure
-fig.legend(handles=[
-    Line2D([], [], ls="", marker="P", color="tab:orange", mec="k", ms=10,
-           label="trace argmax and its mirror image"),
-    Line2D([], [], ls="", marker="*", color="white", mec="k", ms=13, label="F_μμ argmax"),
-], loc="upper center", ncol=2, facecolor="0.75", bbox_to_anchor=(0.5, 1.06))
+fig.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=2, facecolor="0.75",
+           bbox_to_anchor=(0.5, 1.06))
 save(fig, "heatmaps_trace",
      f"exact trace of the Fisher information of N(0, 1) on the {GRID} x {GRID} grid "
      f"on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b",
