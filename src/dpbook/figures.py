@@ -162,7 +162,7 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
     import seaborn as sns
     from scipy import stats
 
-    from dpbook.calibration import ecdf_band
+    from dpbook.calibration.replication import ecdf_band
 
     def draw(data, color=None, label=None):
         u = np.sort(data["pit"].to_numpy())
