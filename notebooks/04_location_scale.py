@@ -147,9 +147,9 @@ grid.set_axis_labels("u = $G_{[a,b]}(z)$", "ECDF(u) − u")
 fig = grid.figure
 save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% band of the "
      "KS statistic for the kept draws",
-     caption="Lemma 1 checked by simulation: the empirical cdf of u = G_[a,b](z) for the "
-             "standardised truncated draws z = (x − m)/c minus the uniform cdf, for "
-             "several (m, c), one panel per family and interval.",
+     caption="Lemma 1 checked by simulation: the empirical cdf of u, the truncated base "
+             "cdf at the standardised truncated draws z = (x − m)/c, minus the uniform "
+             "cdf, for several (m, c), one panel per family and interval.",
      alt="Panels of difference curves, one colour per (m, c), with a grey band around "
          "zero (the 95% band of the KS statistic).")
 

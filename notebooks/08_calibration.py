@@ -131,7 +131,7 @@ save(grid.figure, "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}",
 # ## Coverage of the credible intervals
 #
 # The table gives, per method, $\epsilon$ and parameter, how often the central 50% and
-# 90% credible intervals contained the truth (with the binomial standard error of a
+# 90% credible intervals contained the truth (± the binomial standard error of a
 # correct posterior), the Kolmogorov-Smirnov test of the PIT values against the uniform,
 # a dispersion z-score (the mean of $(u - 1/2)^2$ against its uniform value $1/12$, in
 # standard errors: below 0 the posteriors are too wide, above 0 too narrow; it is more
@@ -145,9 +145,12 @@ PRIOR_IQR = {"mu": 2 * stats.norm.ppf(0.75) * 100.0,
                             - 1 / stats.gamma.ppf(0.75, 1) ** 0.5)}
 summary = cal.calibration_summary(main)
 summary["learned"] = summary.median_iqr / summary.param.map(PRIOR_IQR)
-summary.set_index(["method", "eps", "param"])[
-    ["coverage50", "coverage50_se", "coverage90", "coverage90_se", "ks_stat", "ks_p",
-     "dispersion_z", "learned"]].rename(columns={"learned": "IQR / prior"}).round(3)
+table = summary.set_index(["method", "eps", "param"])
+pd.DataFrame({f"{p}% covered": [f"{c:.2f} ± {se:.2f}" for c, se in zip(
+    table[f"coverage{p}"], table[f"coverage{p}_se"])] for p in (50, 90)},
+    index=table.index).assign(**{"KS": table.ks_stat, "KS p": table.ks_p,
+                                 "disp. z": table.dispersion_z,
+                                 "IQR / prior": table.learned}).round(3)
 
 # %%
 cover = pd.concat([summary.assign(level=f"{p}%", coverage=summary[f"coverage{p}"],
