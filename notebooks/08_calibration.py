@@ -284,8 +284,8 @@ Markdown("For σ at ε = 1 the 90% intervals cover " + " and ".join(
 # cluster:
 #
 # ```bash
-# dpbook calibrate --method smc-adaptive --eps 10 --n 200 --reps 160
-# dpbook calibrate --method exact --eps 1 --n 1000 --reps 160 --scheduler tcp://host:8786
+# dpbook calibrate --method smc-adaptive --eps 10 --n 200 --reps 150
+# dpbook calibrate --method exact --eps 1 --n 500 --reps 150 --scheduler tcp://host:8786
 # ```
 #
 # With the default store (`results/calibration`) these reuse the replications this

@@ -119,6 +119,9 @@ def test_study_is_stored_resumed_and_the_same_on_every_executor(tmp_path):
     row = more[(more.method == "exact") & (more.rep == 2)].iloc[0]
     assert row["mu"] == direct["mu"] and row["sigma_iqr"] == direct["sigma_iqr"]
     assert (more.groupby("rep")["mu_true"].nunique() == 1).all()
+    # the store's table holds every replication stored, not only the last call's
+    cal.run_calibration("naive", reps=1, out=tmp_path / "a", workers=1, **kw)
+    assert len(pd.read_parquet(tmp_path / "a" / "estimates.parquet")) == 7
 
 
 def test_study_refuses_other_settings(tmp_path):

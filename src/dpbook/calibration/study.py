@@ -152,11 +152,20 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
                                           "mhaar_iters", "family", "mechanism")}}
 
     def table():
+        # this call's replications; the store's table keeps those of earlier calls too
         import pandas as pd
 
         rows = valid_tasks(out, config, tasks=tasks)
         df = pd.DataFrame([rows[t] for t in tasks if t in rows])
-        write_estimates(out, df)
+        path = out / "estimates.parquet"
+        if path.exists():
+            old = pd.read_parquet(path)
+            keys = ["method", "eps", "n", "rep"]
+            mine = pd.MultiIndex.from_frame(df[keys])
+            old = old[~pd.MultiIndex.from_frame(old[keys]).isin(mine)]
+            write_estimates(out, pd.concat([old, df], ignore_index=True))
+        else:
+            write_estimates(out, df)
         return df
 
     df = run_tasks(out, config, tasks, lambda manifest: ({}, spec_of), run_replication,

@@ -147,7 +147,12 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
         return ({"intervals": intervals},
                 lambda task, threads: task_spec(config, intervals, task, threads, family_obj))
 
-    return run_tasks(out, config, tasks, prepare, run_task, lambda: collect(out, config),
+    def table():
+        df = collect(out, config)
+        write_estimates(out, df)
+        return df
+
+    return run_tasks(out, config, tasks, prepare, run_task, table,
                      scheduler=scheduler, workers=workers, progress=progress,
                      timeout=scheduler_timeout, desc="experiment")
 
@@ -155,8 +160,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
 def run_tasks(out, config, tasks, prepare, fn, table, *, scheduler=None, workers=None,
               progress=True, timeout=10.0, desc="tasks"):
     """Run the ``tasks`` of a study that are not yet stored in ``out``, storing each as it
-    finishes, and return ``table()`` (a DataFrame of the store, also written to
-    ``out/estimates.parquet``).
+    finishes, and return ``table()``, called at the end even if a task failed (a
+    DataFrame of the results; it also writes the store's ``estimates.parquet``).
 
     This is the machinery of every dpbook study (the Section 6 experiment, the
     calibration study): ``config`` is the plain dict of everything that changes a result
@@ -230,7 +235,6 @@ def run_tasks(out, config, tasks, prepare, fn, table, *, scheduler=None, workers
         finally:
             bar.close()
             df = table()
-            write_estimates(out, df)
 
             def finish(old):
                 new = old if old is not None else begin(None)
