@@ -1,0 +1,54 @@
+"""The marginal SMC on theta (IBIS, dpbook.marginal) against the exact posterior.
+
+Tolerance: a posterior quartile from N particles after resample-move steps has a Monte
+Carlo standard error of about 1.4 sd / sqrt(N_eff) (normal quartile); with N = 1000
+particles and an effective size of at least 300, 4 standard errors are 0.3 posterior sd.
+"""
+
+import numpy as np
+import pytest
+
+from dpbook.marginal import MarginalSMC, marginal_posterior
+from dpbook.posterior import exact_posterior
+from dpbook.privacy.population import family_population
+
+Q = [0.25, 0.5, 0.75]
+
+
+def releases(family, theta, n, eps, l, r, seed):
+    pop = family_population(family, theta, n, eps, seed=seed)
+    return np.array([pop.release(l, r) for _ in range(n)]), np.full(n, l), np.full(n, r)
+
+
+@pytest.mark.parametrize("family, theta, n, particles, tol", [
+    ("normal", (50.0, 10**0.5), 200, 1000, 0.3),
+    ("laplace", (2.0, 1.5), 40, 400, 0.45),  # 4 se at N_eff = 130
+])
+def test_quartiles_match_the_exact_posterior(family, theta, n, particles, tol):
+    eps, l, r = 5.0, theta[0] - 4 * theta[1], theta[0] + 4 * theta[1]
+    y, ls, rs = releases(family, theta, n, eps, l, r, seed=3)
+    ibis = marginal_posterior(y, ls, rs, eps, family, n_particles=particles, seed=4)
+    exact = exact_posterior(y, ls, rs, eps, family=family, grid=(61, 61))
+    sd = exact.sd()
+    assert np.all(np.abs(ibis.quantile(Q) - exact.quantile(Q)) < tol * sd), (
+        ibis.quantile(Q), exact.quantile(Q), sd)
+    assert len(ibis.history.moves) >= 1  # it resampled and moved
+    assert 0.05 < np.nanmean(ibis.history.theta_acceptance) < 0.9
+
+
+def test_same_seed_same_output():
+    y, l, r = releases("normal", (0.0, 1.0), 50, 2.0, -3.0, 3.0, seed=0)
+    a = marginal_posterior(y, l, r, 2.0, n_particles=200, seed=9)
+    b = marginal_posterior(y, l, r, 2.0, n_particles=200, seed=9)
+    assert np.array_equal(a.theta, b.theta) and np.array_equal(a.w, b.w)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(ess_threshold=0.0), "ess_threshold"), (dict(ess_threshold=1.5), "ess_threshold"),
+    (dict(moves=0), "moves"), (dict(n_particles=1), "n_particles"),
+    (dict(eps=-1.0), "eps"),
+])
+def test_bad_parameters(kwargs, needle):
+    args = dict(eps=1.0) | kwargs
+    with pytest.raises(ValueError, match=needle):
+        MarginalSMC(**args)
