@@ -25,7 +25,8 @@ from dpbook.model.families import as_family
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 
-ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "fisher_grid")
+ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "fisher_grid",
+              "loglik_particles")
 
 _REGISTRY: dict = {}
 
@@ -68,5 +69,6 @@ for _algorithm, _target in (
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
     ("fisher_mc", "dpbook.fisher.normal_mc:fisher_mc_theta"),
     ("fisher_grid", "dpbook.fisher.normal_mc:fisher_grid"),
+    ("loglik_particles", "dpbook.likelihood.normal_laplace:loglik_particles"),
 ):
     register(_algorithm, Normal, LaplaceMechanism, _target)

@@ -523,4 +523,44 @@ def loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
     return out
 
 
+@njit(cache=True)
+def _nb_loglik_one(y, l, r, invb, log2b, el, er, m, s):
+    """sum_t log p(y_t | m, s), in t order."""
+    acc = 0.0
+    for t in range(y.shape[0]):
+        acc += _nb_logpdf(y[t], l[t], r[t], invb[t], log2b[t], el[t], er[t], m, s)
+    return acc
+
+
+@njit(parallel=True, cache=True)
+def _nb_loglik_particles(y, l, r, invb, log2b, el, er, mu, sigma, out):
+    """out[i] = sum_t log p(y_t | mu_i, sigma_i), threads over i (each sum in t order,
+    so the result does not depend on the number of threads)."""
+    for i in prange(mu.shape[0]):
+        out[i] = _nb_loglik_one(y, l, r, invb, log2b, el, er, mu[i], sigma[i])
+
+
+@njit(cache=True)
+def _nb_loglik_particles_serial(y, l, r, invb, log2b, el, er, mu, sigma, out):
+    """:func:`_nb_loglik_particles` in one thread (a single release: no thread start)."""
+    for i in range(mu.shape[0]):
+        out[i] = _nb_loglik_one(y, l, r, invb, log2b, el, er, mu[i], sigma[i])
+
+
+def loglik_particles(y, l, r, eps, theta):
+    """sum_t log p(y_t | theta_i) for each row theta_i = (mu_i, sigma_i) of ``theta``
+    (numba, parallel over the rows): the likelihood of the marginal SMC's moves
+    (:mod:`dpbook.marginal`).  No input checks."""
+    y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
+    b = (r - l) / eps
+    invb = 1.0 / b
+    theta = np.asarray(theta, dtype=float)
+    out = np.empty(theta.shape[0])
+    kernel = _nb_loglik_particles if y.size > 16 else _nb_loglik_particles_serial
+    kernel(y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
+           np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(theta[:, 0]),
+           np.ascontiguousarray(theta[:, 1]), out)
+    return out
+
+
 # ----------------------------------------------------------------- public: posterior

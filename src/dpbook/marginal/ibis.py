@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from dpbook.likelihood import normal_laplace as closed_form
+from dpbook.backends import backend
 from dpbook.likelihood import quadrature
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
@@ -61,7 +61,7 @@ class MarginalSMC:
         self.rng = as_generator(seed)
         self.params = tuple(self.family.params)
         self.positive = np.array(self.family.positive, dtype=bool)
-        self.closed_form = self.family.name == "normal" and self.mechanism == "laplace"
+        self.compiled = backend("loglik_particles", self.family, self.mechanism)
         self.theta = np.asarray(self.family.sample_prior(self.rng, self.n_particles), float)
         self.theta = self.theta.reshape(self.n_particles, len(self.params))
         self.logw = np.zeros(self.n_particles)
@@ -82,17 +82,17 @@ class MarginalSMC:
 
     def log_likelihood(self, theta, y, l, r) -> np.ndarray:
         """sum_s log p^eps_{l_s, r_s}(y_s | theta_i) for each row theta_i of ``theta``,
-        shape (len(theta),); the releases in blocks of :data:`_BLOCK`."""
+        shape (len(theta),): the registered compiled kernel (normal/Laplace:
+        :func:`dpbook.likelihood.normal_laplace.loglik_particles`), else quadrature
+        with the releases in blocks of :data:`_BLOCK`."""
+        if self.compiled is not None:
+            return self.compiled(y, l, r, self.eps, theta)
         out = np.zeros(theta.shape[0])
-        cols = [theta[:, j:j + 1] for j in range(theta.shape[1])]
+        cols = tuple(theta[:, j:j + 1] for j in range(theta.shape[1]))
         for start in range(0, len(y), _BLOCK):
             ys, ls, rs = (v[None, start:start + _BLOCK] for v in (y, l, r))
-            if self.closed_form:
-                terms = closed_form.log_density(ys, ls, rs, self.eps, *cols)
-            else:
-                terms = quadrature.log_density(ys, ls, rs, self.eps, tuple(cols),
-                                               self.family, self.mechanism)
-            out += terms.sum(axis=1)
+            out += quadrature.log_density(ys, ls, rs, self.eps, cols, self.family,
+                                          self.mechanism).sum(axis=1)
         return out
 
     def update(self, y, l, r):

@@ -27,19 +27,23 @@ class OnlineRun:
 
 
 def run_online(population: Population, policy, n, n_particles=1000, seed=0, every=20,
-               family=None):
+               family=None, posterior=None):
     """Run Algorithm 1 for n individuals; return the released (y, l, r) and the SMC.
 
     ``seed`` (int or SeedSequence) drives the SMC and the Thompson draws; the privacy
     noise belongs to the population.  ``family`` is the model {P_theta} the SMC fits
     (None: normal); the SMC (:class:`dpbook.smc.SMC`) uses the population's mechanism
-    (Laplace if it names none).
+    (Laplace if it names none).  ``posterior`` replaces the SMC by another online
+    posterior with ``update(y, l, r)`` and ``thompson_draw(rng)`` (for example
+    :class:`dpbook.marginal.MarginalSMC`, built for the population's eps and mechanism);
+    the policy's draws still come from ``seed``.
     """
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     smc_ss, policy_ss = ss.spawn(2)
     mechanism = getattr(population, "mechanism", "laplace")
-    smc = SMC(population.eps, family, mechanism, n_particles=n_particles, n_max=n,
-              seed=smc_ss, every=every)
+    smc = posterior if posterior is not None else SMC(
+        population.eps, family, mechanism, n_particles=n_particles, n_max=n, seed=smc_ss,
+        every=every)
     policy_rng = np.random.default_rng(policy_ss)
     y, l, r = np.empty(n), np.empty(n), np.empty(n)
     for t in range(n):

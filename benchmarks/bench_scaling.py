@@ -1,0 +1,91 @@
+"""Cost against n of the online posteriors for long streams (issue #16, chapter 9).
+
+One adaptive run (Algorithm 1 with Thompson sampling and the eq. 13 interval) of the
+paper's model, normal N(50, 10) with the Laplace mechanism, eps = 5, N particles, for
+each n and method: the latent SMC of Algorithms 2-3 (``smc``) and the marginal SMC on
+theta (``ibis``, :mod:`dpbook.marginal`).  Prints a table and writes JSON: wall and CPU
+seconds, peak memory of the process, the fitted exponent of time against n, where the
+marginal SMC's time goes (reweighting, resampling, moves) and the posterior quartiles.
+Each run is in a fresh process so that the peak memory is its own.
+
+    python benchmarks/bench_scaling.py --n 1000 10000 100000 --methods ibis
+    python benchmarks/bench_scaling.py --n 1000 3000 --methods smc ibis --out scaling.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import resource
+import time
+
+
+def one_run(method, n, particles, eps, seed):
+    import numpy as np
+
+    from dpbook.fisher import best_interval
+    from dpbook.marginal import MarginalSMC
+    from dpbook.privacy.online import run_online
+    from dpbook.privacy.policies import AdaptivePolicy
+    from dpbook.privacy.population import normal_population
+
+    best = best_interval(eps, method="exact")
+    policy = AdaptivePolicy(best["a"], best["b"])
+    # compile (or load from numba's cache) outside the timed region
+    warm = normal_population(20, 50.0, 10**0.5, eps, seed=0)
+    run_online(warm, policy, 20, n_particles=16, seed=0,
+               posterior=MarginalSMC(eps, n_particles=16, seed=0) if method == "ibis" else None)
+    pop = normal_population(n, 50.0, 10**0.5, eps, seed=seed)
+    post = MarginalSMC(eps, n_particles=particles, seed=seed) if method == "ibis" else None
+    wall, cpu = time.perf_counter(), time.process_time()
+    res = run_online(pop, policy, n, n_particles=particles, seed=seed, posterior=post,
+                     every=max(n, 1))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    out = {"method": method, "n": n, "particles": particles, "eps": eps, "wall_s": wall,
+           "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "quartiles": np.asarray(res.smc.quantile([0.25, 0.5, 0.75])).tolist()}
+    if method == "ibis":
+        out.update(timing=post.timing, moves=len(post.history.moves),
+                   acceptance=float(np.nanmean(post.history.theta_acceptance)))
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
+    p.add_argument("--methods", nargs="+", choices=("smc", "ibis"), default=["smc", "ibis"])
+    p.add_argument("--particles", type=int, default=1000)
+    p.add_argument("--eps", type=float, default=5.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default=None, help="JSON file for the results")
+    args = p.parse_args(argv)
+    ctx = mp.get_context("spawn")
+    rows = []
+    for method in args.methods:
+        for n in args.n:
+            with ctx.Pool(1) as pool:
+                row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed))
+            rows.append(row)
+            extra = ""
+            if "timing" in row:
+                extra = "  " + ", ".join(f"{k} {v:.1f} s" for k, v in row["timing"].items())
+                extra += f", {row['moves']} moves, acceptance {row['acceptance']:.2f}"
+            q = row["quartiles"][1]
+            print(f"{method:<5} n={n:<7} wall {row['wall_s']:8.1f} s  cpu {row['cpu_s']:8.1f} s"
+                  f"  peak {row['peak_mb']:6.0f} MB  median mu {q[0]:.3f} sigma {q[1]:.3f}"
+                  + extra, flush=True)
+    for method in args.methods:
+        pts = [(r["n"], r["wall_s"]) for r in rows if r["method"] == method]
+        if len(pts) > 1:
+            (n0, t0), (n1, t1) = pts[0], pts[-1]
+            print(f"{method}: time grows as n^{math.log(t1 / t0) / math.log(n1 / n0):.2f} "
+                  f"between n = {n0} and {n1}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
