@@ -86,7 +86,7 @@ from dpbook.figures import METHOD_COLOURS, figure_saver, pit_ecdf_differences, r
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("08_calibration", mode=mode, seed=seed)
 SIZES = {"quick": dict(reps=25, n=50, n_grid=(20, 50, 100)),
-         "full": dict(reps=150, n=200, n_grid=(50, 200, 500))}[mode]
+         "full": dict(reps=130, n=200, n_grid=(50, 200, 500))}[mode]
 R, N_MAIN, EPS = SIZES["reps"], SIZES["n"], (1.0, 10.0)
 STORE = repo_root() / "results" / (("calibration" if mode == "full" else "calibration-quick")
                                    + ("" if seed == 0 else f"-seed{seed}"))
@@ -284,8 +284,8 @@ Markdown("For σ at ε = 1 the 90% intervals cover " + " and ".join(
 # cluster:
 #
 # ```bash
-# dpbook calibrate --method smc-adaptive --eps 10 --n 200 --reps 150
-# dpbook calibrate --method exact --eps 1 --n 500 --reps 150 --scheduler tcp://host:8786
+# dpbook calibrate --method smc-adaptive --eps 10 --n 200 --reps 130
+# dpbook calibrate --method exact --eps 1 --n 500 --reps 130 --scheduler tcp://host:8786
 # ```
 #
 # With the default store (`results/calibration`) these reuse the replications this
