@@ -1,0 +1,61 @@
+"""The online gradient method (dpbook.gradient, Section 7's alternative to SMC)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbook.gradient import OnlineGradient, d_optimal_symmetric
+from dpbook.privacy.online import run_online
+from dpbook.privacy.policies import AdaptivePolicy
+from dpbook.privacy.population import normal_population
+
+
+@pytest.mark.slow
+def test_converges_on_a_long_stream():
+    # eps = 5, n = 5000 from N(50, 10), started at the prior median (0, 1.2).  An
+    # efficient estimate of mu has sd sigma / sqrt(F0_mumu n) = 0.06 here (F0_mumu = 0.57
+    # at the default interval): 0.3 is 5 sd.  The estimate of sigma still carries the
+    # transient of its early overshoot (1/t steps forget slowly): 25% is a loose bound.
+    eps, n = 5.0, 5000
+    g = OnlineGradient(eps)
+    run_online(normal_population(n, 50.0, 10**0.5, eps, seed=1), AdaptivePolicy(g.a, g.b),
+               n, posterior=g, seed=3)
+    m, c = g.theta
+    assert abs(m - 50.0) < 0.3 and abs(c / math.sqrt(10.0) - 1.0) < 0.25, (m, c)
+    assert len(g.history["mu"]) == n
+
+
+def test_default_interval_is_symmetric_and_informative_for_both():
+    # against the F_mumu-optimal interval of eq. (13), [-0.06, 0.06] at eps = 1: far more
+    # information about sigma, so a larger determinant
+    from dpbook.fisher import best_interval, fisher_information
+
+    a, b = d_optimal_symmetric(1.0)
+    best = best_interval(1.0, method="exact")
+    F, F13 = (fisher_information(lo, hi, 1.0).F for lo, hi in [(a, b),
+                                                              (best["a"], best["b"])])
+    assert a == -b and F[1, 1] > 10 * F13[1, 1]
+    assert np.linalg.det(F) > np.linalg.det(F13)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(t0=0.0), "t0"), (dict(t0=-1.0), "t0"), (dict(a=1.0, b=0.5), "a"),
+    (dict(family="poisson"), "location-scale"), (dict(eps=0.0), "eps"),
+    (dict(theta0=(0.0, -1.0)), "sigma"),
+])
+def test_bad_parameters(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        OnlineGradient(**(dict(eps=1.0) | kwargs))
+
+
+def test_same_input_same_estimate():
+    y = np.array([0.3, -0.2, 1.5, 0.1])
+    runs = []
+    for _ in range(2):
+        g = OnlineGradient(2.0, -1.0, 1.0, theta0=(0.0, 1.0))
+        for v in y:
+            m, c = g.theta
+            g.update(v, m - c, m + c)
+        runs.append(g.theta)
+    assert runs[0] == runs[1]
