@@ -23,7 +23,7 @@ def test_converges_on_a_long_stream():
                n, posterior=g, seed=3)
     m, c = g.theta
     assert abs(m - 50.0) < 0.3 and abs(c / math.sqrt(10.0) - 1.0) < 0.25, (m, c)
-    assert len(g.history["mu"]) == n
+    assert len(g.history.mean_mu) == n
 
 
 def test_default_interval_is_symmetric_and_informative_for_both():

@@ -278,6 +278,11 @@ def cmd_posterior(args):
 
         post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                              n_particles=args.particles, seed=args.seed)
+    elif args.method in ("smc-marginal", "ibis"):
+        from dpbook.marginal import marginal_posterior
+
+        post = marginal_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
+                                  n_particles=args.particles, seed=args.seed)
     elif args.method == "mhaar":
         from dpbook.mhaar import mhaar
 
@@ -382,9 +387,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("posterior", help="posterior of theta from released data")
     add_family_arguments(q)
-    q.add_argument("--method", choices=("smc", "mhaar", "exact"), required=True,
-                   help="SMC (Algorithms 2-3), the MHAAR baseline or the exact posterior "
-                        "on a grid")
+    q.add_argument("--method", choices=("smc", "smc-marginal", "ibis", "mhaar", "exact"),
+                   required=True,
+                   help="SMC (Algorithms 2-3), the marginal SMC on theta for long streams "
+                        "(smc-marginal, also called ibis), the MHAAR baseline or the exact "
+                        "posterior on a grid")
     q.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     q.add_argument("--particles", type=int, default=1000,
                    help="SMC particles N (default 1000)")
@@ -418,7 +425,7 @@ def add_experiment_parser(subparsers):
         "experiment", help="the paper's Section 6 experiment (resumable)",
         description="Run or resume the Section 6 experiment: SMC-adaptive, SMC-fixed and "
                     "MHAAR over eps values and independent runs.")
-    from dpbook.experiment import METHODS
+    from dpbook.experiment import ALL_METHODS, METHODS
 
     p.add_argument("--eps", type=_float, nargs="+", action="extend", default=None,
                    metavar="E", help="privacy parameters (default 1 2 5 10)")
@@ -431,7 +438,9 @@ def add_experiment_parser(subparsers):
     p.add_argument("--mhaar-iters", type=int, default=100_000,
                    help="MHAAR iterations (default 100000; 20 auxiliary draws each)")
     p.add_argument("--methods", default=",".join(METHODS),
-                   help="comma-separated subset of " + ",".join(METHODS))
+                   help="comma-separated methods (default: the paper's " + ",".join(METHODS)
+                        + "; also, for long streams: " + ",".join(ALL_METHODS[len(METHODS):])
+                        + ")")
     p.add_argument("--seed", type=int, default=0,
                    help="root seed; every task's seed is derived from it (default 0)")
     p.add_argument("--out", default="results/paper", metavar="DIR",

@@ -30,6 +30,7 @@ from dpbook.fisher import fisher_information
 from dpbook.likelihood import normal_laplace, quadrature
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
+from dpbook.smc.algorithm import History
 from dpbook.validation import check_eps, check_interval, check_release
 
 
@@ -74,7 +75,7 @@ class OnlineGradient:
         self.F0_inv = np.linalg.inv(F0)  # base information, theta = (0, 1)
         self.params = tuple(self.family.params)
         self.t = 0
-        self.history = {p: [] for p in self.params}
+        self.history = History(self.params)  # sd, ess, acceptance: nan (no posterior)
 
     @property
     def theta(self):
@@ -100,8 +101,12 @@ class OnlineGradient:
         # (the information about c at a narrow interval is small, so early steps in
         # log c can be huge)
         self.u = self.u + np.clip(step / (self.t + self.t0), [-c, -0.5], [c, 0.5])
+        h = self.history
         for p, v in zip(self.params, self.theta):
-            self.history[p].append(v)
+            getattr(h, f"mean_{p}").append(v)
+            getattr(h, f"sd_{p}").append(math.nan)
+        h.ess.append(math.nan)
+        h.acceptance.append(math.nan)
 
     def thompson_draw(self, rng=None):
         """The current estimate (the method has no posterior to draw from)."""

@@ -13,6 +13,7 @@ The public names of all six are re-exported here.
 """
 
 from dpbook.experiment.config import (
+    ALL_METHODS,
     CHAIN_POINTS,
     METHODS,
     PAPER,
@@ -43,7 +44,7 @@ from dpbook.experiment.tasks import (
     task_spec,
 )
 
-__all__ = ["BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "STORE_LOG", "Task",
+__all__ = ["ALL_METHODS", "BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "STORE_LOG", "Task",
            "Trajectories",
            "algorithm_fingerprint", "book_experiment", "code_version", "config_params",
            "config_tasks", "config_theta", "data_seed", "ensure_results", "eps_code",

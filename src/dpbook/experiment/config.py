@@ -6,8 +6,9 @@ Seeds are derived from identities, never from positions or completion order:
 
 * data (sensitive values and privacy noise): ``SeedSequence(seed, spawn_key=(0, E, run))``
 * algorithm: ``SeedSequence(seed, spawn_key=(code(method), E, run))``, code = 1, 2, 3
-  for smc-adaptive, smc-fixed, mhaar; 4 for the best intervals, 5 for resampling the
-  stored particles,
+  for smc-adaptive, smc-fixed, mhaar, 7, 8, 9 for smc-marginal-adaptive,
+  smc-marginal-fixed, online-gradient; 4 for the best intervals, 5 for resampling the
+  stored particles (6: the calibration study's replications),
 
 where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.
 """
@@ -23,8 +24,13 @@ import numpy as np
 
 from dpbook.validation import check_count, check_eps, check_memory
 
-METHODS = ("smc-adaptive", "smc-fixed", "mhaar")
-METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3}
+METHODS = ("smc-adaptive", "smc-fixed", "mhaar")  # Section 6's, the default
+# for long streams (chapter 9): the marginal SMC on theta and the online gradient method
+LONG_STREAM_METHODS = ("smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient")
+ALL_METHODS = METHODS + LONG_STREAM_METHODS
+ADAPTIVE_METHODS = ("smc-adaptive", "smc-marginal-adaptive")  # Thompson + eq. (13)
+METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3, "smc-marginal-adaptive": 7,
+               "smc-marginal-fixed": 8, "online-gradient": 9}
 DATA_CODE = 0
 INTERVAL_CODE = 4
 RESAMPLE_CODE = 5
@@ -36,7 +42,7 @@ CHAIN_POINTS = 1000  # at most this many thinned MHAAR chain points per task fil
 
 PAPER = dict(eps=(1.0, 2.0, 5.0, 10.0), runs=30, n=1000, particles=1000,
              mhaar_iters=100_000, mu=50.0, sigma=10 ** 0.5)
-METHOD_ORDER = {m: i for i, m in enumerate(METHODS)}
+METHOD_ORDER = {m: i for i, m in enumerate(ALL_METHODS)}
 
 
 def eps_code(eps: float) -> int:
@@ -99,11 +105,11 @@ def _method_list(methods) -> list[str]:
     except TypeError:
         raise ValueError(f"methods must be a list of names, got {methods!r}") from None
     if not items:
-        raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
+        raise ValueError(f"no method given; choose from {', '.join(ALL_METHODS)}")
     for m in items:
-        if m not in METHODS:
-            raise ValueError(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
-    return [m for m in METHODS if m in items]
+        if m not in ALL_METHODS:
+            raise ValueError(f"unknown method {m!r}; choose from {', '.join(ALL_METHODS)}")
+    return [m for m in ALL_METHODS if m in items]
 
 
 def _family_config(family, mechanism, theta, mu, sigma) -> dict:

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from dpbook.experiment.config import (
+    ADAPTIVE_METHODS,
     FORMAT,
     INTERVAL_CODE,
     METHOD_ORDER,
@@ -72,7 +73,7 @@ from dpbook.validation import check_count
 def _best_intervals(config: dict, manifest: dict | None, family_obj=None) -> dict:
     """(a*, b*) per eps (eq. 13), reused from the manifest when it has them; for a family
     that is not location-scale, the table of best (l, r) over a theta grid (eq. 9)."""
-    if "smc-adaptive" not in config["methods"]:
+    if not set(ADAPTIVE_METHODS) & set(config["methods"]):
         return {}
     known = (manifest or {}).get("intervals", {})
     out = {}

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from dpbook.experiment.config import (
+    ADAPTIVE_METHODS,
     CHAIN_POINTS,
     Task,
     config_theta,
@@ -47,7 +48,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
         import cloudpickle
 
         spec["family_pickle"] = cloudpickle.dumps(family_obj)
-    if task.method == "smc-adaptive":
+    if task.method in ADAPTIVE_METHODS:
         iv = intervals[repr(task.eps)]
         if "table" in iv:
             spec["table"] = iv["table"]
@@ -136,26 +137,41 @@ def run_task(spec: dict) -> dict:
     t0 = time.perf_counter()
     # the normal/Laplace population is the paper's (bit-identical to earlier stores)
     pop = family_population(family, theta, n, eps, seed=dss, mechanism=mechanism)
-    if method in ("smc-adaptive", "smc-fixed"):
+    if method in ("smc-adaptive", "smc-fixed", "smc-marginal-adaptive", "smc-marginal-fixed",
+                  "online-gradient"):
         from dpbook.privacy.online import run_online
         from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 
-        if method == "smc-adaptive" and "table" in spec:
+        posterior, online_seed = None, ass
+        if method.startswith("smc-marginal"):
+            from dpbook.marginal import MarginalSMC
+
+            post_ss, online_seed = ass.spawn(2)
+            posterior = MarginalSMC(eps, family, mechanism, n_particles=spec["particles"],
+                                    seed=post_ss)
+        if method == "online-gradient":
+            from dpbook.gradient import OnlineGradient
+
+            posterior = OnlineGradient(eps, family=family, mechanism=mechanism)
+            policy = AdaptivePolicy(posterior.a, posterior.b)
+            row.update(a=posterior.a, b=posterior.b)
+        elif method in ADAPTIVE_METHODS and "table" in spec:
             from dpbook.fisher import ThetaGridIntervals
             from dpbook.privacy.policies import ThetaGridPolicy
 
             policy = ThetaGridPolicy(ThetaGridIntervals.from_table(family, spec["table"]))
-        elif method == "smc-adaptive":
+        elif method in ADAPTIVE_METHODS:
             policy = AdaptivePolicy(spec["a"], spec["b"])
             row.update(a=float(spec["a"]), b=float(spec["b"]))
         else:
             policy = FixedPolicy(lc, rc)
             row.update(l_c=lc, r_c=rc)
-        res = run_online(pop, policy, n, n_particles=spec["particles"], seed=ass,
-                         every=spec["every"], family=family)
+        res = run_online(pop, policy, n, n_particles=spec["particles"], seed=online_seed,
+                         every=spec["every"], family=family, posterior=posterior)
         seconds = time.perf_counter() - t0
         s, h = res.smc.summary(), res.smc.history
         acc = np.asarray(h.acceptance[1:], dtype=float)
+        acc = acc[np.isfinite(acc)]  # the marginal SMC moves at some steps only
         row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
                    acceptance=float(acc.mean()) if acc.size else math.nan)
         arrays.update(y=res.y, l=res.l, r=res.r)

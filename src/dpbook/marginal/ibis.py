@@ -161,6 +161,7 @@ class MarginalSMC:
             getattr(h, f"mean_{p}").append(float(mean[j]))
             getattr(h, f"sd_{p}").append(float(sd[j]))
         h.ess.append(float(e))
+        h.acceptance.append(acc)  # of the theta moves (nan: no move at this step)
         h.theta_acceptance.append(acc)
 
     def thompson_draw(self, rng: np.random.Generator):
