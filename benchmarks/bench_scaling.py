@@ -22,7 +22,7 @@ import resource
 import time
 
 
-def one_run(method, n, particles, eps, seed):
+def one_run(method, n, particles, eps, seed, kernel="rw", moves=5):
     import numpy as np
 
     from dpbook.fisher import best_interval
@@ -38,7 +38,8 @@ def one_run(method, n, particles, eps, seed):
     run_online(warm, policy, 20, n_particles=16, seed=0,
                posterior=MarginalSMC(eps, n_particles=16, seed=0) if method == "ibis" else None)
     pop = normal_population(n, 50.0, 10**0.5, eps, seed=seed)
-    post = MarginalSMC(eps, n_particles=particles, seed=seed) if method == "ibis" else None
+    post = MarginalSMC(eps, n_particles=particles, seed=seed, kernel=kernel,
+                       moves=moves) if method == "ibis" else None
     wall, cpu = time.perf_counter(), time.process_time()
     res = run_online(pop, policy, n, n_particles=particles, seed=seed, posterior=post,
                      every=max(n, 1))
@@ -47,7 +48,8 @@ def one_run(method, n, particles, eps, seed):
            "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "quartiles": np.asarray(res.smc.quantile([0.25, 0.5, 0.75])).tolist()}
     if method == "ibis":
-        out.update(timing=post.timing, moves=len(post.history.moves),
+        out.update(kernel=kernel, moves_per_resample=moves, timing=post.timing,
+                   moves=len(post.history.moves),
                    acceptance=float(np.nanmean(post.history.theta_acceptance)))
     return out
 
@@ -59,6 +61,9 @@ def main(argv=None):
     p.add_argument("--particles", type=int, default=1000)
     p.add_argument("--eps", type=float, default=5.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--kernel", choices=("rw", "independent"), default="rw",
+                   help="the marginal SMC's MH proposal (default rw)")
+    p.add_argument("--moves", type=int, default=5, help="MH steps per resampling (default 5)")
     p.add_argument("--out", default=None, help="JSON file for the results")
     args = p.parse_args(argv)
     ctx = mp.get_context("spawn")
@@ -66,7 +71,8 @@ def main(argv=None):
     for method in args.methods:
         for n in args.n:
             with ctx.Pool(1) as pool:
-                row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed))
+                row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed,
+                                           args.kernel, args.moves))
             rows.append(row)
             extra = ""
             if "timing" in row:

@@ -112,3 +112,14 @@ def test_posterior_cli_smc_marginal(write_csv, capsys):
                  "300", "--json", path]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["method"] == "smc-marginal" and out["mu"]["q25"] < out["mu"]["q75"]
+
+
+def test_independent_kernel_matches_the_exact_posterior():
+    # Chopin's (2002) independent Gaussian proposal; tolerance as in the first test
+    y, l, r = releases("normal", (50.0, 10**0.5), 200, 5.0, 37.0, 63.0, seed=3)
+    ibis = marginal_posterior(y, l, r, 5.0, n_particles=1000, seed=4, kernel="independent")
+    exact = exact_posterior(y, l, r, 5.0, grid=(61, 61))
+    assert np.all(np.abs(ibis.quantile(Q) - exact.quantile(Q)) < 0.3 * exact.sd())
+    assert np.nanmean(ibis.history.theta_acceptance) > 0.4
+    with pytest.raises(ValueError, match="kernel"):
+        MarginalSMC(1.0, kernel="slice")
