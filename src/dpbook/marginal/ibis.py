@@ -29,8 +29,7 @@ from dpbook.backends import backend
 from dpbook.likelihood import quadrature
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
-from dpbook.privacy.policies import thompson_index
-from dpbook.smc.algorithm import History
+from dpbook.smc.algorithm import History, ParticlePosterior
 from dpbook.smc.resampling import ess, systematic
 from dpbook.validation import (
     as_generator,
@@ -44,7 +43,7 @@ _RW_SCALE2 = 2.38**2
 _BLOCK = 4096  # releases per block of the likelihood sum (bounds the memory to N x block)
 
 
-class MarginalSMC:
+class MarginalSMC(ParticlePosterior):
     """Online posterior p(theta | y_{1:t}) by IBIS (module docstring), one release at a
     time: ``update(y, l, r)``.  The same interface as :class:`dpbook.smc.SMC` for the
     interval policies (``thompson_draw``), summaries (``summary``, ``quantile``) and
@@ -183,31 +182,6 @@ class MarginalSMC:
         h.ess.append(float(e))
         h.acceptance.append(acc)  # of the theta moves (nan: no move at this step)
         h.theta_acceptance.append(acc)
-
-    def thompson_draw(self, rng: np.random.Generator):
-        """Step 1 of Section 5.1: theta^(i) with probability w^(i), as a tuple of floats."""
-        i = thompson_index(self.w, rng)
-        return tuple(float(v) for v in self.theta[i])
-
-    def quantile(self, q):
-        """Marginal quantiles of the weighted particles (the smallest particle value whose
-        cumulative weight reaches q): shape (d,) for a scalar q, (len(q), d) otherwise."""
-        qa = np.asarray(q, dtype=float)
-        if not np.all((qa >= 0) & (qa <= 1)):
-            raise ValueError("quantile levels must lie in [0, 1]")
-        w, cols = self.w, []
-        for col in self.theta.T:
-            order = np.argsort(col, kind="stable")
-            idx = np.searchsorted(np.cumsum(w[order]), qa.ravel(), side="left")
-            cols.append(col[order][np.minimum(idx, len(col) - 1)])
-        out = np.stack(cols, axis=-1)
-        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(cols),))
-
-    def summary(self):
-        """{param: {"mean": .., "sd": ..}} of the current posterior."""
-        h = self.history
-        return {p: {"mean": getattr(h, f"mean_{p}")[-1], "sd": getattr(h, f"sd_{p}")[-1]}
-                for p in self.params}
 
 
 def marginal_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000,

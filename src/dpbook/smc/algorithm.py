@@ -75,7 +75,44 @@ def check_smc_memory(n_particles, n_max):
                  16 * n_particles * n_max + 400 * n_particles + 64 * n_max)
 
 
-class SMC:
+class ParticlePosterior:
+    """What a weighted-particle posterior of theta offers the interval policies and the
+    summaries: ``thompson_draw``, ``quantile`` and ``summary`` from ``theta`` (N, d),
+    the normalised weights ``w``, ``params`` and ``history`` (:class:`SMC`, and the
+    marginal SMC of :mod:`dpbook.marginal`)."""
+
+    def _columns(self):
+        """The particles' parameters, one (N,) array per parameter."""
+        return [self.theta[:, j] for j in range(len(self.params))]
+
+    def thompson_draw(self, rng: np.random.Generator):
+        """Step 1 of Section 5.1: theta^(i) with probability w^(i), as a tuple of floats."""
+        i = thompson_index(self.w, rng)
+        return tuple(float(v) for v in self.theta[i])
+
+    def quantile(self, q):
+        """Marginal quantiles of the weighted particles (the smallest particle value whose
+        cumulative weight reaches q): shape (d,) for a scalar q, (len(q), d) otherwise."""
+        qa = np.asarray(q, dtype=float)
+        if not np.all((qa >= 0) & (qa <= 1)):
+            raise ValueError("quantile levels must lie in [0, 1]")
+        cols = []
+        for col in self._columns():
+            order = np.argsort(col, kind="stable")
+            cw = np.cumsum(self.w[order])
+            idx = np.searchsorted(cw, qa.ravel() * cw[-1], side="left")
+            cols.append(col[order][np.minimum(idx, len(col) - 1)])
+        out = np.stack(cols, axis=-1)
+        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(cols),))
+
+    def summary(self):
+        """{param: {"mean", "sd"}} of the current weighted particles."""
+        h = self.history
+        return {p: {"mean": getattr(h, f"mean_{p}")[-1], "sd": getattr(h, f"sd_{p}")[-1]}
+                for p in self.params}
+
+
+class SMC(ParticlePosterior):
     """Online posterior (5) of theta given (y_t, l_t, r_t), t = 1, 2, ..., any family.
 
     One :meth:`update` is Algorithm 2 at time t:
@@ -345,10 +382,6 @@ class SMC:
         m = w @ th
         return m, np.sqrt(np.maximum(w @ (th - m) ** 2, 0.0))
 
-    def _columns(self):
-        """The particles' parameters, one (N,) array per parameter."""
-        return [self.theta[:, j] for j in range(len(self.params))]
-
     def _record(self, t, x_acc, th_acc):
         h, w = self.history, self.w
         m, sd = self._moments()
@@ -363,32 +396,6 @@ class SMC:
             for p, col in zip(self.params, self._columns()):
                 getattr(h, f"snapshot_{p}").append(col.copy())
             h.snapshot_w.append(w.copy())
-
-    def thompson_draw(self, rng: np.random.Generator):
-        """Step 1 of Section 5.1: theta^(i) with probability w^(i), as a tuple of floats."""
-        i = thompson_index(self.w, rng)
-        return tuple(float(v) for v in self.theta[i])
-
-    def quantile(self, q):
-        """Marginal quantiles of the weighted particles (the smallest particle value whose
-        cumulative weight reaches q): shape (d,) for a scalar q, (len(q), d) otherwise."""
-        qa = np.asarray(q, dtype=float)
-        if not np.all((qa >= 0) & (qa <= 1)):
-            raise ValueError("quantile levels must lie in [0, 1]")
-        cols = []
-        for col in self._columns():
-            order = np.argsort(col, kind="stable")
-            cw = np.cumsum(self.w[order])
-            idx = np.searchsorted(cw, qa.ravel() * cw[-1], side="left")
-            cols.append(col[order][np.minimum(idx, len(col) - 1)])
-        out = np.stack(cols, axis=-1)
-        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(cols),))
-
-    def summary(self):
-        """{param: {"mean", "sd"}} of the current weighted particles."""
-        h = self.history
-        return {p: {"mean": getattr(h, f"mean_{p}")[-1], "sd": getattr(h, f"sd_{p}")[-1]}
-                for p in self.params}
 
     def __repr__(self):
         return (f"<{type(self).__name__} {self.family.describe()}, {self.mechanism} mechanism, "
