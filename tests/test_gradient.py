@@ -59,3 +59,12 @@ def test_same_input_same_estimate():
             g.update(v, m - c, m + c)
         runs.append(g.theta)
     assert runs[0] == runs[1]
+
+
+def test_experiment_refuses_online_gradient_for_other_families(tmp_path):
+    from dpbook.experiment import run_experiment
+
+    with pytest.raises(ValueError, match="location-scale"):
+        run_experiment(family="poisson", theta=(10.0,), methods=["online-gradient"],
+                       out=tmp_path, progress=False)
+    assert not (tmp_path / "tasks").exists()

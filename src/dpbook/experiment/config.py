@@ -215,6 +215,11 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "algorithm": algorithm_fingerprint(),
     }
     _check_task_memory(config)
+    from dpbook.model.families import as_family
+
+    if "online-gradient" in config["methods"] and not as_family(family).location_scale:
+        raise ValueError(f"online-gradient needs a location-scale family, not "
+                         f"{pop['family']}")
     if pop["family"] == "normal":
         del pop["theta"]  # it is (mu, sigma)
     else:
