@@ -66,6 +66,12 @@ def test_compiled_likelihood_sums_match_the_closed_form():
     assert np.allclose(loglik_particles(y[:1], l[:1], r[:1], 1.0, theta),
                        log_density(y[0], l[0], r[0], 1.0, theta[:, 0], theta[:, 1]),
                        rtol=1e-12, atol=1e-12)
+    # threaded (300 terms) and single-thread (3 x 100 terms) kernels: the same bits
+    many = np.column_stack([rng.normal(0, 2, 300), rng.uniform(0.1, 5, 300)])
+    whole = loglik_particles(y[:1], l[:1], r[:1], 1.0, many)
+    parts = [loglik_particles(y[:1], l[:1], r[:1], 1.0, many[k:k + 100])
+             for k in (0, 100, 200)]
+    assert np.array_equal(whole, np.concatenate(parts))
 
 
 def test_adaptive_online_run_with_the_marginal_smc():
