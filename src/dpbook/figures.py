@@ -170,8 +170,8 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
         ax = plt.gca()
         if not ax.collections:  # the band, once per panel
             if band == "ks":
-                lo = z - stats.kstwo.ppf(1 - alpha, u.size)
-                hi = 2 * z - lo
+                half = stats.kstwo.ppf(1 - alpha, u.size)
+                lo, hi = z - half, z + half
             else:
                 _, lo, hi = ecdf_band(u.size, alpha=alpha, points=z, rng=0)
             ax.fill_between(z, lo - z, hi - z, color="0.85", lw=0)

@@ -111,11 +111,13 @@ class MarginalSMC(ParticlePosterior):
         self.loglik += inc
         self.logw += inc
         self.timing["reweight"] += time.perf_counter() - t0
-        e = ess(self.w)
+        w = self.w
+        e = ess(w)
         acc = math.nan
         if e < self.ess_threshold * self.n_particles:
-            acc = self._resample_move()
-        self._record(e, acc)
+            acc = self._resample_move(w)
+            w = self.w
+        self._record(w, e, acc)
 
     def _to_u(self, theta):
         return np.where(self.positive, np.log(np.abs(theta)), theta)
@@ -130,9 +132,9 @@ class MarginalSMC(ParticlePosterior):
             lp = self.family.log_prior(*theta.T)
         return lp + loglik + (u * self.positive).sum(axis=1)
 
-    def _resample_move(self) -> float:
+    def _resample_move(self, w) -> float:
         t0 = time.perf_counter()
-        idx = systematic(self.rng, self.w)
+        idx = systematic(self.rng, w)
         self.theta, self.loglik = self.theta[idx], self.loglik[idx]
         self.logw[:] = 0.0
         t1 = time.perf_counter()
@@ -172,8 +174,8 @@ class MarginalSMC(ParticlePosterior):
         self.history.moves.append(self.t)
         return accepted / (self.moves * len(u))
 
-    def _record(self, e, acc):
-        w, h = self.w, self.history
+    def _record(self, w, e, acc):
+        h = self.history
         mean = w @ self.theta
         sd = np.sqrt(np.maximum(w @ (self.theta - mean) ** 2, 0.0))
         for j, p in enumerate(self.params):
