@@ -273,8 +273,8 @@ Markdown("For σ at ε = 1 the 90% intervals cover " + " and ".join(
 # * The `original-code` slip makes the noise-scale of the likelihood $\sqrt 2$ too
 #   large: its posteriors are about $2^{1/4} \approx 1.19$ times too wide where the data
 #   dominate the prior.  That is a small effect, which takes several hundred
-#   replications to see (the test suite needs 300 at $\epsilon = 10$, $n = 20$ for power
-#   0.8; see `tests/test_calibration.py`).
+#   replications to see (the test suite uses 300 at $\epsilon = 10$, $n = 20$ to detect
+#   it; see `tests/test_calibration.py`).
 # * The IQR / prior column says which posteriors learned $\sigma$.  With the fixed
 #   interval the noise drowns it; SMC-adaptive's intervals close in on the population,
 #   so where its IQR is well below the prior's, its calibration for $\sigma$ is the
