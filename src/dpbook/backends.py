@@ -9,8 +9,12 @@ implementation to run; the command line, the experiment runner and the notebooks
 choose one themselves.
 
 The registry is keyed by (algorithm, family class, mechanism class), matched exactly:
-a subclass of :class:`~dpbook.model.families.normal.Normal` (another prior, say) is not
-the model the kernel implements, so it runs the generic code.  Targets are written as
+a subclass of :class:`~dpbook.model.families.normal.Normal` is not the model the kernel
+implements, so it runs the generic code.  So does a family whose prior is not Section
+6's (``family.with_prior(...)``), except for the kernels that take the prior as an
+argument (the exact posterior's and MHAAR's, called with ``prior=family.prior``; the
+SMC class reads it from the family it is given) and those it does not enter (Fisher
+information, likelihood).  Targets are written as
 ``"module:attribute"`` and imported when first asked for, so that importing the model
 never loads an algorithm.
 
@@ -19,6 +23,7 @@ Adding a backend is one call of :func:`register` (see "Extending dpbook" in the 
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 from dpbook.model.families import as_family
@@ -27,6 +32,10 @@ from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 
 ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "fisher_grid",
               "loglik_particles")
+# kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
+# class) reads it from the family
+PRIOR_FREE = ("fisher_exact", "fisher_mc", "fisher_grid", "loglik_particles", "smc")
+PRIOR_ARGUMENT = ("posterior", "mhaar")  # kernels called with prior=family.prior
 
 _REGISTRY: dict = {}
 
@@ -46,14 +55,20 @@ def unregister(algorithm: str, family_cls: type, mechanism_cls: type) -> None:
 
 def backend(algorithm: str, family=None, mechanism="laplace"):
     """The registered implementation of ``algorithm`` for this family and mechanism, or
-    None (run the generic code).  ``family``: a name, a Family or None (normal)."""
-    key = (algorithm, type(as_family(family)), type(get_mechanism(mechanism)))
+    None (run the generic code).  ``family``: a name, a Family or None (normal).  For a
+    family with a prior other than Section 6's, a kernel of ``PRIOR_ARGUMENT`` comes with
+    ``prior=`` bound, and one that compiles the prior in is not used."""
+    fam = as_family(family)
+    key = (algorithm, type(fam), type(get_mechanism(mechanism)))
     target = _REGISTRY.get(key)
     if isinstance(target, str):
         module, _, attr = target.partition(":")
         target = getattr(importlib.import_module(module), attr)
         _REGISTRY[key] = target
-    return target
+    prior = getattr(fam, "prior", None)
+    if target is None or prior is None or prior.is_section6 or algorithm in PRIOR_FREE:
+        return target
+    return functools.partial(target, prior=prior) if algorithm in PRIOR_ARGUMENT else None
 
 
 def is_compiled(family=None, mechanism="laplace") -> bool:

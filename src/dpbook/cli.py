@@ -523,7 +523,8 @@ def add_calibrate_parser(subparsers):
 
     p = subparsers.add_parser(
         "calibrate", help="simulation-based calibration of a posterior (resumable)",
-        description="Repeat: draw theta from the Section 6 prior, release n values, compute "
+        description="Repeat: draw theta from the prior (Section 6's unless --prior-loc or "
+                    "--prior-scale2 say otherwise), release n values, compute "
                     "the posterior, record the posterior cdf at the truth (PIT). Prints the "
                     "KS test of the PITs against the uniform and the coverage of central "
                     "50%% and 90%% credible intervals.")
@@ -544,6 +545,12 @@ def add_calibrate_parser(subparsers):
                    metavar=("L", "R"), help="the fixed interval of every method but "
                    "smc-adaptive; it must not depend on theta (default -300 300)")
     add_family_arguments(p)
+    p.add_argument("--prior-loc", type=_finite_float, nargs=2, default=None,
+                   metavar=("MEAN", "VAR"), help="prior of the location: N(MEAN, VAR) "
+                   "(default Section 6's, 0 10000)")
+    p.add_argument("--prior-scale2", type=_finite_float, nargs=2, default=None,
+                   metavar=("SHAPE", "SCALE"), help="prior of the squared scale: "
+                   "IG(SHAPE, SCALE) (default Section 6's, 1 1)")
     p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     p.add_argument("--out", default="results/calibration", metavar="DIR",
                    help="store; replications there are reused (default results/calibration)")
@@ -558,10 +565,18 @@ def add_calibrate_parser(subparsers):
 
 
 def cmd_calibrate(args):
-    from dpbook.calibration import calibration_summary, run_calibration
+    from dataclasses import asdict
+
+    from dpbook.calibration import calibration_summary, run_calibration, study_family
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
+    prior = {}
+    if args.prior_loc is not None:
+        prior.update(zip(("loc_mean", "loc_var"), args.prior_loc))
+    if args.prior_scale2 is not None:
+        prior.update(zip(("scale2_shape", "scale2_scale"), args.prior_scale2))
+    family = study_family(family, prior or None)
     df = run_calibration(args.method, args.eps, args.n, args.reps, out=args.out,
                          particles=args.particles, grid=args.grid,
                          mhaar_iters=args.mhaar_iters, interval=tuple(args.interval),
@@ -573,6 +588,7 @@ def cmd_calibrate(args):
             "coverage90_se", "dispersion_z", "median_iqr")
     result = {"method": args.method, "eps": float(args.eps), "n": args.n,
               "reps": int(len(df)), "family": family.name, "mechanism": mechanism,
+              "prior": asdict(family.prior),
               **{r["param"]: {k: float(r[k]) for k in keys} for r in summ.to_dict("records")},
               "seconds": time.perf_counter() - t0, "out": str(args.out)}
     lines = [f"{args.method}, eps {args.eps:g}, n {args.n}: {len(df)} replications",

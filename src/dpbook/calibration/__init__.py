@@ -27,9 +27,10 @@ from dpbook.calibration.study import (
     replications,
     run_calibration,
     run_replication,
+    study_family,
 )
 
 __all__ = ["METHODS", "PARAMS", "Replication", "calibration_config", "calibration_summary",
            "check_study_model", "draw_theta", "ecdf_band", "naive_posterior", "pit_frame",
            "replicate", "replication_seed", "replications", "run_calibration", "run_replication",
-           "sample_cdf", "summarize_pit"]
+           "sample_cdf", "study_family", "summarize_pit"]

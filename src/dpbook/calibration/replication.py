@@ -2,14 +2,15 @@
 Talts et al. 2018), as Bernstein and Sheldon (2018, Section 4) check theirs.
 
 Repeat: draw theta from the prior used for inference (Section 6: mu ~ N(0, 10^4),
-sigma^2 ~ IG(1, 1)), draw x_{1:n} from N(mu, sigma^2), release them (eq. 10), compute the
-posterior, and record the posterior cdf of each parameter at its true value (the
-probability integral transform, PIT; with posterior draws, the normalised rank).  For a
-correct posterior the PIT values are uniform on (0, 1), whatever the data.  The check
-stays valid for an adaptive design: the intervals depend only on earlier released
-values, so the design is ignorable and the posterior given (y, l, r)_{1:n} is the one to
-test.  Only the population (:mod:`dpbook.privacy.population`) sees x; a replication
-hands the posterior (y, l, r, eps).
+sigma^2 ~ IG(1, 1), or the family's ``prior``), draw x_{1:n} from N(mu, sigma^2),
+release them (eq. 10), compute the posterior, and record the posterior cdf of each
+parameter at its true value (the probability integral transform, PIT; with posterior
+draws, the normalised rank). For a correct posterior the PIT values are uniform on (0,
+1), whatever the data. The check stays valid for an adaptive design: the intervals
+depend only on earlier released values, so the design is ignorable and the posterior
+given (y, l, r)_{1:n} is the one to test. Only the population
+(:mod:`dpbook.privacy.population`) sees x; a replication hands the posterior (y, l, r,
+eps).
 
 This module holds one replication per method and the statistics of many (Kolmogorov-
 Smirnov against the uniform, coverage of central credible intervals, simultaneous ECDF
@@ -40,8 +41,8 @@ from scipy import stats
 
 from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
-from dpbook.model.families import as_family, get_family
-from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
+from dpbook.model.families import as_family
+from dpbook.model.prior import SECTION6
 from dpbook.posterior import GridPosterior, exact_posterior
 from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
@@ -52,18 +53,19 @@ METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-cod
 PARAMS = ("mu", "sigma")
 
 
-def draw_theta(rng, size=None):
-    """(mu, sigma) from the Section 6 prior: mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1)."""
+def draw_theta(rng, size=None, prior=SECTION6):
+    """(mu, sigma) from the prior, by default Section 6's: mu ~ N(0, 10^4),
+    sigma^2 ~ IG(1, 1) (``prior``: a :class:`~dpbook.model.prior.LocationScalePrior`)."""
     rng = as_generator(rng)
-    mu = rng.normal(LOC_MEAN, math.sqrt(LOC_VAR), size)
-    sigma2 = SCALE2_SCALE / rng.gamma(SCALE2_SHAPE, 1.0, size)
+    mu = rng.normal(prior.loc_mean, math.sqrt(prior.loc_var), size)
+    sigma2 = prior.scale2_scale / rng.gamma(prior.scale2_shape, 1.0, size)
     return mu, np.sqrt(sigma2)
 
 
-def naive_posterior(y, grid=201):
+def naive_posterior(y, grid=201, prior=SECTION6):
     """The posterior of (mu, sigma) that treats each released y_t as x_t ~ N(mu, sigma^2)
-    (the Section 6 prior, a grid uniform in mu and in log sigma): the baseline that
-    ignores clipping and noise."""
+    (the Section 6 prior or ``prior``, a grid uniform in mu and in log sigma): the
+    baseline that ignores clipping and noise."""
     y = np.asarray(y, dtype=float)
     n, mean, sd = y.size, float(y.mean()), float(max(y.std(), 1e-12))
     half = 10.0 * sd / math.sqrt(n) + 1e-9
@@ -73,7 +75,7 @@ def naive_posterior(y, grid=201):
     sig = np.exp(log_sig)
     squares = n * (mean - mus[:, None]) ** 2 + n * sd**2  # sum_t (y_t - mu)^2
     log_lik = -n * log_sig[None, :] - 0.5 * squares / sig[None, :] ** 2
-    log_post = log_lik + get_family("normal").log_prior(mus[:, None], sig[None, :])
+    log_post = log_lik + prior.log_density(mus[:, None], sig[None, :])
     w_mu = np.full(grid, mus[1] - mus[0])
     w_sig = np.full(grid, log_sig[1] - log_sig[0]) * sig  # d sigma = sigma d log sigma
     for w in (w_mu, w_sig):
@@ -103,12 +105,12 @@ def _best_ab(eps, family, mechanism):
 
 
 def check_study_model(method, family, mechanism):
-    """The family (a location-scale one: the Section 6 prior is defined on (m, c)) and
-    mechanism of a calibration study; ValueError naming what is not supported."""
+    """The family (a location-scale one: the prior is defined on (m, c)) and mechanism
+    of a calibration study; ValueError naming what is not supported."""
     family = as_family(family)
     if not family.location_scale:
-        raise ValueError(f"calibration draws theta from the Section 6 prior on (location, "
-                         f"scale); the {family.name} family is not a location-scale family")
+        raise ValueError(f"calibration draws theta from a prior on (location, scale); "
+                         f"the {family.name} family is not a location-scale family")
     if method == "naive" and family.name != "normal":
         raise ValueError("the naive posterior is the normal model's (y taken for x); "
                          f"it has no {family.name} version")
@@ -126,9 +128,10 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
     ``seed`` (an int or a SeedSequence) fixes everything: its three children draw theta,
     the population (data and privacy noise) and the sampler, so a replication is the
     same on any executor, and methods given the same seed see the same theta and data.
-    [l, r] is the fixed interval of every method but ``smc-adaptive``; ``grid`` sizes the
-    exact posterior, ``particles`` the SMC and ``mhaar_iters`` the MHAAR chain (the last
-    20% kept)."""
+    theta is drawn from ``family.prior``, the prior every method infers with (Section
+    6's unless the family came from ``with_prior``).  [l, r] is the fixed interval of
+    every method but ``smc-adaptive``; ``grid`` sizes the exact posterior, ``particles``
+    the SMC and ``mhaar_iters`` the MHAAR chain (the last 20% kept)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     eps = check_eps(eps)
@@ -136,7 +139,8 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
     fam = check_study_model(method, family, mechanism)
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     theta_seed, data_seed, algo_seed = ss.spawn(3)
-    mu, sigma = (float(v) for v in draw_theta(np.random.default_rng(theta_seed)))
+    mu, sigma = (float(v) for v in draw_theta(np.random.default_rng(theta_seed),
+                                              prior=fam.prior))
     eps_release = eps * math.sqrt(2.0) if method == "original-code" else eps
     population = family_population(fam, (mu, sigma), n, eps_release, seed=data_seed,
                                    mechanism=mechanism)
@@ -162,7 +166,7 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
         return result([sample_cdf(chain[:, j], v) for j, v in enumerate((mu, sigma))],
                       np.quantile(chain, [0.25, 0.75], axis=0))
     if method == "naive":
-        post = naive_posterior(y)
+        post = naive_posterior(y, prior=fam.prior)
     else:
         kw = dict(grid=grid, tol=1e-3) if fam.name == "normal" and mechanism == "laplace" \
             else dict(grid=grid)

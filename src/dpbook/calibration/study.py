@@ -4,7 +4,7 @@ numbers on every executor.
 
 A store (default ``results/calibration``) is keyed by the settings that change one
 replication's result (particles, exact-posterior grid, MHAAR iterations, the fixed
-interval, root seed, family, mechanism, and the code); it holds any set of
+interval, root seed, family, its prior, mechanism, and the code); it holds any set of
 replications (method, eps, n, rep), so a study with more replications, eps values or
 stream lengths reuses what is there.  Replication ``rep`` at (eps, n) has the seed
 ``SeedSequence(seed, spawn_key=(6, E, n, rep))`` (E the bit pattern of eps, as in the
@@ -55,13 +55,27 @@ def replication_seed(root: int, eps: float, n: int, rep: int) -> np.random.SeedS
     return np.random.SeedSequence(root, spawn_key=(CALIBRATION_CODE, eps_code(eps), n, rep))
 
 
-def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
-                       seed=0, family="normal", mechanism="laplace") -> dict:
-    """The settings of one replication (see the module docstring), checked."""
+def study_family(family="normal", prior=None):
+    """The family of a study with its prior: ``prior`` (a LocationScalePrior, or a dict
+    of its hyperparameters) replaces the family's own, which is Section 6's unless the
+    family came from ``with_prior``."""
     from dpbook.model.families import as_family
-    from dpbook.model.mechanisms import check_mechanism
 
     fam = as_family(family)
+    check_study_model("exact", fam, "laplace")
+    if prior is None:
+        return fam
+    return fam.with_prior(**prior) if isinstance(prior, dict) else fam.with_prior(prior)
+
+
+def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
+                       seed=0, family="normal", mechanism="laplace", prior=None) -> dict:
+    """The settings of one replication (see the module docstring), checked."""
+    from dataclasses import astuple
+
+    from dpbook.model.mechanisms import check_mechanism
+
+    fam = study_family(family, prior)
     if fam.options:
         raise ValueError(f"the calibration study takes families without options; "
                          f"{fam.name} has {', '.join(fam.options)}")
@@ -74,18 +88,22 @@ def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-30
             "grid": check_count("grid", grid),
             "mhaar_iters": check_count("mhaar_iters", mhaar_iters),
             "interval": [float(l), float(r)], "seed": check_count("seed", seed, minimum=0),
-            "family": fam.name, "mechanism": check_mechanism(mechanism),
+            "family": fam.name, "prior": list(astuple(fam.prior)),
+            "mechanism": check_mechanism(mechanism),
             "algorithm": algorithm_fingerprint(), "calibration_code": code.hexdigest()[:16]}
 
 
 def run_replication(spec: dict) -> dict:
     """Run one replication from its plain-dict spec (in any process)."""
+    from dpbook.model.prior import LocationScalePrior
+
     set_threads(spec.get("numba_threads"))
     t0 = time.perf_counter()
     seed = replication_seed(spec["seed"], spec["eps"], spec["n"], spec["rep"])
+    family = study_family(spec["family"], LocationScalePrior(*spec["prior"]))
     res = replicate(spec["method"], spec["eps"], spec["n"], *spec["interval"], seed=seed,
                     grid=(spec["grid"], spec["grid"]), particles=spec["particles"],
-                    mhaar_iters=spec["mhaar_iters"], family=spec["family"],
+                    mhaar_iters=spec["mhaar_iters"], family=family,
                     mechanism=spec["mechanism"])
     row = {k: spec[k] for k in ("method", "eps", "n", "rep")}
     row.update(res, seconds=time.perf_counter() - t0)
@@ -117,11 +135,14 @@ def replications(methods, eps, n, reps) -> list[Replication]:
 
 def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/calibration",
                     particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
-                    seed=0, family="normal", mechanism="laplace", scheduler=None,
+                    seed=0, family="normal", mechanism="laplace", prior=None, scheduler=None,
                     workers=None, progress=True, tasks=None):
     """Run (or resume) a calibration study; one row per replication (a DataFrame:
     method, eps, n, rep, the PIT of each parameter, the true values, the posterior
-    interquartile ranges, seconds).  The replications are every combination of
+    interquartile ranges, seconds).  ``prior``: a
+    :class:`~dpbook.model.prior.LocationScalePrior` (or a dict of its hyperparameters)
+    to draw theta from and infer with, instead of the family's (Section 6's).  The
+    replications are every combination of
     ``methods``, ``eps``, ``n`` and ``range(reps)``, or the list ``tasks`` (for example
     the concatenation of several :func:`replications`; repeats are run once).  The
     replications already in ``out`` are reused; each new one is stored as it finishes
@@ -130,7 +151,7 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
     one made with other settings is an error naming them."""
     config = calibration_config(particles=particles, grid=grid, mhaar_iters=mhaar_iters,
                                 interval=interval, seed=seed, family=family,
-                                mechanism=mechanism)
+                                mechanism=mechanism, prior=prior)
     if tasks is None:
         tasks = replications(methods, eps, n, reps)
     elif not tasks or not all(isinstance(t, Replication) for t in tasks):
@@ -149,7 +170,7 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
         return {"method": task.method, "eps": task.eps, "n": task.n, "rep": task.rep,
                 "numba_threads": threads,
                 **{k: config[k] for k in ("seed", "interval", "grid", "particles",
-                                          "mhaar_iters", "family", "mechanism")}}
+                                          "mhaar_iters", "family", "prior", "mechanism")}}
 
     def table():
         # this call's replications; the store's table keeps those of earlier calls too

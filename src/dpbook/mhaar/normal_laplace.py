@@ -127,10 +127,8 @@ from dpbook.mhaar.simd import (
     weights_lanes,
     zig_lookup,
 )
-from dpbook.model.prior import LOC_MEAN as MU0
-from dpbook.model.prior import LOC_VAR as MU_VAR
-from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
-from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
+from dpbook.model.families.normal import Normal
+from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.validation import check_count, check_eps, check_observations, check_positive
 
 _BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
@@ -155,9 +153,9 @@ _TWO53_INV = _rng.TWO53_INV
 
 
 @njit(inline="always", cache=True)
-def _log_prior(mu, v):
-    """log eta(mu, sigma^2) up to a constant: N(MU0, MU_VAR) x IG(SIG_SHAPE, SIG_SCALE)."""
-    return -0.5 * (mu - MU0) ** 2 / MU_VAR - (SIG_SHAPE + 1.0) * math.log(v) - SIG_SCALE / v
+def _log_prior(mu, v, pr):
+    """log eta(mu, sigma^2) up to a constant: N(pr[0], pr[1]) x IG(pr[2], pr[3])."""
+    return -0.5 * (mu - pr[0]) ** 2 / pr[1] - (pr[2] + 1.0) * math.log(v) - pr[3] / v
 
 
 
@@ -377,8 +375,10 @@ def _workspace(npad, n_aux):
 
 @njit(cache=True)
 def _chain(key, n, y, l, r, ib, off, fast, parallel, n_aux, adapt_start, m0, m1, state, z,
-           work, out_mu, out_sig, out_acc, out_smu, out_sv):
+           work, out_mu, out_sig, out_acc, out_smu, out_sv, pr):
     """Iterations m0 + 1 .. m1 of Algorithm 8 (1-based), continuing from ``state``.
+
+    pr = (loc_mean, loc_var, scale2_shape, scale2_scale), the prior's hyperparameters.
 
     state = (mu, sigma^2, s_mu, s_v, log s_mu, log s_v) and z (the latent variables) are
     updated in place.  y, l, r, ib, off hold the n observations padded to a multiple of
@@ -418,7 +418,7 @@ def _chain(key, n, y, l, r, ib, off, fast, parallel, n_aux, adapt_start, m0, m1,
                            pos, zb, c0, c1, sv, lsum)
         acc = False
         if valid:
-            log_ratio = _log_prior(mu1, v1) - _log_prior(mu, v)
+            log_ratio = _log_prior(mu1, v1, pr) - _log_prior(mu, v, pr)
             for b in range(nb):
                 log_ratio += lsum[b, 1] - lsum[b, 0]
             acc = math.log(w) < log_ratio
@@ -495,7 +495,7 @@ def _run_chain(run, n_iter, npad, n_aux, parallel):
 
 
 def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
-                         steps=None, adapt=True, parallel=None, fast=None):
+                         steps=None, adapt=True, parallel=None, fast=None, prior=SECTION6):
     """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(mu, sigma | y_{1:n}), Section 6:
     the compiled backend of :func:`dpbook.mhaar.mhaar` for the normal/Laplace model.
 
@@ -521,6 +521,8 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
         iteration ends with a barrier, so on a machine whose cores are busy with other
         work the serial mode is faster.  The output does not depend on this choice.
     fast : the polynomial 2^x kernel (default: for eps <= 600; False for tests).
+    prior : the prior's hyperparameters, a :class:`~dpbook.model.prior.LocationScalePrior`
+        (default Section 6's; :mod:`dpbook.backends` passes the family's).
 
     Returns
     -------
@@ -545,6 +547,9 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
                              f"got {steps!r}") from None
     step_mu = check_positive("step_mu", step_mu)
     step_var = check_positive("step_var", step_var)
+    if not isinstance(prior, LocationScalePrior):
+        raise ValueError(f"prior must be a LocationScalePrior, got {prior!r}")
+    pr = np.array([prior.loc_mean, prior.loc_var, prior.scale2_shape, prior.scale2_scale])
     fast = eps <= _FAST_EPS_MAX if fast is None else bool(fast)
     b = (r - l) / eps
     ib = eps / (r - l)  # 1/b_t
@@ -578,12 +583,12 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
 
     def run(m0, m1, par):
         _chain(key, n, y, l, r, ib, off, fast, par, n_aux, adapt_start, m0, m1, state, z,
-               work, out_mu, out_sig, out_acc, out_smu, out_sv)
+               work, out_mu, out_sig, out_acc, out_smu, out_sv, pr)
 
     n_parallel = _run_chain(run, n_iter, npad, n_aux, parallel)
     return MHAARResult(params=("mu", "sigma"), samples=samples, accepted=out_acc,
                        steps=steps_out, theta0=np.array([mu0, math.sqrt(v0)]),
                        burn_fraction=burn_fraction, n_aux=n_aux, eps=eps, seed=seed,
-                       family="normal(mu, sigma)", mechanism="laplace",
+                       family=Normal().with_prior(prior).describe(), mechanism="laplace",
                        seconds=time.perf_counter() - t_start, step_coords=("mu", "var"),
                        n_parallel=n_parallel)

@@ -15,34 +15,32 @@ import numpy as np
 from scipy import special
 
 from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
-from dpbook.model.prior import LOC_MEAN as MU0
-from dpbook.model.prior import LOC_VAR as MU_VAR
-from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
-from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
+from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.posterior.grid import GridPosterior
 from dpbook.posterior.quantiles import node_quantiles
 from dpbook.validation import check_count, check_eps, check_observations
 
 
-def log_prior(mu, sigma):
-    """log eta(mu, sigma) of Section 6: mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1), independent.
+def log_prior(mu, sigma, prior=SECTION6):
+    """log eta(mu, sigma) of Section 6: mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1), independent
+    (other hyperparameters: ``prior``, a :class:`~dpbook.model.prior.LocationScalePrior`).
 
     The density of sigma follows from that of sigma^2 by the change of variables
     p(sigma) = 2 sigma IG(sigma^2; 1, 1) = 2 sigma^-3 exp(-1/sigma^2).
     """
     mu = np.asarray(mu, dtype=float)
     sigma = np.asarray(sigma, dtype=float)
-    lp_mu = -0.5 * (mu - MU0) ** 2 / MU_VAR - 0.5 * math.log(2 * math.pi * MU_VAR)
+    m0, var, a, b = prior.loc_mean, prior.loc_var, prior.scale2_shape, prior.scale2_scale
+    lp_mu = -0.5 * (mu - m0) ** 2 / var - 0.5 * math.log(2 * math.pi * var)
     s2 = sigma * sigma
-    lp_s2 = (SIG_SHAPE * math.log(SIG_SCALE) - math.lgamma(SIG_SHAPE)
-             - (SIG_SHAPE + 1.0) * np.log(s2) - SIG_SCALE / s2)
+    lp_s2 = a * math.log(b) - math.lgamma(a) - (a + 1.0) * np.log(s2) - b / s2
     return lp_mu + lp_s2 + math.log(2.0) + np.log(sigma)
 
 
-def _log_post_grid(y, l, r, eps, mu_grid, sigma_grid):
+def _log_post_grid(y, l, r, eps, mu_grid, sigma_grid, prior):
     """Unnormalised log posterior (5), x integrated out, on the grid (mu_i, sigma_j)."""
     return (loglik_grid(y, l, r, eps, mu_grid, sigma_grid)
-            + log_prior(mu_grid[:, None], sigma_grid[None, :]))
+            + log_prior(mu_grid[:, None], sigma_grid[None, :], prior))
 
 
 def _axis(lo, hi, n, center=None, scale=None):
@@ -152,24 +150,24 @@ _EDGE_LINE = 32  # points along each side of the box for that test
 _SINH_SD = 2.0  # sinh map scale of the final grid, in Laplace sd
 
 
-def _lpv_and_grad(theta, y, l, r, eps):
+def _lpv_and_grad(theta, y, l, r, eps, prior):
     """lpv and its gradient at theta = (mu, v): score (Fisher's identity) plus prior."""
     mu, v = float(theta[0]), float(theta[1])
     sigma = math.exp(v)
     lp, s = logp_and_score(y, l, r, eps, mu, sigma)
-    val = float(np.sum(lp) + log_prior(mu, sigma)) + v
-    d_mu = float(np.sum(s[:, 0])) - (mu - MU0) / MU_VAR
-    d_sig = (float(np.sum(s[:, 1])) - 2.0 * (SIG_SHAPE + 1.0) / sigma
-             + 2.0 * SIG_SCALE / sigma**3 + 1.0 / sigma)
+    val = float(np.sum(lp) + log_prior(mu, sigma, prior)) + v
+    d_mu = float(np.sum(s[:, 0])) - (mu - prior.loc_mean) / prior.loc_var
+    d_sig = (float(np.sum(s[:, 1])) - 2.0 * (prior.scale2_shape + 1.0) / sigma
+             + 2.0 * prior.scale2_scale / sigma**3 + 1.0 / sigma)
     return val, np.array([d_mu, sigma * d_sig + 1.0])
 
 
-def _initial_box(y, l, r, eps):
+def _initial_box(y, l, r, eps, prior):
     lo_data = min(l.min(), y.min())
     hi_data = max(r.max(), y.max())
-    psd = math.sqrt(MU_VAR)
+    m0, psd = prior.loc_mean, math.sqrt(prior.loc_var)
     b_min = float(np.min((r - l) / eps))
-    return np.array([min(MU0 - 10 * psd, lo_data), max(MU0 + 10 * psd, hi_data),
+    return np.array([min(m0 - 10 * psd, lo_data), max(m0 + 10 * psd, hi_data),
                      math.log(1e-3 * min(1.0, b_min)),
                      math.log(max(1e3, 10 * (hi_data - lo_data)))])
 
@@ -225,7 +223,7 @@ def _maximise(fun_grad, theta, scale, lo, hi, max_iter=50):
     return theta, f, scale
 
 
-def _find_mode(y, l, r, eps):
+def _find_mode(y, l, r, eps, prior):
     """Posterior mode in (mu, v), its log density and the Laplace sd of mu and v.
 
     A 32 x 32 scan of the initial box (+-10 prior sd of mu and all data; sigma from
@@ -235,10 +233,10 @@ def _find_mode(y, l, r, eps):
     differ by less than 1 (spacing ~ posterior sd), then Newton steps with the exact
     gradient (score + prior).
     """
-    box = _initial_box(y, l, r, eps)
+    box = _initial_box(y, l, r, eps, prior)
     mus = np.linspace(box[0], box[1], _SCAN_GRID)
     vs = np.linspace(box[2], box[3], _SCAN_GRID)
-    lpv = _log_post_grid(y, l, r, eps, mus, np.exp(vs)) + vs[None, :]
+    lpv = _log_post_grid(y, l, r, eps, mus, np.exp(vs), prior) + vs[None, :]
     i, j = np.unravel_index(np.argmax(lpv), lpv.shape)
     centre = np.array([mus[i], vs[j]])
     half = 2.0 * np.array([mus[1] - mus[0], vs[1] - vs[0]])
@@ -246,7 +244,7 @@ def _find_mode(y, l, r, eps):
     for _ in range(_MAX_PATTERN):
         mus = np.linspace(centre[0] - half[0], centre[0] + half[0], g)
         vs = np.linspace(centre[1] - half[1], centre[1] + half[1], g)
-        lpv = _log_post_grid(y, l, r, eps, mus, np.exp(vs)) + vs[None, :]
+        lpv = _log_post_grid(y, l, r, eps, mus, np.exp(vs), prior) + vs[None, :]
         i, j = np.unravel_index(np.argmax(lpv), lpv.shape)
         centre = np.array([mus[i], vs[j]])
         if i in (0, g - 1) or j in (0, g - 1):
@@ -257,12 +255,12 @@ def _find_mode(y, l, r, eps):
         half = 2.0 * half / (g - 1) * 2.0
 
     def fun_grad(theta):
-        return _lpv_and_grad(theta, y, l, r, eps)
+        return _lpv_and_grad(theta, y, l, r, eps, prior)
 
     return _maximise(fun_grad, centre, half / (g - 1), box[0::2], box[1::2])
 
 
-def _auto_box(y, l, r, eps):
+def _auto_box(y, l, r, eps, prior):
     """Box (mu_lo, mu_hi, v_lo, v_hi) and the mode and scales for the sinh grids.
 
     From the mode +- 6 Laplace sd, every side whose boundary line (32 points of the
@@ -272,7 +270,7 @@ def _auto_box(y, l, r, eps):
     p(y | theta) tend to a constant as sigma -> inf, so the sigma tail is the prior's)
     as far as they go, which the sinh grids can afford.
     """
-    mode, top, sd = _find_mode(y, l, r, eps)
+    mode, top, sd = _find_mode(y, l, r, eps, prior)
     dist = _START_SD * np.repeat(sd, 2)  # distances of the 4 sides from the mode
     sign = np.array([-1.0, 1.0, -1.0, 1.0])
     centre = np.repeat(mode, 2)
@@ -281,8 +279,8 @@ def _auto_box(y, l, r, eps):
         mus, _ = _axis(box[0], box[1], _EDGE_LINE, mode[0], _SINH_SD * sd[0])
         vs, _ = _axis(box[2], box[3], _EDGE_LINE, mode[1], _SINH_SD * sd[1])
         sides = (
-            _log_post_grid(y, l, r, eps, box[:2], np.exp(vs)) + vs[None, :],
-            _log_post_grid(y, l, r, eps, mus, np.exp(box[2:])) + box[None, 2:],
+            _log_post_grid(y, l, r, eps, box[:2], np.exp(vs), prior) + vs[None, :],
+            _log_post_grid(y, l, r, eps, mus, np.exp(box[2:]), prior) + box[None, 2:],
         )
         side_max = np.array([sides[0][0].max(), sides[0][1].max(),
                              sides[1][:, 0].max(), sides[1][:, 1].max()])
@@ -306,12 +304,14 @@ def _check_bounds(bounds):
     return np.array([m0, m1, math.log(s0), math.log(s1)])
 
 
-def exact_posterior_normal_laplace(y, l, r, eps, grid=(101, 101), bounds=None, tol=1e-5):
+def exact_posterior_normal_laplace(y, l, r, eps, grid=(101, 101), bounds=None, tol=1e-5,
+                                   prior=SECTION6):
     """Posterior (5) of theta = (mu, sigma) given released data, by brute force on a grid.
 
     Eq. (5) with the latent x_t integrated out exactly:
     p(theta | y_{1:n}) proportional to eta(theta) prod_t p_{l_t,r_t}^eps(y_t | theta), with
-    the Section 6 prior (:func:`log_prior`) and the closed-form density of
+    the Section 6 prior (:func:`log_prior`; another through ``prior``, a
+    :class:`~dpbook.model.prior.LocationScalePrior`) and the closed-form density of
     :func:`log_density` (evaluated by a compiled, parallel kernel; memory is O(grid)
     whatever n, so no chunking is needed).
 
@@ -343,14 +343,16 @@ def exact_posterior_normal_laplace(y, l, r, eps, grid=(101, 101), bounds=None, t
         raise ValueError("grid must be a pair (n_mu, n_sigma)") from None
     n_mu = check_count("grid n_mu", n_mu, 3)
     n_sig = check_count("grid n_sigma", n_sig, 3)
+    if not isinstance(prior, LocationScalePrior):
+        raise ValueError(f"prior must be a LocationScalePrior, got {prior!r}")
     if bounds is None:
-        box, mode, sd = _auto_box(y, l, r, eps)
+        box, mode, sd = _auto_box(y, l, r, eps, prior)
         maps = ((mode[0], _SINH_SD * sd[0]), (mode[1], _SINH_SD * sd[1]))
     else:
         box = _check_bounds(bounds)
         maps = ((None, None), (None, None))
     while True:
-        post = _grid_posterior(y, l, r, eps, box, maps, n_mu, n_sig)
+        post = _grid_posterior(y, l, r, eps, box, maps, n_mu, n_sig, prior)
         if (bounds is not None or not post.quad_error > tol
                 or (2 * n_mu - 1) * (2 * n_sig - 1) * y.size > _REFINE_BUDGET):
             return post
@@ -369,12 +371,12 @@ def _moments(lp, w_mu, w_sig, mus, sig):
     return mean, sd
 
 
-def _grid_posterior(y, l, r, eps, box, maps, n_mu, n_sig):
+def _grid_posterior(y, l, r, eps, box, maps, n_mu, n_sig, prior):
     mus, w_mu = _axis(box[0], box[1], n_mu, *maps[0])
     vs, w_v = _axis(box[2], box[3], n_sig, *maps[1])
     sig = np.exp(vs)
     w_sig = w_v * sig
-    lp = _log_post_grid(y, l, r, eps, mus, sig)
+    lp = _log_post_grid(y, l, r, eps, mus, sig, prior)
     lpv = lp + vs[None, :]  # density w.r.t. d mu d log sigma
     edge = max(lpv[0].max(), lpv[-1].max(), lpv[:, 0].max(), lpv[:, -1].max())
     log_z = float(special.logsumexp(lp + np.log(w_mu)[:, None] + np.log(w_sig)[None, :]))

@@ -5,7 +5,8 @@ with the Laplace mechanism (registered in :mod:`dpbook.backends`); the algorithm
 that of :mod:`dpbook.smc.algorithm`, fused into one kernel per time step.
 
 Resample-move SMC (Gilks & Berzuini, 2001) for the normal model of Section 6:
-X ~ N(mu, sigma^2), mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1), released values
+X ~ N(mu, sigma^2), mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (or the family's ``prior``,
+passed to the kernels as ``pr`` = its four hyperparameters), released values
 y_t = T_{l_t}^{r_t}(x_t) + (r_t - l_t) V_t, V_t ~ Laplace(1/eps).  Each particle
 carries theta = (mu, sigma) and its own latent path x_{1:t}.
 
@@ -35,11 +36,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from dpbook import rng as _rng
-from dpbook.model.families import get_family
-from dpbook.model.prior import LOC_MEAN as MU0
-from dpbook.model.prior import LOC_VAR as MU_VAR
-from dpbook.model.prior import SCALE2_SCALE as SIG_SCALE
-from dpbook.model.prior import SCALE2_SHAPE as SIG_SHAPE
+from dpbook.model.families import as_family
 from dpbook.privacy.policies import thompson_index
 from dpbook.smc.algorithm import SMC, History, check_smc_memory
 from dpbook.smc.resampling import systematic_keyed
@@ -61,14 +58,15 @@ _KIF = _rng.KIF
 
 
 @njit(cache=True)
-def _init_particles(key, mu, sig):
-    """theta^(i) ~ eta: mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (Section 6)."""
+def _init_particles(key, mu, sig, pr):
+    """theta^(i) ~ eta: mu ~ N(pr[0], pr[1]), sigma^2 ~ IG(pr[2], pr[3]) (Section 6:
+    N(0, 10^4) and IG(1, 1))."""
     for i in range(mu.shape[0]):
         s = _rng.stream_key(key, P_INIT, i)
         s, z = _rng.normal(s)
-        mu[i] = MU0 + math.sqrt(MU_VAR) * z
-        s, g = _rng.gamma(s, SIG_SHAPE)
-        sig[i] = math.sqrt(SIG_SCALE / g)
+        mu[i] = pr[0] + math.sqrt(pr[1]) * z
+        s, g = _rng.gamma(s, pr[2])
+        sig[i] = math.sqrt(pr[3] / g)
 
 
 # --- helpers of the MH sweep ---------------------------------------------------------
@@ -147,19 +145,20 @@ def exp_approx(d):
 
 
 @njit(cache=True)
-def gibbs_propagate(key, a, i, t, m, sg, s1, s2):
+def gibbs_propagate(key, a, i, t, m, sg, s1, s2, pr):
     """Algorithm 3 step 4 as a Gibbs move given s1 = sum x_k, s2 = sum x_k^2 (k < t),
-    then step 3 of Algorithm 2: x_t ~ N(mu, sigma^2).  Returns (mu, sigma, x_t)."""
+    then step 3 of Algorithm 2: x_t ~ N(mu, sigma^2).  Returns (mu, sigma, x_t).
+    pr: the prior's (loc_mean, loc_var, scale2_shape, scale2_scale)."""
     s = _rng.stream_key(key, a, i)
     if t > 0:
-        # mu | sigma, x  ~ N(v (MU0/MU_VAR + s1/sigma^2), v)
-        v = 1.0 / (1.0 / MU_VAR + t / (sg * sg))
+        # mu | sigma, x  ~ N(v (m0/var0 + s1/sigma^2), v)
+        v = 1.0 / (1.0 / pr[1] + t / (sg * sg))
         s, z = _rng.normal(s)
-        m = v * (MU0 / MU_VAR + s1 / (sg * sg)) + math.sqrt(v) * z
+        m = v * (pr[0] / pr[1] + s1 / (sg * sg)) + math.sqrt(v) * z
         # sigma^2 | mu, x ~ IG(SHAPE + t/2, SCALE + sum (x - mu)^2 / 2)
         ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
-        s, g = _rng.gamma(s, SIG_SHAPE + 0.5 * t)
-        sg = math.sqrt((SIG_SCALE + 0.5 * ss) / g)
+        s, g = _rng.gamma(s, pr[2] + 0.5 * t)
+        sg = math.sqrt((pr[3] + 0.5 * ss) / g)
     s, z = _rng.normal(s)
     return m, sg, m + sg * z
 
@@ -191,7 +190,7 @@ class _Scratch(NamedTuple):
 
 @njit(parallel=True, cache=True)
 def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y, l, r,
-                           invb, logw, acc,
+                           invb, logw, acc, pr,
                            S0, S1, S2, S3, J, AOFF, BAD, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
 
@@ -293,7 +292,7 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
         acc[b] = nacc
         for i in range(i0, i1):
             m, sg, xt = gibbs_propagate(key, a_t + P_GIBBS, i, t, M[i], SG[i], SUM1[i],
-                                         SUM2[i])
+                                         SUM2[i], pr)
             # propagation x_t ~ N(mu, sigma^2) and weighting
             x_new[blk + uint64(t) * _ULANES - i0 + i] = xt
             ct = min(max(xt, l[t]), r[t])
@@ -309,7 +308,8 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
 
 class NormalLaplaceSMC(SMC):
     """The compiled backend of :class:`dpbook.smc.SMC` for the paper's model: the normal
-    family (prior of Section 6) with the Laplace mechanism.  Create it with ``SMC(eps)``.
+    family with the Laplace mechanism.  Create it with ``SMC(eps)`` (or
+    ``SMC(eps, family)`` for a normal family with another prior, ``Normal().with_prior``).
 
     The parameters are those of :class:`~dpbook.smc.SMC`; ``seed`` (int or numpy
     SeedSequence) keys counter-based streams, so the output is bit-identical for any
@@ -331,13 +331,16 @@ class NormalLaplaceSMC(SMC):
         self.every = check_count("every", every, 1)
         check_smc_memory(self.N, self.n_max)
         self._key = np.uint64(_rng.seed_to_key(seed))
+        self._family = as_family(family)
+        p = self._family.prior
+        self._pr = np.array([p.loc_mean, p.loc_var, p.scale2_shape, p.scale2_scale])
         N = self.N
         # latent paths, block-major and flat (see move_propagate_weight)
         size = -(-N // _LANES) * self.n_max * _LANES
         self._x = [np.zeros(size), np.zeros(size)]
         # theta = rows mu, sigma; the sweep reads the first array and writes the second
         self._theta = [np.zeros((2, N)), np.zeros((2, N))]
-        _init_particles(self._key, self._theta[0][0], self._theta[0][1])
+        _init_particles(self._key, self._theta[0][0], self._theta[0][1], self._pr)
         self.w = np.full(N, 1.0 / N)
         self._y = np.zeros(self.n_max)
         self._l = np.zeros(self.n_max)
@@ -353,7 +356,7 @@ class NormalLaplaceSMC(SMC):
     @property
     def family(self):
         """The normal family object (the model this compiled SMC implements)."""
-        return get_family("normal")
+        return self._family
 
     @property
     def theta(self):
@@ -397,7 +400,8 @@ class NormalLaplaceSMC(SMC):
         th_old, th_new = self._theta
         move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
                                th_old[0], th_old[1], th_new[0], th_new[1], self._y, self._l,
-                               self._r, self._invb, self._logw, self._acc, *self._work)
+                               self._r, self._invb, self._logw, self._acc, self._pr,
+                               *self._work)
         self._x = [x_new, x_old]
         self._theta = [th_new, th_old]
         w = np.exp(self._logw)  # the sweep shifted the log weights by their maximum

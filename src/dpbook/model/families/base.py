@@ -30,13 +30,14 @@ and take them as keyword arguments.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import math
 
 import numpy as np
-from scipy import special
 
-from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
+from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.validation import MAX_ABS
 
 # The primitives that take theta after one leading argument (x, q, u or rng): each
@@ -224,7 +225,10 @@ class Family:
         raise NotImplementedError
 
     def describe(self) -> str:
-        return f"{self.name}({', '.join(self.params)})"
+        prior = getattr(self, "prior", None)
+        extra = "" if prior is None or prior.is_section6 else \
+            f"; prior {prior.describe(self.params)}"
+        return f"{self.name}({', '.join(self.params)}){extra}"
 
     def __repr__(self):
         return f"<family {self.describe()}>"
@@ -234,14 +238,16 @@ class LocationScaleFamily(Family):
     """Definition 2: p(x; m, c) = g((x - m)/c)/c.  Subclasses give the base g only.
 
     Required: ``base_logpdf(z)``, ``base_dlogpdf(z)`` (d/dz log g), ``base_cdf(z)``,
-    ``base_ppf(q)``, ``base_sample(rng, size)``.  The prior is that of Section 6,
-    m ~ N(0, 10^4) and c^2 ~ IG(1, 1), moved by random-walk MH unless a subclass
-    overrides :meth:`gibbs`.
+    ``base_ppf(q)``, ``base_sample(rng, size)``.  The prior (attribute ``prior``, a
+    :class:`~dpbook.model.prior.LocationScalePrior`) is that of Section 6,
+    m ~ N(0, 10^4) and c^2 ~ IG(1, 1), unless :meth:`with_prior` gave another; theta is
+    moved by random-walk MH unless a subclass overrides :meth:`gibbs`.
     """
 
     params = ("loc", "scale")
     positive = (False, True)
     location_scale = True
+    prior: LocationScalePrior = SECTION6
 
     # base distribution g (theta = (0, 1))
     def base_logpdf(self, z):
@@ -298,19 +304,22 @@ class LocationScaleFamily(Family):
         return -g / c, -z * g / c
 
     def log_prior(self, m, c):
-        c = np.asarray(c, float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lp_m = -0.5 * (m - LOC_MEAN) ** 2 / LOC_VAR - 0.5 * np.log(2 * np.pi * LOC_VAR)
-            v = c * c  # c^2 ~ IG(a, b); density of c = IG(c^2) * 2c
-            lp_v = (SCALE2_SHAPE * np.log(SCALE2_SCALE) - special.gammaln(SCALE2_SHAPE)
-                    - (SCALE2_SHAPE + 1) * np.log(v) - SCALE2_SCALE / v)
-            out = lp_m + lp_v + np.log(2 * c)
-        return np.where(c > 0, out, -np.inf)
+        return self.prior.log_density(m, c)
 
     def sample_prior(self, rng, size):
-        m = LOC_MEAN + math.sqrt(LOC_VAR) * rng.standard_normal(size)
-        c = np.sqrt(SCALE2_SCALE / rng.gamma(SCALE2_SHAPE, 1.0, size))
-        return np.column_stack([m, c])
+        return self.prior.sample(rng, size)
+
+    def with_prior(self, prior=None, **hyper):
+        """A copy of this family with another prior: a :class:`LocationScalePrior`, or its
+        hyperparameters by name (loc_mean, loc_var, scale2_shape, scale2_scale; the
+        others keep this family's values)."""
+        if prior is None:
+            prior = dataclasses.replace(self.prior, **hyper)
+        elif hyper or not isinstance(prior, LocationScalePrior):
+            raise ValueError("give a LocationScalePrior or hyperparameters by name, not both")
+        out = copy.copy(self)
+        out.prior = prior
+        return out
 
     def guess(self, y, l, r, eps, mechanism):
         """(mean y, sqrt(var y - noise variance)) scaled to the base's spread."""

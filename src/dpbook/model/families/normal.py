@@ -8,13 +8,13 @@ import numpy as np
 from scipy import special
 
 from dpbook.model.families.base import LocationScaleFamily
-from dpbook.model.prior import LOC_MEAN, LOC_VAR, SCALE2_SCALE, SCALE2_SHAPE
 
 _SQRT2 = math.sqrt(2.0)
 
 
 class Normal(LocationScaleFamily):
-    """X ~ N(mu, sigma^2); prior mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (Section 6)."""
+    """X ~ N(mu, sigma^2); prior mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (Section 6; another
+    through ``with_prior``)."""
 
     name = "normal"
     params = ("mu", "sigma")
@@ -43,13 +43,14 @@ class Normal(LocationScaleFamily):
         mu | sigma, x ~ N(v (m0/s0^2 + sum x / sigma^2), v), v = 1/(1/s0^2 + t/sigma^2);
         then sigma^2 | mu, x ~ IG(a + t/2, b + sum (x - mu)^2 / 2)."""
         t = x.shape[1]
+        p = self.prior
         sg = theta[:, 1]
         s1 = x.sum(axis=1)
-        v = 1.0 / (1.0 / LOC_VAR + t / sg**2)
-        mu = v * (LOC_MEAN / LOC_VAR + s1 / sg**2) + np.sqrt(v) * rng.standard_normal(len(sg))
+        v = 1.0 / (1.0 / p.loc_var + t / sg**2)
+        mu = v * (p.loc_mean / p.loc_var + s1 / sg**2) + np.sqrt(v) * rng.standard_normal(len(sg))
         ss = ((x - mu[:, None]) ** 2).sum(axis=1)
-        g = rng.gamma(SCALE2_SHAPE + 0.5 * t, 1.0, len(sg))
-        return np.column_stack([mu, np.sqrt((SCALE2_SCALE + 0.5 * ss) / g)])
+        g = rng.gamma(p.scale2_shape + 0.5 * t, 1.0, len(sg))
+        return np.column_stack([mu, np.sqrt((p.scale2_scale + 0.5 * ss) / g)])
 
     def default_theta(self):
         return 50.0, math.sqrt(10.0)  # Section 6
