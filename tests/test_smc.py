@@ -136,7 +136,7 @@ def _reference_update(smc, y, l, r):
             paths[i, k] = x
             s1 += x
             s2 += x * x
-        m, sg, xt = S.gibbs_propagate(key, 8 * t + S.P_GIBBS, i, t, m, sg, s1, s2)
+        m, sg, xt = S.gibbs_propagate(key, 8 * t + S.P_GIBBS, i, t, m, sg, s1, s2, smc._pr)
         paths[i, t], mus[i], sigs[i] = xt, m, sg
         logw[i] = -abs(ys[t] - min(max(xt, ls[t]), rs[t])) * invb[t]
     return paths, mus, sigs, logw

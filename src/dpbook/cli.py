@@ -583,9 +583,9 @@ def cmd_calibrate(args):
                          seed=args.seed, family=family, mechanism=mechanism,
                          scheduler=args.scheduler, workers=args.workers,
                          progress=not args.no_progress)
-    summ = calibration_summary(df, family.params)
+    summ = calibration_summary(df, family.params, family.prior)
     keys = ("ks_stat", "ks_p", "coverage50", "coverage50_se", "coverage90",
-            "coverage90_se", "dispersion_z", "median_iqr")
+            "coverage90_se", "dispersion_z", "median_iqr", "learned")
     result = {"method": args.method, "eps": float(args.eps), "n": args.n,
               "reps": int(len(df)), "family": family.name, "mechanism": mechanism,
               "prior": asdict(family.prior),

@@ -24,6 +24,9 @@ METHOD_COLOURS = {"smc-adaptive": "#0173b2", "smc-fixed": "#de8f05", "mhaar": "#
                   "exact": "#000000", "naive": "#cc78bc", "original-code": "#ca9161"}
 
 
+GREEK = {"mu": "μ", "sigma": "σ"}  # parameter names as the figures print them
+
+
 def eps_colours(eps_values) -> dict:
     """One colour per privacy level, the same in every chapter: seaborn's "flare" map
     on log eps over [0.5, 20] (light: much noise, dark: little)."""
@@ -187,6 +190,30 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
     grid.set_axis_labels("PIT value u", "ECDF(u) − u")
     grid.set_titles("{col_name}")
     grid.add_legend(title="ε" if hue == "eps" else hue)
+    return grid
+
+
+def coverage_dots(summary, *, levels=(50, 90), height=2.2, aspect=1.6):
+    """Coverage of central credible intervals per method: one dot per row of a
+    calibration summary (:func:`dpbook.calibration.calibration_summary`: one per eps),
+    ±2 binomial se of a calibrated posterior as grey bars, the nominal level as a
+    vertical line; one panel per parameter (rows) and level (columns).  Returns
+    seaborn's FacetGrid."""
+    import pandas as pd
+    import seaborn as sns
+
+    cover = pd.concat([summary.assign(level=f"{p}%", coverage=summary[f"coverage{p}"],
+                                      se=summary[f"coverage{p}_se"]) for p in levels])
+    cover["param"] = cover.param.map(GREEK).fillna(cover.param)
+    grid = sns.catplot(cover, kind="point", x="coverage", y="method", hue="method",
+                       col="level", row="param", palette=METHOD_COLOURS, linestyle="none",
+                       height=height, aspect=aspect, markers="o", errorbar=None, dodge=False)
+    for (param, level), ax in grid.axes_dict.items():
+        ax.axvline(int(level[:-1]) / 100, color="0.4", lw=0.8)
+        rows = cover[(cover.param == param) & (cover.level == level)]
+        ax.errorbar(rows.coverage, rows.method, xerr=2 * rows.se, color="0.6", lw=0.8,
+                    zorder=0, ls="none")
+    grid.set_titles("{row_name}, {col_name} interval")
     return grid
 
 

@@ -22,7 +22,10 @@ from dpbook.calibration.study import (
     Replication,
     calibration_config,
     calibration_summary,
+    calibration_verdict,
+    coverage_table,
     pit_frame,
+    prior_iqr,
     replication_seed,
     replications,
     run_calibration,
@@ -31,6 +34,7 @@ from dpbook.calibration.study import (
 )
 
 __all__ = ["METHODS", "PARAMS", "Replication", "calibration_config", "calibration_summary",
-           "check_study_model", "draw_theta", "ecdf_band", "naive_posterior", "pit_frame",
-           "replicate", "replication_seed", "replications", "run_calibration", "run_replication",
+           "calibration_verdict", "check_study_model", "coverage_table", "draw_theta",
+           "ecdf_band", "naive_posterior", "pit_frame", "prior_iqr", "replicate",
+           "replication_seed", "replications", "run_calibration", "run_replication",
            "sample_cdf", "study_family", "summarize_pit"]

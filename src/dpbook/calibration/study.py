@@ -196,18 +196,75 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
     return df
 
 
-def calibration_summary(df, params=("mu", "sigma")):
-    """One row per (method, eps, n, parameter): :func:`summarize_pit` of the PIT values
-    and the median posterior interquartile range."""
+def prior_iqr(prior=None, params=("mu", "sigma")) -> dict:
+    """Interquartile ranges of the location and the scale under ``prior`` (default
+    Section 6's; a LocationScalePrior or a dict of its hyperparameters):
+    m ~ N(mean, var) has IQR 2 z_0.75 sqrt(var); c = sqrt(b / G), G ~ Gamma(a)."""
+    from scipy import stats
+
+    from dpbook.model.prior import SECTION6, LocationScalePrior
+
+    p = prior if isinstance(prior, LocationScalePrior) else \
+        LocationScalePrior(**prior) if prior else SECTION6
+    a, b = p.scale2_shape, p.scale2_scale
+    return {params[0]: 2 * stats.norm.ppf(0.75) * p.loc_var ** 0.5,
+            params[1]: float((b / stats.gamma.ppf(0.25, a)) ** 0.5
+                             - (b / stats.gamma.ppf(0.75, a)) ** 0.5)}
+
+
+def calibration_summary(df, params=("mu", "sigma"), prior=None):
+    """One row per (method, eps, n, parameter): :func:`summarize_pit` of the PIT values,
+    the median posterior interquartile range, and ``learned``, that median divided by
+    the prior's IQR (:func:`prior_iqr`; about 1: the posteriors learned nothing)."""
     import pandas as pd
 
     rows = []
+    iqr0 = prior_iqr(prior, params)
     for (method, eps, n), g in df.groupby(["method", "eps", "n"], sort=False):
         for p in params:
+            med = float(g[f"{p}_iqr"].median())
             rows.append({"method": method, "eps": eps, "n": n, "param": p,
-                         **summarize_pit(g[p].to_numpy()),
-                         "median_iqr": float(g[f"{p}_iqr"].median())})
+                         **summarize_pit(g[p].to_numpy()), "median_iqr": med,
+                         "learned": med / iqr0[p]})
     return pd.DataFrame(rows)
+
+
+def coverage_table(summary):
+    """The summary as a table to read: coverage of the 50% and 90% intervals with their
+    binomial se, KS statistic and p-value, dispersion z, IQR / prior."""
+    import pandas as pd
+
+    t = summary.set_index(["method", "eps", "param"])
+    cover = {f"{p}% covered": [f"{c:.2f} ± {se:.2f}" for c, se in
+                               zip(t[f"coverage{p}"], t[f"coverage{p}_se"])] for p in (50, 90)}
+    return pd.DataFrame(cover, index=t.index).assign(
+        **{"KS": t.ks_stat, "KS p": t.ks_p, "disp. z": t.dispersion_z,
+           "IQR / prior": t.learned}).round(3)
+
+
+def calibration_verdict(summary, level=0.01):
+    """Which posteriors fail, from the summary: a row fails when its KS p-value or the
+    two-sided p-value of its dispersion z is below ``level`` / (2 x rows) (Bonferroni: a
+    set of calibrated posteriors fails somewhere with probability at most ``level``).
+    A posterior whose IQR is 0.8 to 1.25 times the prior's learned little.  Returns
+    (the p-value bound, one Markdown line per method)."""
+    from scipy import stats
+
+    alpha = level / (2 * len(summary))
+    disp_p = 2 * stats.norm.sf(summary.dispersion_z.abs())
+    lines = []
+    for method, g in summary.assign(dispersion_p=disp_p).groupby("method", sort=False):
+        bad = g[(g.ks_p < alpha) | (g.dispersion_p < alpha)]
+        flat = g[g.learned.between(0.8, 1.25)]
+        fails = ", ".join(f"{r.param} at ε = {r.eps:g} (KS p = {r.ks_p:.1g}, dispersion "
+                          f"z = {r.dispersion_z:.1f}, 90% interval covers "
+                          f"{r.coverage90:.2f})" for r in bad.itertuples())
+        text = f"* `{method}`: " + ("passes in every case" if bad.empty else "fails for " + fails)
+        if not flat.empty:
+            text += "; about as wide as the prior for " + ", ".join(
+                f"{r.param} at ε = {r.eps:g}" for r in flat.itertuples())
+        lines.append(text + ".")
+    return alpha, lines
 
 
 def pit_frame(df, params=("mu", "sigma")):
