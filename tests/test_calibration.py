@@ -195,3 +195,21 @@ def test_narrow_prior_study(tmp_path, capsys):
                             progress=False)
     df = pd.read_parquet(tmp_path / "estimates.parquet")
     assert df.mu_true.abs().max() < 5  # drawn from N(0, 1), not N(0, 10^4)
+
+
+def test_store_of_older_code_is_set_aside(tmp_path):
+    # a store written by code that did not record a setting this code records (here:
+    # the prior, added later) and had another fingerprint is moved aside, not refused
+    import json
+
+    from dpbook.experiment.store import StoreWarning
+
+    cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False)
+    path = tmp_path / "s" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["config"]["prior"]
+    manifest["config"]["calibration_code"] = "0" * 16
+    path.write_text(json.dumps(manifest))
+    with pytest.warns(StoreWarning, match="moved to"):
+        df = cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False)
+    assert len(df) == 2 and (tmp_path / f"s.stale-{manifest['config']['algorithm']}").exists()

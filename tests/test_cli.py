@@ -194,3 +194,15 @@ def test_lims_takes_one_pair_and_ends_are_named_as_given(capsys):
 def test_score_is_named_by_the_familys_parameter(capsys):
     assert main(["best-interval", "--eps", "2", "--grid", "6", "--family", "student_t"]) == 0
     assert "score loc," in capsys.readouterr().out
+
+
+def test_interrupt_is_one_line_and_status_130(monkeypatch, capsys):
+    import dpbook.calibration as cal
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cal, "run_calibration", interrupted)
+    assert main(["calibrate", "--method", "exact", "--eps", "1", "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "interrupted" in err and "resumes" in err

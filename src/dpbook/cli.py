@@ -621,6 +621,10 @@ def main(argv=None) -> int:
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             print(f"dpbook: error: {msg}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print("dpbook: interrupted; the results stored so far are kept, and the same "
+                  "command resumes from them", file=sys.stderr)
+            return 130
     return 0
 
 

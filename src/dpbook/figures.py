@@ -7,7 +7,7 @@ import base64
 import html
 import math
 import subprocess
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 DPI = 150
@@ -167,16 +167,20 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
 
     from dpbook.calibration.replication import ecdf_band
 
+    z = np.linspace(0.0, 1.0, 201)
+
+    @cache
+    def limits(reps):  # the band of reps uniform values (the same in every panel)
+        if band == "ks":
+            half = stats.kstwo.ppf(1 - alpha, reps)
+            return z - half, z + half
+        return ecdf_band(reps, alpha=alpha, points=z, rng=0)[1:]
+
     def draw(data, color=None, label=None):
         u = np.sort(data["pit"].to_numpy())
-        z = np.linspace(0.0, 1.0, 201)
         ax = plt.gca()
         if not ax.collections:  # the band, once per panel
-            if band == "ks":
-                half = stats.kstwo.ppf(1 - alpha, u.size)
-                lo, hi = z - half, z + half
-            else:
-                _, lo, hi = ecdf_band(u.size, alpha=alpha, points=z, rng=0)
+            lo, hi = limits(u.size)
             ax.fill_between(z, lo - z, hi - z, color="0.85", lw=0)
             ax.axhline(0.0, color="0.5", lw=0.6)
         ax.step(z, np.searchsorted(u, z, side="right") / u.size - z, where="post",

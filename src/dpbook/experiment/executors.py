@@ -93,13 +93,45 @@ def run_serial(fn, specs, on_done):
         on_done(task, fn(spec))
 
 
-def run_pool(fn, specs, workers, on_done):
-    """A local pool of ``workers`` spawned processes with one numba thread each."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+_POOLS: dict = {}  # (workers, source stamp) -> the pool kept for the next call
 
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                             initializer=init_worker)
+
+def _source_stamp() -> tuple:
+    """Names, sizes and modification times of dpbook's source files: a pool whose workers
+    imported other code than this process would now import is not reused."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    return tuple(sorted((str(p), st.st_size, st.st_mtime_ns) for p in root.rglob("*.py")
+                        for st in (p.stat(),)))
+
+
+def _pool(workers):
+    """The local pool of ``workers`` processes, kept between calls: starting one costs
+    seconds (spawn, imports, compiled-kernel caches), and a chapter runs several
+    studies.  The tasks are pure functions of their specs, so reuse changes no result."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    key = (workers, _source_stamp())
+    if key not in _POOLS:
+        _close_pools()
+        _POOLS[key] = ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
+                                          mp_context=mp.get_context("spawn"))
+    return key, _POOLS[key]
+
+
+def _close_pools():
+    while _POOLS:
+        _POOLS.popitem()[1].shutdown(wait=False, cancel_futures=True)
+
+
+def run_pool(fn, specs, workers, on_done):
+    """A local pool of ``workers`` spawned processes with one numba thread each (kept
+    for the next call; see :func:`_pool`)."""
+    from concurrent.futures import as_completed
+
+    key, ex = _pool(workers)
     try:
         futs = {ex.submit(fn, spec): task for task, spec in specs}
         errors = []
@@ -112,9 +144,19 @@ def run_pool(fn, specs, workers, on_done):
             on_done(futs[f], res)
         _raise_first(errors)
     except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
+        # a failed, interrupted or broken pool is not reused; its workers ignore SIGINT
+        # (init_worker), so they are stopped here rather than left to finish their tasks
+        _POOLS.pop(key, None)
+        _stop(ex)
         raise
-    ex.shutdown(wait=True)
+
+
+def _stop(ex):
+    """Shut the pool down now: cancel what has not started and terminate the workers."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())  # no public list in 3.11
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
 
 
 def _versions() -> dict:

@@ -278,12 +278,13 @@ CODE_KEYS = ("algorithm", "family_source", "format", "calibration_code")
 
 def set_aside_if_stale(out: Path, config: dict) -> Path | None:
     """Move the store ``out`` to ``out.stale-<fingerprint>`` (nothing is deleted) when it
-    was made by other code (:data:`CODE_KEYS`) with otherwise the same configuration;
-    return where it went, or None."""
+    was made by other code (:data:`CODE_KEYS`) with otherwise the same configuration
+    (settings that only one of the two versions records, such as one added by the newer
+    code, are not compared); return where it went, or None."""
     old = ((read_manifest(out) if out.exists() else None) or {}).get("config", {})
+    shared = (set(old) & set(config)) - set(CODE_KEYS)
     if not old or all(old.get(k) == config.get(k) for k in CODE_KEYS) or \
-            {k: v for k, v in old.items() if k not in CODE_KEYS} != \
-            {k: v for k, v in config.items() if k not in CODE_KEYS}:
+            any(old[k] != config[k] for k in shared):
         return None
     aside = out.with_name(f"{out.name}.stale-{old.get('algorithm') or 'unknown'}")
     shutil.rmtree(aside, ignore_errors=True)

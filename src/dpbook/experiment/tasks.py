@@ -99,9 +99,13 @@ def keep_freed_memory_env() -> dict:
 
 def init_worker():
     """Process-pool initializer: one numba thread per worker so tasks run side by side,
-    and freed memory kept for reuse (:func:`keep_freed_memory`)."""
+    freed memory kept for reuse (:func:`keep_freed_memory`), and Ctrl-C (SIGINT, sent to
+    the whole process group) left to the parent, which stops the pool."""
+    import signal
+
     set_threads(1)
     keep_freed_memory()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_task(spec: dict) -> dict:
