@@ -56,7 +56,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dpbook.figures import METHOD_COLOURS, figure_saver, paths_frame, posterior_paths
+from dpbook.figures import (
+    GREEK,
+    METHOD_COLOURS,
+    figure_saver,
+    marginals_against_exact,
+    paths_frame,
+    posterior_paths,
+)
 from dpbook.fisher import best_interval
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.online import run_online
@@ -275,51 +282,18 @@ print(f"{len(exact)} exact posteriors on {GRID[0]} x {GRID[1]} grids; largest de
 # means, standard deviations and quantiles.
 
 # %%
-def particles(run, t):
-    """(mu, sigma, w) of the particle cloud recorded at time t."""
-    h = run.smc.history
-    j = h.snapshot_t.index(t)
-    return h.snapshot_mu[j], h.snapshot_sigma[j], h.snapshot_w[j]
+def plot_marginals(name):
+    """Snapshots of the particles against the exact marginals, one column per time."""
+    draws = pd.concat([runs[name].smc.history.snapshot(t).frame().assign(t=t) for t in TIMES])
+    dens = pd.concat([exact[name, t].marginal_frame().assign(t=t) for t in TIMES])
+    grid = marginals_against_exact(draws.replace(GREEK), dens.replace(GREEK), col="t",
+                                   truth={"μ": MU, "σ": SIGMA}, height=2.5, aspect=0.84,
+                                   color=METHOD_COLOURS[f"smc-{name}"], label="SMC particles")
+    grid.axes[0, 0].legend(fontsize=9, loc="upper left")
+    return grid.figure
 
 
-def weighted_quantile(values, weights, q):
-    order = np.argsort(values)
-    cdf = np.cumsum(weights[order]) - 0.5 * weights[order]
-    return np.interp(q, cdf / weights.sum(), values[order])
-
-
-def plot_marginals(name, run):
-    fig, axes = plt.subplots(2, len(TIMES), figsize=(2.1 * len(TIMES), 5.2))
-    for col, t in enumerate(TIMES):
-        mu, sig, w = particles(run, t)
-        for row, (label, values, truth) in enumerate([("μ", mu, MU), ("σ", sig, SIGMA)]):
-            nodes, dens = exact[name, t].marginal(row)
-            e_lo, e_hi = exact[name, t].quantile([0.01, 0.99])[:, row]
-            # window: central 98% of the exact posterior and of the particles
-            lo, hi = min(e_lo, weighted_quantile(values, w, 0.01)), \
-                max(e_hi, weighted_quantile(values, w, 0.99))
-            lo, hi = lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo)
-            if row == 1:
-                lo = max(lo, 0.0)
-            edges = np.linspace(lo, hi, 41)
-            counts, _ = np.histogram(values, edges, weights=w)
-            # a density of the whole cloud (particles outside the window still count)
-            ax = axes[row, col]
-            ax.stairs(counts / (w.sum() * np.diff(edges)), edges, fill=True,
-                      color=METHOD_COLOURS[f"smc-{name}"],
-                      alpha=0.45, label="SMC particles")
-            inside = (nodes >= lo) & (nodes <= hi)
-            ax.plot(nodes[inside], dens[inside], color="k", lw=1.3, label="exact")
-            ax.axvline(truth, color="C3", ls=":", lw=1, label="true value")
-            ax.set(xlim=(lo, hi), yticks=[])
-            ax.set_xlabel(label)
-        axes[0, col].set_title(f"t = {t}")
-    axes[0, 0].legend(fontsize=9, loc="upper left")
-    fig.tight_layout()
-    return fig
-
-
-fig = plot_marginals("adaptive", runs["adaptive"])
+fig = plot_marginals("adaptive")
 save(fig, "marginals_adaptive",
      f"adaptive truncation, ε = {eps:g}, n = {n}, N = {N} particles (weighted histograms); "
      f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%",
@@ -335,7 +309,7 @@ save(fig, "marginals_adaptive",
 # The same comparison for the fixed wide interval, whose releases are much noisier:
 
 # %%
-fig = plot_marginals("fixed", runs["fixed"])
+fig = plot_marginals("fixed")
 save(fig, "marginals_fixed",
      f"fixed interval [μ − 10σ, μ + 10σ], ε = {eps:g}, n = {n}, N = {N} particles; "
      f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%",
@@ -353,22 +327,16 @@ save(fig, "marginals_fixed",
 
 # %%
 def compare(name, t):
-    mu, sig, w = particles(runs[name], t)
-    post = exact[name, t]
+    smc, post = runs[name].smc.history.snapshot(t), exact[name, t]
+    s_mean, s_sd, s_q = smc.mean(), smc.sd(), smc.quantile([0.25, 0.5, 0.75])
     e_mean, e_sd, e_q = post.mean(), post.sd(), post.quantile([0.25, 0.5, 0.75])
-    rows = []
-    for j, (key, values) in enumerate([("mu", mu), ("sigma", sig)]):
-        s_mean = float(w @ values / w.sum())
-        s_sd = float(np.sqrt(w @ (values - s_mean) ** 2 / w.sum()))
-        rows.append({"policy": name, "t": t, "parameter": key,
-                     "mean SMC": s_mean, "mean exact": e_mean[j], "diff": s_mean - e_mean[j],
-                     "diff / sd": (s_mean - e_mean[j]) / e_sd[j],
-                     "sd SMC": s_sd, "sd exact": e_sd[j], "sd ratio": s_sd / e_sd[j],
-                     "median diff / sd": (weighted_quantile(values, w, 0.5) - e_q[1, j])
-                     / e_sd[j],
-                     "IQR ratio": np.ptp(weighted_quantile(values, w, [0.25, 0.75]))
-                     / (e_q[2, j] - e_q[0, j])})
-    return rows
+    return [{"policy": name, "t": t, "parameter": key,
+             "mean SMC": s_mean[j], "mean exact": e_mean[j], "diff": s_mean[j] - e_mean[j],
+             "diff / sd": (s_mean[j] - e_mean[j]) / e_sd[j],
+             "sd SMC": s_sd[j], "sd exact": e_sd[j], "sd ratio": s_sd[j] / e_sd[j],
+             "median diff / sd": (s_q[1, j] - e_q[1, j]) / e_sd[j],
+             "IQR ratio": (s_q[2, j] - s_q[0, j]) / (e_q[2, j] - e_q[0, j])}
+            for j, key in enumerate(["mu", "sigma"])]
 
 
 table = pd.DataFrame([row for name in runs for t in TIMES for row in compare(name, t)])
@@ -464,26 +432,19 @@ pd.DataFrame([row for case in cases for row in spread(case)]).set_index(["case",
 # particles do there.
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-post = exact_final[list(cases)[1]]
-for ax, key, label in [(axes[0], "mu", "μ"), (axes[1], "sigma", "σ")]:
-    nodes, dens = post.marginal(int(key == "sigma"))
-    lo, hi = post.quantile([0.005, 0.95])[:, int(key == "sigma")]
-    edges = np.linspace(lo, hi, 41)
-    for k, smc in enumerate(repeats[list(cases)[1]]):
-        values = smc.mu if key == "mu" else smc.sigma
-        counts, _ = np.histogram(values, edges, weights=smc.w)
-        ax.stairs(counts / np.diff(edges), edges, color=f"C{k % 10}", alpha=0.8, lw=1)
-    inside = (nodes >= lo) & (nodes <= hi)
-    ax.plot(nodes[inside], dens[inside], color="k", lw=2.2, label="exact")
-    ax.set(xlabel=label, xlim=(lo, hi), yticks=[])
-axes[0].legend()
-axes[0].set_title("μ at t = n, one colour per run")
-axes[1].set_title("σ (cut at its 95% quantile)")
-fig.tight_layout()
+post, hard_runs = exact_final[list(cases)[1]], repeats[list(cases)[1]]
+draws = pd.concat([smc.history.snapshot(n).frame().assign(run=k + 1)
+                   for k, smc in enumerate(hard_runs)])
+grid = marginals_against_exact(draws.replace(GREEK), post.marginal_frame().replace(GREEK),
+                               row=None, col="param", hue="run", window=(0.005, 0.95),
+                               pad=0.0, height=3.6, aspect=1.2, palette="tab10")
+grid.axes[0, 0].legend(fontsize=9)
+grid.set_titles("{col_name} at t = n, one colour per run")
+fig = grid.figure
 save(fig, "hard_case_repeats",
      f"fixed [μ − 10σ, μ + 10σ], ε = {eps_hard:g}, n = {n}; {size['repeats']} SMC runs with "
-     f"N = {N} on the same releases; exact: {GRID[0]} x {GRID[1]} grid",
+     f"N = {N} on the same releases; exact: {GRID[0]} x {GRID[1]} grid; axes from the "
+     "0.5% to the 95% quantile",
      caption="The hard case (fixed wide interval, small ε): the final posterior of μ "
              "(left) and σ (right) from independent SMC runs on the same releases, one "
              "colour per run, against the exact posterior (black).",
@@ -494,7 +455,7 @@ save(fig, "hard_case_repeats",
 tail = dict(zip((0.5, 0.9, 0.99), post.quantile([0.5, 0.9, 0.99])[:, 1]))
 pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
     f"SMC run {k + 1}": float(smc.w[smc.sigma > v].sum())
-    for k, smc in enumerate(repeats[list(cases)[1]])}} for q, v in tail.items()}).T
+    for k, smc in enumerate(hard_runs)}} for q, v in tail.items()}).T
 
 # %% [markdown]
 # With noise of scale $20\sigma/\epsilon$, the exact posterior of $\sigma$ is wide, skewed

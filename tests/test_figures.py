@@ -40,3 +40,29 @@ def test_eps_colours_are_the_same_everywhere_and_ordered():
     a, b = figures.eps_colours([1, 10]), figures.eps_colours([10, 2, 1])
     assert a[1] == b[1] and a[10] == b[10]
     assert sum(a[1][:3]) > sum(b[2][:3]) > sum(a[10][:3])  # darker as eps grows
+
+
+def test_marginals_against_exact_draws_each_panel_once():
+    import numpy as np
+    import pandas as pd
+
+    from dpbook.posterior import exact_posterior
+    from dpbook.smc.algorithm import Particles
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(50, 3, 40) + rng.laplace(0, 4, 40)
+    post = exact_posterior(y, 30.0, 70.0, 10.0, grid=(41, 41))
+    dens = post.marginal_frame()
+    assert set(dens.param) == {"mu", "sigma"} and list(dens.columns) == ["param", "x", "density"]
+    theta = np.column_stack([rng.normal(50, 1, 500), rng.gamma(9, 0.3, 500)])
+    cloud = Particles(theta, rng.uniform(size=500), ("mu", "sigma"))
+    np.testing.assert_allclose(cloud.mean(), cloud.w @ theta)
+    assert cloud.summary()["mu"]["mean"] == pytest.approx(cloud.mean()[0])
+    draws = pd.concat([cloud.frame().assign(run=k) for k in (1, 2)])
+    grid = figures.marginals_against_exact(draws, dens, row=None, col="param", hue="run")
+    for ax in grid.axes.flat:  # one exact line per panel, one histogram per run
+        assert [line.get_label() for line in ax.lines].count("exact") == 1
+    plt.close(grid.figure)
+    grid = figures.marginals_against_exact(cloud.frame(), dens, truth={"mu": 50, "sigma": 3})
+    assert grid.axes.shape == (2, 1) and grid.axes[1, 0].get_xlim()[0] >= 0
+    plt.close(grid.figure)

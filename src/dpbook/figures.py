@@ -197,6 +197,73 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
     return grid
 
 
+def marginals_against_exact(draws, exact, *, row="param", col=None, hue=None, truth=None,
+                            window=(0.01, 0.99), pad=0.1, bins=40, height=2.6,
+                            aspect=0.8, palette=None, color=None, label="draws"):
+    """Weighted histograms of posterior draws against exact marginal densities: one panel
+    per (``row``, ``col``) value, one histogram per ``hue`` value.
+
+    ``draws``: long form with columns ``value`` and ``weight`` (any scale: normalised per
+    panel and hue, so a histogram is the density of the whole cloud, draws outside the
+    window included); ``exact``: long form with ``x`` and ``density`` and the same facet
+    columns.  Each panel shows the central ``window`` of the exact marginal and of the
+    draws, widened by ``pad`` on either side (not below 0 for a positive parameter:
+    one whose exact nodes are all positive).  ``truth``: {row value: true value}, a
+    dotted line.  ``palette`` colours the hues; without a hue, ``color`` and ``label``
+    style the one histogram.  Returns seaborn's FacetGrid."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import seaborn as sns
+    from scipy.integrate import cumulative_trapezoid
+
+    facets = [c for c in (row, col) if c is not None]
+
+    def cloud_quantiles(d, q):
+        order = np.argsort(d["value"].to_numpy())
+        v, w = d["value"].to_numpy()[order], d["weight"].to_numpy()[order]
+        return np.interp(q, (np.cumsum(w) - 0.5 * w) / w.sum(), v)
+
+    limits = {}
+    for key, e in exact.groupby(facets, sort=False):
+        d = draws.set_index(facets).loc[key].reset_index() if facets else draws
+        x, dens = e["x"].to_numpy(), e["density"].to_numpy()
+        cdf = cumulative_trapezoid(dens, x, initial=0.0)
+        lo, hi = np.interp(window, cdf / cdf[-1], x)
+        lo = min(lo, *[cloud_quantiles(g, window[0]) for _, g in
+                       (d.groupby(hue) if hue else [(None, d)])])
+        hi = max(hi, *[cloud_quantiles(g, window[1]) for _, g in
+                       (d.groupby(hue) if hue else [(None, d)])])
+        lo, hi = lo - pad * (hi - lo), hi + pad * (hi - lo)
+        limits[key if isinstance(key, tuple) else (key,)] = \
+            (max(lo, 0.0) if x.min() > 0 else lo, hi, e)
+
+    def draw(data, color=None, label=None):  # FacetGrid passes a hue's colour and label
+        key = tuple(data[f].iloc[0] for f in facets)
+        lo, hi, e = limits[key]
+        ax = plt.gca()
+        if key not in drawn:  # the exact density and the truth, once per panel, on top
+            drawn.add(key)
+            inside = (e["x"] >= lo) & (e["x"] <= hi)
+            ax.plot(e["x"][inside], e["density"][inside], color="k", lw=1.6, label="exact",
+                    zorder=3)
+            if truth is not None and row is not None:
+                ax.axvline(truth[key[0]], color="C3", ls=":", lw=1, label="true value",
+                           zorder=3)
+        sns.histplot(x=data["value"], weights=data["weight"] / (data["weight"].sum()
+                                                                 * (hi - lo) / bins),
+                     bins=bins, binrange=(lo, hi), stat="count", element="step",
+                     fill=hue is None, alpha=0.45 if hue is None else 0.9, ax=ax,
+                     color=color if hue else one_color, label=label if hue else one_label)
+        ax.set(xlim=(lo, hi), yticks=[], ylabel="", xlabel=str(key[0]) if row else "")
+
+    grid = sns.FacetGrid(draws, row=row, col=col, hue=hue, sharex=False, sharey=False,
+                         height=height, aspect=aspect, palette=palette)
+    one_color, one_label, drawn = color or "C0", label, set()
+    grid.map_dataframe(draw)
+    grid.set_titles(template=(f"{col} = {{col_name}}" if row else "{col_name}") if col else "")
+    return grid
+
+
 def coverage_dots(summary, *, levels=(50, 90), height=2.2, aspect=1.6):
     """Coverage of central credible intervals per method: one dot per row of a
     calibration summary (:func:`dpbook.calibration.calibration_summary`: one per eps),

@@ -101,6 +101,15 @@ class GridPosterior:
         return np.array([node_cdf(*self.marginal(j), self.weights[j], v)
                          for j, v in enumerate(values)])
 
+    def marginal_frame(self):
+        """The marginal densities in long form: one row per node and parameter (param,
+        x, density)."""
+        import pandas as pd
+
+        return pd.concat([pd.DataFrame({"param": p, **dict(zip(("x", "density"),
+                                                                self.marginal(j)))})
+                          for j, p in enumerate(self.params)], ignore_index=True)
+
     def summary(self):
         """{param: {"mean": .., "sd": ..}} as plain floats."""
         m, s = self.mean(), self.sd()

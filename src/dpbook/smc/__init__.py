@@ -8,6 +8,6 @@
   Laplace mechanism, which ``SMC(...)`` returns for that model (:mod:`dpbook.backends`).
 """
 
-from dpbook.smc.algorithm import SMC, History, smc_posterior
+from dpbook.smc.algorithm import SMC, History, Particles, smc_posterior
 
-__all__ = ["SMC", "History", "smc_posterior"]
+__all__ = ["SMC", "History", "Particles", "smc_posterior"]

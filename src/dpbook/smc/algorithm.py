@@ -67,6 +67,14 @@ class History:
     def __repr__(self):
         return f"<History {self.params}, {len(self.ess)} steps>"
 
+    def snapshot(self, t):
+        """The weighted particles recorded at time t, as a :class:`Particles`."""
+        if t not in self.snapshot_t:
+            raise ValueError(f"no snapshot at t = {t}; snapshots: {self.snapshot_t}")
+        j = self.snapshot_t.index(t)
+        theta = np.column_stack([getattr(self, f"snapshot_{p}")[j] for p in self.params])
+        return Particles(theta, self.snapshot_w[j], self.params)
+
 
 def check_smc_memory(n_particles, n_max):
     """ValueError before allocating an SMC that cannot fit: it keeps the latent paths
@@ -110,6 +118,34 @@ class ParticlePosterior:
         h = self.history
         return {p: {"mean": getattr(h, f"mean_{p}")[-1], "sd": getattr(h, f"sd_{p}")[-1]}
                 for p in self.params}
+
+
+class Particles(ParticlePosterior):
+    """A weighted particle cloud of theta (a snapshot of an SMC, say): ``quantile``,
+    ``mean``, ``sd``, ``thompson_draw``."""
+
+    def __init__(self, theta, w, params):
+        self.theta = np.asarray(theta, float).reshape(len(w), len(params))
+        w = np.asarray(w, float)
+        self.w, self.params = w / w.sum(), tuple(params)
+
+    def mean(self):
+        return self.w @ self.theta
+
+    def sd(self):
+        return np.sqrt(self.w @ (self.theta - self.mean()) ** 2)
+
+    def summary(self):
+        return {p: {"mean": float(m), "sd": float(v)}
+                for p, m, v in zip(self.params, self.mean(), self.sd())}
+
+    def frame(self):
+        """The cloud in long form: one row per particle and parameter (param, value,
+        weight)."""
+        import pandas as pd
+
+        return pd.concat([pd.DataFrame({"param": p, "value": self.theta[:, j], "weight": self.w})
+                          for j, p in enumerate(self.params)], ignore_index=True)
 
 
 class SMC(ParticlePosterior):
