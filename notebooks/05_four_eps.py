@@ -57,14 +57,12 @@ scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the expe
 
 # %%
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown
-from matplotlib.ticker import NullFormatter
 
-from dpbook.experiment import book_experiment
-from dpbook.figures import METHOD_COLOURS, figure_saver, repo_root
+from dpbook.experiment import book_experiment, store_report
+from dpbook.figures import figure_saver, particle_clouds
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("05_four_eps", mode=mode, seed=seed)
@@ -73,11 +71,7 @@ save = figure_saver("05_four_eps", mode=mode, seed=seed)
 estimates, trajectories, STORE, elapsed, computed = book_experiment(mode, seed,
                                                                     scheduler=scheduler)
 config, manifest = trajectories.config, trajectories.manifest
-print(f"store {STORE.relative_to(repo_root())}: {len(estimates)} tasks, "
-      + (f"computed now in {elapsed:.0f} s" if computed else
-         f"complete already: read in {elapsed:.1f} s")
-      + f"; the tasks' own compute time, recorded in the store: "
-        f"{estimates['seconds'].sum():.0f} s")
+print(store_report(estimates, STORE, elapsed, computed))
 
 # %% [markdown]
 # The table lists the configuration of the store and the optimal interval $(a^*, b^*)$
@@ -137,58 +131,8 @@ intervals.round(3)
 # %%
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive"}
 RUN = 0
-
-
-def panel_limits(values, truth, log=False):
-    """Vertical limits around the 1-99% quantiles of ``values`` and the truth."""
-    v = np.log(values) if log else values
-    t = np.log(truth) if log else truth
-    lo, hi = np.quantile(v, [0.01, 0.99])
-    lo, hi = min(lo, t), max(hi, t)
-    pad = 0.25 * (hi - lo)
-    lo, hi = lo - pad, hi + pad
-    return (np.exp(lo), np.exp(hi)) if log else (lo, hi)
-
-
-def draw(ax, t_snap, particles, mean, truth, ylim, colour, log=False, l=None, r=None):
-    n_part = particles.shape[1]
-    steps = np.arange(1, len(mean) + 1)
-    if l is not None:  # behind the particles
-        ax.plot(steps, l, color="C2", lw=0.5, alpha=0.7, zorder=1)
-        ax.plot(steps, r, color="C2", lw=0.5, alpha=0.7, zorder=1)
-    ax.scatter(np.repeat(t_snap, n_part), particles.ravel(), s=3, color=colour,
-               alpha=min(0.4, 50 / n_part), lw=0, rasterized=True, zorder=2)
-    ax.plot(steps, mean, color="C3", lw=1.2, zorder=3)
-    ax.axhline(truth, color="k", lw=1, zorder=3)
-    if log:
-        ax.set_yscale("log")
-        ticks = [v for v in (0.3, 0.5, 1, 2, 3, 5, 10, 20, 50) if ylim[0] <= v <= ylim[1]]
-        ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_ylim(ylim)
-
-
 for eps in EPS:  # one figure per privacy level, so that each is readable in the page
-    fig, axes = plt.subplots(2, 2, figsize=(9, 5.6), sharex=True)
-    snaps = {m: trajectories.particles(m, eps, RUN) for m in METHODS}
-    late = {m: s[0] > config["n"] / 4 for m, s in snaps.items()}  # skip the first steps
-    mu_lim = panel_limits(np.concatenate([s[1][late[m]].ravel()
-                                          for m, s in snaps.items()]), mu_true)
-    sig_lim = panel_limits(np.concatenate([s[2][late[m]].ravel()
-                                           for m, s in snaps.items()]), sigma_true, log=True)
-    for k, method in enumerate(METHODS):
-        d = trajectories[method, eps, RUN]
-        t_snap, mu_p, sig_p = snaps[method]
-        colour = METHOD_COLOURS[method]
-        draw(axes[0, k], t_snap, mu_p, d["mean_mu"], mu_true, mu_lim, colour,
-             l=d["l"], r=d["r"])
-        draw(axes[1, k], t_snap, sig_p, d["mean_sigma"], sigma_true, sig_lim, colour,
-             log=True)
-        axes[0, k].set_title(METHODS[method])
-        axes[1, k].set_xlabel("t")
-    axes[0, 0].set_ylabel("μ")
-    axes[1, 0].set_ylabel("σ")
-    fig.tight_layout()
+    fig = particle_clouds(trajectories, eps, RUN, METHODS)
     save(fig, f"figure2_eps{eps:g}",
          f"ε = {eps:g}, run {RUN}; n = {config['n']}, N = {config['particles']} particles, "
          f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; particles every {config['every']}th "

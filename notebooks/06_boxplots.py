@@ -60,8 +60,8 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown
 
-from dpbook.experiment import book_experiment, summarize
-from dpbook.figures import METHOD_COLOURS, figure_saver, repo_root
+from dpbook.experiment import book_experiment, rmse_ratios, store_report, summarize
+from dpbook.figures import METHOD_COLOURS, figure_saver
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("06_boxplots", mode=mode, seed=seed)
@@ -70,11 +70,7 @@ save = figure_saver("06_boxplots", mode=mode, seed=seed)
 estimates, trajectories, STORE, elapsed, computed = book_experiment(mode, seed,
                                                                     scheduler=scheduler)
 config = trajectories.config
-print(f"store {STORE.relative_to(repo_root())}: {len(estimates)} tasks, "
-      + (f"computed now in {elapsed:.0f} s" if computed else
-         f"complete already: read in {elapsed:.1f} s")
-      + f"; the tasks' own compute time, recorded in the store: "
-        f"{estimates['seconds'].sum():.0f} s")
+print(store_report(estimates, STORE, elapsed, computed))
 pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "mhaar_aux",
                                   "seed", "mu", "sigma")},
           name="configuration", dtype=object).to_frame().T
@@ -170,69 +166,41 @@ table.round(3)
 # interval that contains 1 means that the runs cannot tell the two methods apart.
 
 # %%
-B = 2000
-rows = []
-for eps in EPS:
-    at_eps = estimates[estimates.eps == eps]
-    for par in ("mu", "sigma"):
-        err = at_eps.pivot(index="run", columns="method", values=f"{par}_hat") - TRUTH[par]
-        sq = (err**2).to_numpy()  # runs x methods, paired by run
-        cols = list(err.columns)
-        idx = rng.integers(0, len(sq), size=(B, len(sq)))
-        boot = np.sqrt(sq[idx].mean(axis=1))  # B x methods
-        rmse = np.sqrt(sq.mean(axis=0))
-        a = cols.index("smc-adaptive")
-        row = {("eps", ""): eps, ("parameter", ""): SYMBOL[par],
-               ("lowest RMSE", ""): METHODS[cols[int(np.argmin(rmse))]]}
-        for other in ("smc-fixed", "mhaar"):
-            o, vs = cols.index(other), f"adaptive / {METHODS[other]}"
-            ratio = boot[:, a] / boot[:, o]
-            row[vs, "RMSE ratio"] = rmse[a] / rmse[o]
-            row[vs, "5%"] = np.quantile(ratio, 0.05)
-            row[vs, "95%"] = np.quantile(ratio, 0.95)
-        rows.append(row)
-ratios = pd.DataFrame(rows)
-ratios.columns = pd.MultiIndex.from_tuples(ratios.columns)
-ratios = ratios.set_index([("eps", ""), ("parameter", "")]).rename_axis(["eps", "parameter"])
-ratios.round(3)
+ratios = rmse_ratios(estimates, B=2000, rng=rng).replace(
+    {"param": SYMBOL, "other": METHODS, "lowest": METHODS})
+ratios.pivot(index=["eps", "param", "lowest"], columns="other",
+             values=["ratio", "q05", "q95"]).round(3)
 
 # %%
-others = [METHODS[m] for m in ("smc-fixed", "mhaar")]
-
-
-def verdict(row, other):
-    r, lo, hi = (row[f"adaptive / {other}", k] for k in ("RMSE ratio", "5%", "95%"))
-    if hi < 1:
+def verdict(r):
+    if r.q95 < 1:
         word = "better, and the bootstrap interval excludes a tie"
-    elif lo > 1:
+    elif r.q05 > 1:
         word = "worse, and the bootstrap interval excludes a tie"
-    elif r < 1:
+    elif r.ratio < 1:
         word = "better, but the bootstrap interval includes a tie"
     else:
         word = "no better, and the bootstrap interval includes a tie"
-    return f"{word} ({r:.2f}, {lo:.2f} to {hi:.2f})"
+    return f"against {r.other}, adaptive is {word} ({r.ratio:.2f}, {r.q05:.2f} to {r.q95:.2f})"
 
 
-lines = []
-for (eps, par), row in ratios.iterrows():
-    lines.append(f"* **ε = {eps:g}, {par}.**  Lowest RMSE: {row['lowest RMSE', '']}.  Against "
-                 f"{others[0]}, adaptive is {verdict(row, others[0])}; against {others[1]}, "
-                 f"it is {verdict(row, others[1])}.")
-best = ratios["lowest RMSE", ""] == "SMC-adaptive"
-clear = (ratios[[(f"adaptive / {o}", "95%") for o in others]] < 1).all(axis=1)
-worse = (ratios[[(f"adaptive / {o}", "5%") for o in others]] > 1).any(axis=1)
+cases = ratios.groupby(["eps", "param"], sort=False)
+lines = [f"* **ε = {eps:g}, {par}.**  Lowest RMSE: {g.lowest.iat[0]}; "
+         + "; ".join(verdict(r) for r in g.itertuples()) + "." for (eps, par), g in cases]
+best = cases.lowest.first() == METHODS["smc-adaptive"]
+clear, worse = cases.q95.max() < 1, cases.q05.max() > 1
 
 
-def cases(k):
+def count(k):
     return f"{k} case" if k == 1 else f"{k} cases"
 
 
 lines.append(
     f"\nIn short: SMC-adaptive has the lowest RMSE in {int(best.sum())} of the "
-    f"{len(ratios)} (ε, parameter) cases.  It is better than both other methods, with "
-    f"both bootstrap intervals below 1, in {cases(int(clear.sum()))}.  It is clearly "
+    f"{len(best)} (ε, parameter) cases.  It is better than both other methods, with "
+    f"both bootstrap intervals below 1, in {count(int(clear.sum()))}.  It is clearly "
     f"worse than at least one of them, with an interval above 1, in "
-    f"{cases(int(worse.sum()))} ({config['runs']} runs per ε).")
+    f"{count(int(worse.sum()))} ({config['runs']} runs per ε).")
 if config["runs"] < 10:
     lines.append(
         f"\nWith only {config['runs']} runs per ε the bootstrap intervals are themselves "

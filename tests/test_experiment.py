@@ -338,3 +338,25 @@ def test_book_experiment_store_names(tmp_path, monkeypatch):
     assert seen[2][1]["seed"] == 3
     with pytest.raises(ValueError, match="mode"):
         ex.book_experiment("medium")
+
+
+def test_rmse_ratios_paired_bootstrap():
+    rng = np.random.default_rng(0)
+    rows = []
+    for eps in (1.0, 5.0):
+        for run in range(8):
+            shared = rng.normal()  # the population of the run, common to the methods
+            for method, noise in (("smc-adaptive", 0.5), ("smc-fixed", 1.0), ("mhaar", 0.5)):
+                rows.append({"method": method, "eps": eps, "run": run, "mu_true": 0.0,
+                             "sigma_true": 1.0, "mu_hat": shared + noise * rng.normal(),
+                             "sigma_hat": 1.0 + noise * rng.normal()})
+    est = pd.DataFrame(rows)
+    r = ex.rmse_ratios(est, B=500, rng=1)
+    assert len(r) == 2 * 2 * 2 and set(r.other) == {"smc-fixed", "mhaar"}
+    one = r[(r.eps == 1.0) & (r.param == "mu") & (r.other == "smc-fixed")].iloc[0]
+    g = est[est.eps == 1.0].pivot(index="run", columns="method", values="mu_hat")
+    rmse = np.sqrt((g**2).mean())
+    assert one.ratio == pytest.approx(rmse["smc-adaptive"] / rmse["smc-fixed"])
+    assert one.q05 <= one.ratio <= one.q95 and one.lowest == rmse.idxmin()
+    # same seed, same numbers
+    pd.testing.assert_frame_equal(r, ex.rmse_ratios(est, B=500, rng=1))

@@ -264,6 +264,69 @@ def marginals_against_exact(draws, exact, *, row="param", col=None, hue=None, tr
     return grid
 
 
+def _cloud_limits(values, truth, log=False):
+    """Vertical limits around the 1-99% quantiles of ``values`` and the truth."""
+    import numpy as np
+
+    v, t = (np.log(values), np.log(truth)) if log else (values, truth)
+    lo, hi = np.quantile(v, [0.01, 0.99])
+    lo, hi = min(lo, t), max(hi, t)
+    lo, hi = lo - 0.25 * (hi - lo), hi + 0.25 * (hi - lo)
+    return (np.exp(lo), np.exp(hi)) if log else (lo, hi)
+
+
+def _cloud(ax, t_snap, particles, mean, truth, ylim, colour, log=False, l=None, r=None):
+    import numpy as np
+    from matplotlib.ticker import NullFormatter
+
+    steps = np.arange(1, len(mean) + 1)
+    if l is not None:  # behind the particles
+        ax.plot(steps, l, steps, r, color="C2", lw=0.5, alpha=0.7, zorder=1)
+    ax.scatter(np.repeat(t_snap, particles.shape[1]), particles.ravel(), s=3, color=colour,
+               alpha=min(0.4, 50 / particles.shape[1]), lw=0, rasterized=True, zorder=2)
+    ax.plot(steps, mean, color="C3", lw=1.2, zorder=3)
+    ax.axhline(truth, color="k", lw=1, zorder=3)
+    if log:
+        ax.set_yscale("log")
+        ticks = [v for v in (0.3, 0.5, 1, 2, 3, 5, 10, 20, 50) if ylim[0] <= v <= ylim[1]]
+        ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(ylim)
+
+
+def particle_clouds(trajectories, eps, run, methods):
+    """Figure 2 of the paper from an experiment store: the particles of mu (top) and
+    sigma (bottom, log scale) over time, one column per method (``methods``: {method:
+    title}), with the posterior mean (red), the truth (black) and the interval ends
+    l_t, r_t (green; a fixed interval's usually lie outside the limits).  The vertical
+    limits cover the 1-99% quantiles of the particles after the first quarter of the
+    stream, and the truth."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    config = trajectories.config
+    truth = config["mu"], config["sigma"]
+    fig, axes = plt.subplots(2, len(methods), figsize=(4.5 * len(methods), 5.6), sharex=True,
+                             squeeze=False)
+    snaps = {m: trajectories.particles(m, eps, run) for m in methods}
+    late = {m: s[0] > config["n"] / 4 for m, s in snaps.items()}
+    lims = [_cloud_limits(np.concatenate([s[j + 1][late[m]].ravel() for m, s in snaps.items()]),
+                          truth[j], log=j == 1) for j in (0, 1)]
+    for k, (method, title) in enumerate(methods.items()):
+        d = trajectories[method, eps, run]
+        t_snap, mu_p, sig_p = snaps[method]
+        _cloud(axes[0, k], t_snap, mu_p, d["mean_mu"], truth[0], lims[0],
+               METHOD_COLOURS[method], l=d["l"], r=d["r"])
+        _cloud(axes[1, k], t_snap, sig_p, d["mean_sigma"], truth[1], lims[1],
+               METHOD_COLOURS[method], log=True)
+        axes[0, k].set_title(title)
+        axes[1, k].set_xlabel("t")
+    axes[0, 0].set_ylabel("μ")
+    axes[1, 0].set_ylabel("σ")
+    fig.tight_layout()
+    return fig
+
+
 def coverage_dots(summary, *, levels=(50, 90), height=2.2, aspect=1.6):
     """Coverage of central credible intervals per method: one dot per row of a
     calibration summary (:func:`dpbook.calibration.calibration_summary`: one per eps),

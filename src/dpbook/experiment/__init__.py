@@ -27,7 +27,13 @@ from dpbook.experiment.config import (
     make_config,
     task_seed,
 )
-from dpbook.experiment.results import STORE_LOG, Trajectories, load_results, summarize
+from dpbook.experiment.results import (
+    STORE_LOG,
+    Trajectories,
+    load_results,
+    rmse_ratios,
+    summarize,
+)
 from dpbook.experiment.runner import (
     BOOK_CONFIGS,
     book_experiment,
@@ -35,6 +41,7 @@ from dpbook.experiment.runner import (
     is_complete,
     run_experiment,
     run_tasks,
+    store_report,
 )
 from dpbook.experiment.store import code_version, package_versions, read_manifest, store_progress
 from dpbook.experiment.tasks import (
@@ -49,5 +56,6 @@ __all__ = ["ALL_METHODS", "BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "S
            "algorithm_fingerprint", "book_experiment", "code_version", "config_params",
            "config_tasks", "config_theta", "data_seed", "ensure_results", "eps_code",
            "is_complete", "keep_freed_memory", "keep_freed_memory_env", "load_results",
-           "make_config", "package_versions", "read_manifest", "run_experiment", "run_task",
-           "run_tasks", "store_progress", "summarize", "task_seed", "task_spec"]
+           "make_config", "package_versions", "read_manifest", "rmse_ratios", "run_experiment",
+           "run_task",
+           "run_tasks", "store_progress", "store_report", "summarize", "task_seed", "task_spec"]

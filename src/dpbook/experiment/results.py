@@ -178,3 +178,33 @@ def summarize(estimates, mu=None, sigma=None):
         row["seconds"] = float(g["seconds"].mean())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def rmse_ratios(estimates, method="smc-adaptive", others=("smc-fixed", "mhaar"), B=2000,
+                rng=None, params=("mu", "sigma")):
+    """RMSE of ``method`` over that of each of ``others``, per eps and parameter, with a
+    paired bootstrap: the runs are resampled B times, the same runs for every method
+    (their errors share the population of the run).  Long form: eps, param, other,
+    ratio, q05 and q95 (the bootstrap's 5% and 95% quantiles of the ratio), and
+    ``lowest``, the method with the lowest RMSE at that (eps, param)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(rng)
+    rows = []
+    for eps in sorted(estimates.eps.unique()):
+        at_eps = estimates[estimates.eps == eps]
+        for p in params:
+            err = at_eps.pivot(index="run", columns="method", values=f"{p}_hat") \
+                - at_eps[f"{p}_true"].iloc[0]
+            sq = (err**2).to_numpy()  # runs x methods, paired by run
+            idx = rng.integers(0, len(sq), size=(B, len(sq)))
+            boot = np.sqrt(sq[idx].mean(axis=1))  # B x methods
+            rmse = np.sqrt(sq.mean(axis=0))
+            col = list(err.columns).index
+            for other in others:
+                ratio = boot[:, col(method)] / boot[:, col(other)]
+                rows.append({"eps": eps, "param": p, "other": other,
+                             "ratio": rmse[col(method)] / rmse[col(other)],
+                             "q05": np.quantile(ratio, 0.05), "q95": np.quantile(ratio, 0.95),
+                             "lowest": err.columns[int(np.argmin(rmse))]})
+    return pd.DataFrame(rows)

@@ -357,3 +357,19 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=N
     est, tr = ensure_results(out=path, progress=progress, seed=seed, scheduler=scheduler,
                              **BOOK_CONFIGS[mode])
     return est, tr, path, time.perf_counter() - start, computed
+
+
+def store_report(estimates, path, seconds, computed) -> str:
+    """One line on where a chapter's results came from (:func:`book_experiment`'s
+    outputs): the store, the number of tasks, whether they were computed now or read,
+    and their own compute time recorded in the store."""
+    from dpbook.figures import repo_root
+
+    try:
+        where = Path(path).resolve().relative_to(repo_root())
+    except ValueError:
+        where = path
+    how = f"computed now in {seconds:.0f} s" if computed else \
+        f"complete already: read in {seconds:.1f} s"
+    return (f"store {where}: {len(estimates)} tasks, {how}; the tasks' own compute time, "
+            f"recorded in the store: {estimates['seconds'].sum():.0f} s")
