@@ -303,11 +303,16 @@ Markdown(f"p-value bound: {alpha:.2g}.\n\n" + "\n".join(lines) + "\n\nWith the f
          f"interval, the noise-aware posteriors' IQR of σ over the prior's ranges from {ranges}.")
 
 # %% [markdown]
-# Under this prior the data inform $\sigma$, so a pass for $\sigma$ now says that the
-# method's interval for $\sigma$ is right, not only that it returns the prior.  The same
-# reading applies as above: a failure of a sampler where the exact posterior passes is
-# the sampler's; the naive posterior's failure is the model's (it takes the noise for
-# spread of the population).
+# Where the IQR / prior column of $\sigma$ is well below 1 (at $\epsilon = 10$), the data
+# inform $\sigma$, and a pass says that the method's interval for $\sigma$ is right, not
+# only that it returns the prior; at $\epsilon = 1$ the noise, of scale 16, still drowns
+# $\sigma$.  The reading is the one above: a failure of a sampler where the exact
+# posterior passes is the sampler's.  The naive posterior takes the noise for spread of
+# the population.  The `original-code` posterior makes the opposite error: it assumes
+# twice the noise variance that the releases carry, $2((r - l)/\epsilon)^2$ instead of
+# $((r - l)/\epsilon)^2$, and takes the excess out of $\sigma^2$; where it fails for
+# $\sigma$, that is why, and it shows only once the data inform $\sigma$, which the
+# paper's prior and its wide fixed interval never let them do.
 #
 # To run one of these studies from the command line, with other sizes or on a Dask
 # cluster:
