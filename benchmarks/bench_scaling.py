@@ -2,14 +2,16 @@
 
 One adaptive run (Algorithm 1 with Thompson sampling and the eq. 13 interval) of the
 paper's model, normal N(50, 10) with the Laplace mechanism, eps = 5, N particles, for
-each n and method: the latent SMC of Algorithms 2-3 (``smc``) and the marginal SMC on
-theta (``ibis``, :mod:`dpbook.marginal`).  Prints a table and writes JSON: wall and CPU
+each n and method: the latent SMC of Algorithms 2-3 (``smc``), the same moving only
+``--subset M`` latent values per step (``smc-subset``) and the marginal SMC on theta
+(``ibis``, :mod:`dpbook.marginal`).  Prints a table and writes JSON: wall and CPU
 seconds, peak memory of the process, the fitted exponent of time against n, where the
 marginal SMC's time goes (reweighting, resampling, moves) and the posterior quartiles.
 Each run is in a fresh process so that the peak memory is its own.
 
     python benchmarks/bench_scaling.py --n 1000 10000 100000 --methods ibis
     python benchmarks/bench_scaling.py --n 1000 3000 --methods smc ibis --out scaling.json
+    python benchmarks/bench_scaling.py --n 1000 3000 --methods smc smc-subset --subset 100
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import resource
 import time
 
 
-def one_run(method, n, particles, eps, seed, kernel="rw", moves=5):
+def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None):
     import numpy as np
 
     from dpbook.fisher import best_interval
@@ -42,11 +44,14 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5):
                        moves=moves) if method == "ibis" else None
     wall, cpu = time.perf_counter(), time.process_time()
     res = run_online(pop, policy, n, n_particles=particles, seed=seed, posterior=post,
-                     every=max(n, 1))
+                     every=max(n, 1), subset=subset if method == "smc-subset" else None)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     out = {"method": method, "n": n, "particles": particles, "eps": eps, "wall_s": wall,
            "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "quartiles": np.asarray(res.smc.quantile([0.25, 0.5, 0.75])).tolist()}
+    if method == "smc-subset":
+        out.update(subset=subset,
+                   acceptance=float(np.nanmean(res.smc.history.acceptance[1:])))
     if method == "ibis":
         out.update(kernel=kernel, moves_per_resample=moves, timing=post.timing,
                    moves=len(post.history.moves),
@@ -57,7 +62,10 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
-    p.add_argument("--methods", nargs="+", choices=("smc", "ibis"), default=["smc", "ibis"])
+    p.add_argument("--methods", nargs="+", choices=("smc", "smc-subset", "ibis"),
+                   default=["smc", "ibis"])
+    p.add_argument("--subset", type=int, default=100,
+                   help="latent values moved per step by smc-subset (default 100)")
     p.add_argument("--particles", type=int, default=1000)
     p.add_argument("--eps", type=float, default=5.0)
     p.add_argument("--seed", type=int, default=1)
@@ -72,14 +80,14 @@ def main(argv=None):
         for n in args.n:
             with ctx.Pool(1) as pool:
                 row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed,
-                                           args.kernel, args.moves))
+                                           args.kernel, args.moves, args.subset))
             rows.append(row)
             extra = ""
             if "timing" in row:
                 extra = "  " + ", ".join(f"{k} {v:.1f} s" for k, v in row["timing"].items())
                 extra += f", {row['moves']} moves, acceptance {row['acceptance']:.2f}"
             q = row["quartiles"][1]
-            print(f"{method:<5} n={n:<7} wall {row['wall_s']:8.1f} s  cpu {row['cpu_s']:8.1f} s"
+            print(f"{method:<10} n={n:<7} wall {row['wall_s']:8.1f} s  cpu {row['cpu_s']:8.1f} s"
                   f"  peak {row['peak_mb']:6.0f} MB  median mu {q[0]:.3f} sigma {q[1]:.3f}"
                   + extra, flush=True)
     for method in args.methods:

@@ -273,11 +273,16 @@ def cmd_posterior(args):
     check_count("iters", args.iters)
     y, l, r = read_releases(args.data)
     t0 = time.perf_counter()
-    if args.method == "smc":
+    if args.subset is not None and args.method != "smc-subset":
+        raise _UsageError("--subset goes with --method smc-subset")
+    if args.method in ("smc", "smc-subset"):
         from dpbook.smc import smc_posterior
 
+        if args.method == "smc-subset" and args.subset is None:
+            raise _UsageError("--method smc-subset needs --subset M (latent values moved "
+                              "per step)")
         post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
-                             n_particles=args.particles, seed=args.seed)
+                             n_particles=args.particles, seed=args.seed, subset=args.subset)
     elif args.method in ("smc-marginal", "ibis"):
         from dpbook.marginal import marginal_posterior
 
@@ -387,16 +392,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("posterior", help="posterior of theta from released data")
     add_family_arguments(q)
-    q.add_argument("--method", choices=("smc", "smc-marginal", "ibis", "mhaar", "exact"),
+    q.add_argument("--method", choices=("smc", "smc-subset", "smc-marginal", "ibis", "mhaar",
+                                        "exact"),
                    required=True,
-                   help="SMC (Algorithms 2-3), the marginal SMC on theta for long streams "
-                        "(smc-marginal, also called ibis), the MHAAR baseline or the exact "
-                        "posterior on a grid")
+                   help="SMC (Algorithms 2-3), the SMC moving a subset of M latent values "
+                        "per step (smc-subset, with --subset M), the marginal SMC on theta "
+                        "for long streams (smc-marginal, also called ibis), the MHAAR "
+                        "baseline or the exact posterior on a grid")
     q.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     q.add_argument("--particles", type=int, default=1000,
                    help="SMC particles N (default 1000)")
     q.add_argument("--iters", type=int, default=100_000,
                    help="MHAAR iterations (default 100000)")
+    q.add_argument("--subset", type=int, default=None, metavar="M",
+                   help="smc-subset: latent values x_k moved per step (Section 4's subset "
+                        "rejuvenation; cost O(N M) per step instead of O(N t))")
     q.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     q.add_argument("--json", action="store_true", help=_JSON_HELP)
     q.add_argument("data", help="CSV file with header y,l,r")

@@ -76,6 +76,20 @@ class History:
         return Particles(theta, self.snapshot_w[j], self.params)
 
 
+def check_subset(subset):
+    """None (move every x_k, Algorithm 3) or the number m >= 1 of latent values moved per
+    step (subset rejuvenation, Section 4); ValueError otherwise."""
+    if subset is None:
+        return None
+    return check_count("subset (latent values moved per step)", subset, 1)
+
+
+def subset_draw(rng, t, m):
+    """The m indices k < t whose x_k are moved at time t: a uniform random subset, drawn
+    independently of the particles (so each move keeps the posterior invariant), sorted."""
+    return np.sort(rng.choice(t, m, replace=False))
+
+
 def check_smc_memory(n_particles, n_max):
     """ValueError before allocating an SMC that cannot fit: it keeps the latent paths
     x_{1:t} of every particle twice (before and after the move)."""
@@ -188,6 +202,10 @@ class SMC(ParticlePosterior):
     n_theta_moves : theta moves per time step.
     generic : True runs this numpy code even where a compiled backend is registered
         (to check one against the other).
+    subset : None (default) moves every x_k, k < t, as Algorithm 3 does; an integer m
+        moves a uniform random subset of m of them at each step (the others are kept):
+        the subset rejuvenation that Section 4 suggests, cost O(N m) per step instead
+        of O(N t).  Any m >= t is the full algorithm, bit for bit.
 
     The result of ``SMC(...)`` is always an :class:`SMC`: this class, or the backend
     registered in :mod:`dpbook.backends` for the family and mechanism (a subclass).
@@ -207,8 +225,9 @@ class SMC(ParticlePosterior):
         return super().__new__(cls)
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
-                 seed=0, every=20, n_theta_moves=1, generic=False):
+                 seed=0, every=20, n_theta_moves=1, generic=False, subset=None):
         self.eps = check_eps(eps)
+        self.subset = check_subset(subset)
         self.family = as_family(family)
         self.mechanism = check_mechanism(mechanism)
         self._mech = get_mechanism(mechanism)
@@ -373,27 +392,18 @@ class SMC(ParticlePosterior):
             # 1. resampling
             anc = systematic(rng, self.w)
             self.theta = self.theta[anc]
-            # 2. rejuvenation (Algorithm 3): independent MH of every x_k, k < t, with
-            # proposal P_theta, which cancels: the ratio is the likelihood ratio only ...
-            xp = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, t)), float)
-            e = rng.standard_exponential((N, t))
+            # 2. rejuvenation (Algorithm 3): independent MH of every x_k, k < t (or of a
+            # subset of them), with proposal P_theta, which cancels: the ratio is the
+            # likelihood ratio only ...
             x_old, x_new = self._x
             ll_old, ll_new = self._ll
-            if self._kind >= 0:
-                sweep = mh_sweep_parallel if N * t >= PARALLEL_MIN else mh_sweep_serial
-                n_acc = sweep(self._kind, anc, x_old, ll_old, x_new, ll_new,
-                              np.ascontiguousarray(xp), e, self._y, self._l, self._r,
-                              self._invb, self._lnorm)
+            if self.subset is not None and self.subset < t:
+                n_acc, moved = self._move_subset(anc, subset_draw(rng, t, self.subset))
             else:
-                x, ll = x_old[anc, :t], ll_old[anc, :t]
-                llp = self._loglik(xp, 0, t)
-                ok = llp - ll > -e  # u < exp(llp - ll) with u = exp(-e)
-                x_new[:, :t] = np.where(ok, xp, x)
-                ll_new[:, :t] = np.where(ok, llp, ll)
-                n_acc = int(ok.sum())
+                n_acc, moved = self._move_all(anc), t  # Algorithm 3 as written
             self._x = [x_new, x_old]
             self._ll = [ll_new, ll_old]
-            x_acc = n_acc / (N * t)
+            x_acc = n_acc / (N * moved)
             # ... then theta given x_{1:t-1}
             th_acc = float(self._move_theta(x_new[:, :t], prev))
         # 3. propagation x_t ~ P_theta
@@ -411,6 +421,40 @@ class SMC(ParticlePosterior):
         self.w = w / w.sum()
         self.t = t + 1
         self._record(t, x_acc, th_acc)
+
+    def _move_all(self, anc):
+        """Step 2(i) for every x_k, k < t, from the ancestors ``anc``: accepted moves."""
+        fam, rng, N, t = self.family, self._rng, self.N, self.t
+        xp = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, t)), float)
+        e = rng.standard_exponential((N, t))
+        (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
+        if self._kind >= 0:
+            sweep = mh_sweep_parallel if N * t >= PARALLEL_MIN else mh_sweep_serial
+            return sweep(self._kind, anc, x_old, ll_old, x_new, ll_new,
+                         np.ascontiguousarray(xp), e, self._y, self._l, self._r,
+                         self._invb, self._lnorm)
+        x, ll = x_old[anc, :t], ll_old[anc, :t]
+        llp = self._loglik(xp, 0, t)
+        ok = llp - ll > -e  # u < exp(llp - ll) with u = exp(-e)
+        x_new[:, :t] = np.where(ok, xp, x)
+        ll_new[:, :t] = np.where(ok, llp, ll)
+        return int(ok.sum())
+
+    def _move_subset(self, anc, ks):
+        """Step 2(i) for the x_k with k in ``ks`` only (subset rejuvenation); the other
+        x_k are copied from the ancestors.  Returns (accepted moves, len(ks))."""
+        fam, rng, N, t = self.family, self._rng, self.N, self.t
+        xp = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, ks.size)),
+                        float)
+        e = rng.standard_exponential((N, ks.size))
+        (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
+        x, ll = x_old[anc, :t], ll_old[anc, :t]
+        llp = self._mech.logpdf(self._y[ks] - clip(xp, self._l[ks], self._r[ks]), self._b[ks])
+        ok = llp - ll[:, ks] > -e
+        x[:, ks] = np.where(ok, xp, x[:, ks])
+        ll[:, ks] = np.where(ok, llp, ll[:, ks])
+        x_new[:, :t], ll_new[:, :t] = x, ll
+        return int(ok.sum()), ks.size
 
     def _moments(self):
         """Weighted posterior means and sds of the parameters, (d,) arrays."""
@@ -439,11 +483,12 @@ class SMC(ParticlePosterior):
 
 
 def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000, seed=0,
-                  generic=False):
-    """Run the SMC over a released data set (y, l, r) in time order; return the SMC."""
+                  generic=False, subset=None):
+    """Run the SMC over a released data set (y, l, r) in time order; return the SMC
+    (``subset``: latent values moved per step, see :class:`SMC`)."""
     y, l, r = check_observations(y, l, r)
     smc = SMC(eps, family, mechanism, n_particles=n_particles, n_max=len(y), seed=seed,
-              generic=generic)
+              generic=generic, subset=subset)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
     if smc.history.ess and smc.history.ess[-1] < 1.5:

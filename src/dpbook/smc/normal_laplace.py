@@ -38,16 +38,17 @@ from numba.extending import intrinsic
 from dpbook import rng as _rng
 from dpbook.model.families import as_family
 from dpbook.privacy.policies import thompson_index
-from dpbook.smc.algorithm import SMC, History, check_smc_memory
+from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed
 from dpbook.validation import check_count, check_eps, check_release
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
+# with subset rejuvenation, the x_k moved at time t from numpy's Generator([key, t, 7]);
 # resampling a = 3 (b = t); at time t, a = 8 t + purpose with b = particle for the MH
 # words (xoshiro256++), b = particle << 32 | k for the ziggurat's rare slow path of
 # x_k's proposal, and b = particle for the Gibbs move and the propagation.
 P_INIT, P_RESAMPLE = 1, 3
-P_MH, P_ZIG, P_GIBBS = 4, 5, 6
+P_MH, P_ZIG, P_GIBBS, P_SUBSET = 4, 5, 6, 7
 
 # The MH sweep handles particles in blocks of _LANES (a performance knob only: every
 # particle has its own streams, so the output does not depend on it or on threads).
@@ -190,7 +191,7 @@ class _Scratch(NamedTuple):
 
 @njit(parallel=True, cache=True)
 def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y, l, r,
-                           invb, logw, acc, pr,
+                           invb, logw, acc, pr, moved,
                            S0, S1, S2, S3, J, AOFF, BAD, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
 
@@ -233,6 +234,15 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
             SUM2[i] = 0.0
         nacc = 0
         for k in range(t):
+            kl = uint64(k) * _ULANES
+            row = blk + kl - i0  # x_new[row + i] is x_k of particle i
+            if moved[k] == 0:  # subset rejuvenation: x_k is copied from the ancestor
+                for i in range(i0, i1):
+                    xn = x_old[AOFF[i] + kl]
+                    x_new[row + i] = xn
+                    SUM1[i] += xn
+                    SUM2[i] += xn * xn
+                continue
             yk = y[k]
             lk = l[k]
             rk = r[k]
@@ -248,13 +258,11 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
                 J[i], MAG[i] = _rng.ziggurat_split(w1)
                 U[i] = _rng.u64_to_uniform(w2)
             # (b) resampling gather and the ziggurat: x'_k = mu + sigma z
-            kl = uint64(k) * _ULANES
             nbad = _gather_zig(x_old, kl, AOFF, J, MAG, XC, Z, BAD, _WIS, _KIF, i0, i1)
             for q in range(nbad):  # about 1.2% of the particles
                 i = BAD[i0 + uint64(q)]
                 st = _rng.stream_key(key, a_t + P_ZIG, (i << uint64(32)) | uint64(k))
                 Z[i] = _rng.ziggurat_slow(st, J[i], MAG[i])
-            row = blk + kl - i0  # x_new[row + i] is x_k of particle i
             # (c) accept x'_k w.p. min(1, exp(d)), d the log Laplace likelihood ratio
             close = 0
             for i in range(i0, i1):
@@ -320,7 +328,7 @@ class NormalLaplaceSMC(SMC):
     mechanism = "laplace"
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
-                 seed=0, every=20, n_theta_moves=1, generic=False):
+                 seed=0, every=20, n_theta_moves=1, generic=False, subset=None):
         if n_theta_moves != 1:
             raise ValueError("the compiled normal/Laplace SMC makes one exact Gibbs move per "
                              f"step: n_theta_moves must be 1, got {n_theta_moves!r} (or use "
@@ -329,8 +337,10 @@ class NormalLaplaceSMC(SMC):
         self.N = check_count("number of particles", n_particles, 2)
         self.n_max = check_count("n_max", n_max, 1)
         self.every = check_count("every", every, 1)
+        self.subset = check_subset(subset)
         check_smc_memory(self.N, self.n_max)
         self._key = np.uint64(_rng.seed_to_key(seed))
+        self._moved = np.ones(self.n_max, np.uint8)  # which x_k the sweep moves
         self._family = as_family(family)
         p = self._family.prior
         self._pr = np.array([p.loc_mean, p.loc_var, p.scale2_shape, p.scale2_scale])
@@ -398,17 +408,25 @@ class NormalLaplaceSMC(SMC):
             self._anc[:] = np.arange(N)
         x_old, x_new = self._x
         th_old, th_new = self._theta
+        moved = t
+        if self.subset is not None and self.subset < t:
+            chosen = subset_draw(np.random.default_rng([int(self._key), t, P_SUBSET]), t,
+                                 self.subset)
+            self._moved[:t] = 0
+            self._moved[chosen] = 1
+            moved = self.subset
         move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
                                th_old[0], th_old[1], th_new[0], th_new[1], self._y, self._l,
                                self._r, self._invb, self._logw, self._acc, self._pr,
-                               *self._work)
+                               self._moved, *self._work)
+        self._moved[:t] = 1
         self._x = [x_new, x_old]
         self._theta = [th_new, th_old]
         w = np.exp(self._logw)  # the sweep shifted the log weights by their maximum
         self.w = w / w.sum()
         self.t = t + 1
         # the Gibbs move of theta is an MH move accepted with probability one
-        self._record(t, float(self._acc.sum() / (t * self.N)) if t > 0 else math.nan,
+        self._record(t, float(self._acc.sum() / (moved * self.N)) if t > 0 else math.nan,
                      1.0 if t > 0 else math.nan)
 
     def _moments(self):
