@@ -115,3 +115,28 @@ def test_online_run_with_a_subset():
     assert run.smc.subset == 10 and run.smc.t == 60
     with pytest.raises(ValueError, match="subset"):
         run_online(pop, AdaptivePolicy(-0.5, 0.5), 60, posterior=run.smc, subset=10)
+
+
+def test_subset_methods_run_through_the_experiment(tmp_path, capsys):
+    import pandas as pd
+
+    from dpbook.cli import main
+    from dpbook.experiment import make_config, run_experiment
+
+    kw = dict(eps=(5.0,), runs=2, n=60, particles=100, progress=False, subset=10,
+              methods=["smc-subset-adaptive", "smc-subset-fixed"])
+    serial = run_experiment(out=tmp_path / "serial", workers=1, **kw)
+    pool = run_experiment(out=tmp_path / "pool", workers=2, **kw)
+    cols = [c for c in serial.columns if c != "seconds"]
+    assert len(serial) == 4 and serial.mu_hat.between(45, 55).all()
+    pd.testing.assert_frame_equal(serial[cols], pool[cols])
+    # the paper's configuration keeps its keys; subset goes with the subset methods only
+    assert "subset" not in make_config()
+    assert make_config(methods=kw["methods"], subset=10)["subset"] == 10
+    with pytest.raises(ValueError, match="need subset"):
+        make_config(methods=["smc-subset-fixed"])
+    with pytest.raises(ValueError, match="goes with"):
+        make_config(subset=5)
+    assert main(["experiment", "--methods", "smc-subset-fixed", "--subset", "0", "--out",
+                 str(tmp_path / "x"), "--no-progress"]) == 2
+    assert "subset" in capsys.readouterr().err

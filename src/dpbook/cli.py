@@ -470,6 +470,9 @@ def add_experiment_parser(subparsers):
     add_family_arguments(p)
     p.add_argument("--keep-particles", type=int, default=1,
                    help="store particles for the first K runs (default 1)")
+    p.add_argument("--subset", type=int, default=None, metavar="M",
+                   help="latent values moved per step by the smc-subset methods (Section "
+                        "4's subset rejuvenation; required with them)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_experiment)
@@ -495,7 +498,8 @@ def cmd_experiment(args):
                         out=args.out, scheduler=args.scheduler,
                         interval_method=args.interval_method,
                         progress=not args.no_progress, workers=getattr(args, "workers", None),
-                        keep_particles=getattr(args, "keep_particles", 1))
+                        keep_particles=getattr(args, "keep_particles", 1),
+                        **({} if args.subset is None else {"subset": args.subset}))
     out = Path(args.out)
     summ = summarize(df)
     manifest = read_manifest(out) or {}
@@ -511,12 +515,12 @@ def cmd_experiment(args):
     if args.json:
         print(json.dumps(result))
         return result
-    head = f"{'method':<13} {'eps':>6} {'runs':>4}"
+    head = f"{'method':<21} {'eps':>6} {'runs':>4}"
     for p in family.params:
         head += f"  {p + ' mean':>10} {'bias':>8} {'rmse':>8}"
     lines = [head + f"  {'s/task':>7}"]
     for r in result["summary"]:
-        line = f"{r['method']:<13} {r['eps']:>6g} {r['runs']:>4}"
+        line = f"{r['method']:<21} {r['eps']:>6g} {r['runs']:>4}"
         for p in family.params:
             line += f"  {r[p + '_mean']:>10.4f} {r[p + '_bias']:>8.4f} {r[p + '_rmse']:>8.4f}"
         lines.append(line + f"  {r['seconds']:>7.2f}")

@@ -7,8 +7,9 @@ Seeds are derived from identities, never from positions or completion order:
 * data (sensitive values and privacy noise): ``SeedSequence(seed, spawn_key=(0, E, run))``
 * algorithm: ``SeedSequence(seed, spawn_key=(code(method), E, run))``, code = 1, 2, 3
   for smc-adaptive, smc-fixed, mhaar, 7, 8, 9 for smc-marginal-adaptive,
-  smc-marginal-fixed, online-gradient; 4 for the best intervals, 5 for resampling the
-  stored particles (6: the calibration study's replications),
+  smc-marginal-fixed, online-gradient, 10, 11 for smc-subset-adaptive, smc-subset-fixed;
+  4 for the best intervals, 5 for resampling the stored particles (6: the calibration
+  study's replications),
 
 where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.
 """
@@ -25,12 +26,17 @@ import numpy as np
 from dpbook.validation import check_count, check_eps, check_memory
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar")  # Section 6's, the default
-# for long streams (chapter 9): the marginal SMC on theta and the online gradient method
-LONG_STREAM_METHODS = ("smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient")
+# for long streams (chapter 9): the marginal SMC on theta, the online gradient method and
+# the latent SMC with subset rejuvenation (config["subset"] latent values moved per step)
+LONG_STREAM_METHODS = ("smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient",
+                       "smc-subset-adaptive", "smc-subset-fixed")
+SUBSET_METHODS = ("smc-subset-adaptive", "smc-subset-fixed")
 ALL_METHODS = METHODS + LONG_STREAM_METHODS
-ADAPTIVE_METHODS = ("smc-adaptive", "smc-marginal-adaptive")  # Thompson + eq. (13)
+ADAPTIVE_METHODS = ("smc-adaptive", "smc-marginal-adaptive",
+                    "smc-subset-adaptive")  # Thompson + eq. (13)
 METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3, "smc-marginal-adaptive": 7,
-               "smc-marginal-fixed": 8, "online-gradient": 9}
+               "smc-marginal-fixed": 8, "online-gradient": 9, "smc-subset-adaptive": 10,
+               "smc-subset-fixed": 11}
 DATA_CODE = 0
 INTERVAL_CODE = 4
 RESAMPLE_CODE = 5
@@ -166,13 +172,16 @@ def family_of(config, family_obj=None):
 def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
-                interval_K=10000, family=None, mechanism="laplace", theta=None) -> dict:
+                interval_K=10000, family=None, mechanism="laplace", theta=None,
+                subset=None) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
     how the tasks are executed (workers, scheduler, progress) is not.  ``family``
     (name or Family object; default the normal), ``mechanism`` and the true ``theta``
     choose the population; for the normal family ``mu`` and ``sigma`` give theta.
+    ``subset``: the latent values moved per step by the smc-subset methods (required
+    with them, and recorded only then, so other configurations keep their keys).
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -214,6 +223,15 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "every": EVERY,
         "algorithm": algorithm_fingerprint(),
     }
+    if set(SUBSET_METHODS) & set(config["methods"]):
+        if subset is None:
+            raise ValueError("the smc-subset methods need subset, the number of latent "
+                             "values moved per step")
+        from dpbook.smc.algorithm import check_subset
+
+        config["subset"] = check_subset(subset)
+    elif subset is not None:
+        raise ValueError("subset goes with the smc-subset methods")
     _check_task_memory(config)
     from dpbook.model.families import as_family
 
@@ -234,7 +252,7 @@ def _check_task_memory(config):
     cannot fit alone would fail in every executor)."""
     from dpbook.smc.algorithm import check_smc_memory
 
-    if {"smc-adaptive", "smc-fixed"} & set(config["methods"]):
+    if {"smc-adaptive", "smc-fixed", *SUBSET_METHODS} & set(config["methods"]):
         check_smc_memory(config["particles"], config["n"])
     if "mhaar" in config["methods"]:
         check_memory(f"MHAAR with {config['mhaar_iters']} iterations for {config['n']} "

@@ -114,7 +114,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                    interval_method="exact", mu=50.0, sigma=10 ** 0.5, progress=True,
                    workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
                    interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
-                   theta=None):
+                   theta=None, subset=None):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
 
     ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
@@ -122,6 +122,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     paper's normal with the Laplace mechanism, theta = (mu, sigma)).  A Family object
     that is not a shipped family (say, defined in a notebook) is sent to the workers by
     value (cloudpickle), and a hash of its source is part of the configuration.
+    ``subset`` is the number of latent values moved per step by the smc-subset methods.
 
     Tasks already stored in ``out`` for the same configuration are skipped.  With
     ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
@@ -138,7 +139,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          interval_method=interval_method, mu=mu, sigma=sigma,
                          keep_particles=keep_particles, interval_grid=interval_grid,
                          interval_M=interval_M, interval_K=interval_K, family=family,
-                         mechanism=mechanism, theta=theta)
+                         mechanism=mechanism, theta=theta, subset=subset)
     family_obj = None if config.get("family_registered", True) else family
     out = Path(out)
     tasks = sorted(config_tasks(config), key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))

@@ -31,7 +31,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     (``intervals`` are the best intervals per eps, ``threads`` the numba threads)."""
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
-    for k in ("family", "family_options", "family_registered", "mechanism"):
+    for k in ("family", "family_options", "family_registered", "mechanism", "subset"):
         if k in config:
             spec[k] = config[k]
     theta = config_theta(config)
@@ -141,8 +141,7 @@ def run_task(spec: dict) -> dict:
     t0 = time.perf_counter()
     # the normal/Laplace population is the paper's (bit-identical to earlier stores)
     pop = family_population(family, theta, n, eps, seed=dss, mechanism=mechanism)
-    if method in ("smc-adaptive", "smc-fixed", "smc-marginal-adaptive", "smc-marginal-fixed",
-                  "online-gradient"):
+    if method != "mhaar":  # Algorithm 1 with an online posterior
         from dpbook.privacy.online import run_online
         from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 
@@ -170,8 +169,10 @@ def run_task(spec: dict) -> dict:
         else:
             policy = FixedPolicy(lc, rc)
             row.update(l_c=lc, r_c=rc)
+        subset = spec["subset"] if method.startswith("smc-subset") else None
         res = run_online(pop, policy, n, n_particles=spec["particles"], seed=online_seed,
-                         every=spec["every"], family=family, posterior=posterior)
+                         every=spec["every"], family=family, posterior=posterior,
+                         subset=subset)
         seconds = time.perf_counter() - t0
         s, h = res.smc.summary(), res.smc.history
         acc = np.asarray(h.acceptance[1:], dtype=float)
