@@ -125,10 +125,14 @@ runs.groupby(["method", "n"]).seconds.mean().unstack().round(3).rename_axis(
 # (an S shape) means that it is too wide.
 
 # %%
-pits = cal.pit_frame(main)
-grid = pit_ecdf_differences(pits.assign(panel=pits.method + ", " + pits.param.map(GREEK)),
-                            col="panel")
-save(grid.figure, "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}",
+def pit_panels(study_runs):
+    """One ECDF-difference panel per method and parameter, one line per ε."""
+    pits = cal.pit_frame(study_runs)
+    return pit_ecdf_differences(pits.assign(panel=pits.method + ", " + pits.param.map(GREEK)),
+                                col="panel").figure
+
+
+save(pit_panels(main), "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}",
      caption=f"ECDF of the PIT values minus the uniform cdf for each method and "
              f"parameter, ε = 1 and 10, n = {N_MAIN}, {R} replications; "
              "grey: the simultaneous 95% band of a calibrated posterior.",
@@ -281,10 +285,7 @@ narrow = cal.calibration_summary(narrow_runs, prior=NARROW)
 cal.coverage_table(narrow)
 
 # %%
-pits = cal.pit_frame(narrow_runs)
-grid = pit_ecdf_differences(pits.assign(panel=pits.method + ", " + pits.param.map(GREEK)),
-                            col="panel")
-save(grid.figure, "pit_ecdf_narrow", f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}",
+save(pit_panels(narrow_runs), "pit_ecdf_narrow", f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}",
      caption=f"As the first figure, under the narrower prior μ ~ N(0, 1) with the fixed "
              f"interval [−8, 8]: ECDF of the PIT values minus the uniform cdf, ε = 1 and "
              f"10, n = {N_MAIN}, {R} replications; grey: the simultaneous 95% band.",
