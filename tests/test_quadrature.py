@@ -460,3 +460,20 @@ def test_posterior_grid_converges_when_the_box_is_wide():
     q = [0.1, 0.5, 0.9]
     spread = fine.quantile(0.9) - fine.quantile(0.1)
     assert np.all(np.abs(coarse.quantile(q) - fine.quantile(q)) < 1e-2 * spread)
+
+
+def test_automatic_box_finds_a_narrow_peak_beside_a_long_ridge():
+    # Found while testing subset rejuvenation: 40 clipped Laplace(0, 1) releases through
+    # [-4, 4] at eps = 3.  Clipping makes the likelihood flat far out (every x clipped),
+    # so {log post > max - 25} stretches over loc in [-548, 717] and scale up to 1e7,
+    # and a uniform 41-point grid over it missed the peak at (1.05, 1.25) entirely: the
+    # automatic posterior put its median at (8.9, 9.7), where the log density is 11.6
+    # below the peak's.  The mass grid is now centred at the mode.
+    rng = np.random.default_rng(4)
+    x = rng.laplace(0.0, 1.0, 40)
+    y = np.clip(x, -4.0, 4.0) + rng.laplace(0.0, 8.0 / 3.0, 40)
+    auto = exact_posterior_quadrature(y, -4.0, 4.0, 3.0, family="laplace")
+    boxed = exact_posterior_quadrature(y, -4.0, 4.0, 3.0, family="laplace",
+                                       bounds=((-6.0, 6.0), (0.05, 30.0)))
+    np.testing.assert_allclose(auto.quantile([0.25, 0.5, 0.75]),
+                               boxed.quantile([0.25, 0.5, 0.75]), atol=0.01)

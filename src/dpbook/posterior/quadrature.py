@@ -102,6 +102,49 @@ def _auto_box(y, l, r, eps, fam, mech, nodes):
     return [(math.exp(a), math.exp(b)) if p else (a, b) for a, b, p in zip(lo, hi, pos)]
 
 
+def _log_post_u(u, y, l, r, eps, fam, mech, nodes):
+    """log posterior density at one point u (coordinates of :func:`_auto_box`: log theta_j
+    for a positive parameter, with the Jacobian), -inf outside the support."""
+    pos = fam.positive
+    axes = [np.array([math.exp(v) if p else v]) for v, p in zip(u, pos)]
+    with np.errstate(over="ignore"):
+        if not all(np.isfinite(a).all() for a in axes):
+            return -math.inf
+    lp = float(_log_post_grid(axes, y, l, r, eps, fam, mech, nodes).ravel()[0])
+    return lp + sum(v for v, p in zip(u, pos) if p)
+
+
+def _mode_scale(start, y, l, r, eps, fam, mech, nodes):
+    """The posterior mode in u from ``start`` (Nelder-Mead) and a scale per axis: the
+    Laplace sd from a finite-difference Hessian, or 1e-2 where it is not negative
+    definite there."""
+    from scipy import optimize
+
+    def f(u):
+        v = _log_post_u(u, y, l, r, eps, fam, mech, nodes)
+        return -v if math.isfinite(v) else 1e300
+
+    res = optimize.minimize(f, start, method="Nelder-Mead",
+                            options=dict(xatol=1e-4, fatol=1e-6, maxiter=400))
+    mode = res.x if res.fun < f(start) else np.asarray(start, float)
+    d, h = len(mode), 1e-3
+    hess = np.empty((d, d))
+    f0 = f(mode)
+    for a in range(d):
+        for b in range(a, d):
+            ea, eb = np.eye(d)[a] * h, np.eye(d)[b] * h
+            hess[a, b] = hess[b, a] = (f(mode + ea + eb) - f(mode + ea - eb)
+                                       - f(mode - ea + eb) + f(mode - ea - eb)) / (4 * h * h)
+    try:
+        cov = np.linalg.inv(hess)
+        sd = np.sqrt(np.diag(cov)) if np.all(np.linalg.eigvalsh(hess) > 0) else None
+    except np.linalg.LinAlgError:
+        sd = None
+    if sd is None or not np.all(np.isfinite(sd)):
+        sd = np.full(d, 1e-2)
+    return mode, f0, sd
+
+
 def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=3):
     """Where the posterior has its mass: returns (box, cores).
 
@@ -113,14 +156,30 @@ def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=
     The region {log post > max - 25} of :func:`_auto_box` can be far wider than the
     posterior's bulk (a long ridge of low density, e.g. towards large scales when the
     releases say little about them, under a prior with a heavy tail there), and a
-    uniform grid spread over it would put few nodes where the mass is.
+    uniform grid spread over it would put few nodes where the mass is, or none: a peak
+    narrower than the grid's spacing would be missed and the ridge taken for the
+    posterior.  So the 41 nodes of each axis are u = m + s sinh(v), v uniform, centred at
+    the posterior mode m (found from the family's guess and the box's centre) with s its
+    Laplace sd: dense at the peak, geometric along a ridge, with trapezoid weights in v.
     """
     pos = list(fam.positive)
     lo = np.array([math.log(a) if p else a for (a, _), p in zip(box, pos)])
     hi = np.array([math.log(b) if p else b for (_, b), p in zip(box, pos)])
+    guess = np.array(fam.check_theta(*fam.guess(y, l, r, eps, mech)), float)
+    guess = np.array([math.log(g) if p else g for g, p in zip(guess, pos)])
+    starts = [np.clip(guess, lo, hi), 0.5 * (lo + hi)]
+    best = max(starts, key=lambda u: _log_post_u(u, y, l, r, eps, fam, mech, nodes))
+    mode, _, sd = _mode_scale(best, y, l, r, eps, fam, mech, nodes)
     n = 41
     for _ in range(rounds):
-        us = [np.linspace(a, b, n) for a, b in zip(lo, hi)]
+        m = np.clip(mode, lo, hi)
+        us, ws = [], []
+        for a, b, c, s in zip(lo, hi, m, sd):
+            v = np.linspace(math.asinh((a - c) / s), math.asinh((b - c) / s), n)
+            u = c + s * np.sinh(v)
+            u[0], u[-1] = a, b
+            us.append(u)
+            ws.append(s * np.cosh(v) * _trapezoid(v))
         axes = [np.exp(u) if p else u for u, p in zip(us, pos)]
         lp = _log_post_grid(axes, y, l, r, eps, fam, mech, nodes)
         lp = lp + sum(np.expand_dims(u, [k for k in range(len(us)) if k != j])
@@ -128,10 +187,12 @@ def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=
         if not np.any(np.isfinite(lp)):
             break
         dens = np.exp(lp - np.max(lp))
+        for j, w in enumerate(ws):
+            dens = dens * np.expand_dims(w, [k for k in range(len(ws)) if k != j])
         shrunk = False
         for j in range(len(us)):
             i0, i1 = _mass_cells(dens, j, tail)
-            if (i1 - i0) < 0.5 * (n - 1):
+            if (us[j][i1] - us[j][i0]) < 0.5 * (hi[j] - lo[j]):
                 lo[j], hi[j] = us[j][i0], us[j][i1]
                 shrunk = True
         if not shrunk:
@@ -145,8 +206,9 @@ def _mass_box(box, y, l, r, eps, fam, mech, nodes, tail=1e-9, core=1e-3, rounds=
 
 
 def _mass_cells(dens, j, level):
-    """Node indices (i0, i1) along axis j of the gridded density ``dens``: the marginal's
-    [level, 1 - level] quantile cells widened by two cells each side."""
+    """Node indices (i0, i1) along axis j of the gridded masses ``dens`` (density times
+    the nodes' weights): the marginal's [level, 1 - level] quantile cells widened by two
+    cells each side."""
     n = dens.shape[j]
     m = np.moveaxis(dens, j, 0).reshape(n, -1).sum(axis=1)
     c = np.cumsum(m) / m.sum()
