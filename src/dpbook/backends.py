@@ -29,6 +29,7 @@ import importlib
 from dpbook.model.families import as_family
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
+from dpbook.model.prior import LocationScalePrior
 
 ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "fisher_grid",
               "loglik_particles")
@@ -66,7 +67,8 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
         target = getattr(importlib.import_module(module), attr)
         _REGISTRY[key] = target
     prior = getattr(fam, "prior", None)
-    if target is None or prior is None or prior.is_section6 or algorithm in PRIOR_FREE:
+    if target is None or not isinstance(prior, LocationScalePrior) or prior.is_section6 \
+            or algorithm in PRIOR_FREE:
         return target
     return functools.partial(target, prior=prior) if algorithm in PRIOR_ARGUMENT else None
 

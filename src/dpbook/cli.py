@@ -406,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="MHAAR iterations (default 100000)")
     q.add_argument("--subset", type=int, default=None, metavar="M",
                    help="smc-subset: latent values x_k moved per step (Section 4's subset "
-                        "rejuvenation; cost O(N M) per step instead of O(N t))")
+                        "rejuvenation: O(N M) MH moves per step instead of O(N t))")
     q.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     q.add_argument("--json", action="store_true", help=_JSON_HELP)
     q.add_argument("data", help="CSV file with header y,l,r")

@@ -204,8 +204,10 @@ class SMC(ParticlePosterior):
         (to check one against the other).
     subset : None (default) moves every x_k, k < t, as Algorithm 3 does; an integer m
         moves a uniform random subset of m of them at each step (the others are kept):
-        the subset rejuvenation that Section 4 suggests, cost O(N m) per step instead
-        of O(N t).  Any m >= t is the full algorithm, bit for bit.
+        the subset rejuvenation that Section 4 suggests: O(N m) MH moves per step
+        instead of O(N t) (the paths are still copied from the ancestors after
+        resampling, an O(N t) memory pass).  Any m >= t is the full algorithm, bit for
+        bit.
 
     The result of ``SMC(...)`` is always an :class:`SMC`: this class, or the backend
     registered in :mod:`dpbook.backends` for the family and mechanism (a subclass).

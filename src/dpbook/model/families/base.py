@@ -226,7 +226,7 @@ class Family:
 
     def describe(self) -> str:
         prior = getattr(self, "prior", None)
-        extra = "" if prior is None or prior.is_section6 else \
+        extra = "" if not isinstance(prior, LocationScalePrior) or prior.is_section6 else \
             f"; prior {prior.describe(self.params)}"
         return f"{self.name}({', '.join(self.params)}){extra}"
 
