@@ -56,10 +56,8 @@ PARAMS = ("mu", "sigma")
 def draw_theta(rng, size=None, prior=SECTION6):
     """(mu, sigma) from the prior, by default Section 6's: mu ~ N(0, 10^4),
     sigma^2 ~ IG(1, 1) (``prior``: a :class:`~dpbook.model.prior.LocationScalePrior`)."""
-    rng = as_generator(rng)
-    mu = rng.normal(prior.loc_mean, math.sqrt(prior.loc_var), size)
-    sigma2 = prior.scale2_scale / rng.gamma(prior.scale2_shape, 1.0, size)
-    return mu, np.sqrt(sigma2)
+    theta = prior.sample(as_generator(rng), size)
+    return (theta[0, 0], theta[0, 1]) if size is None else (theta[:, 0], theta[:, 1])
 
 
 def naive_posterior(y, grid=201, prior=SECTION6):

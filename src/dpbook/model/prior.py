@@ -16,7 +16,7 @@ import math
 from dataclasses import astuple, dataclass
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 LOC_MEAN = 0.0  # mu ~ N(LOC_MEAN, LOC_VAR)
 LOC_VAR = 1.0e4
@@ -68,6 +68,14 @@ class LocationScalePrior:
         m = self.loc_mean + math.sqrt(self.loc_var) * rng.standard_normal(size)
         c = np.sqrt(self.scale2_scale / rng.gamma(self.scale2_shape, 1.0, size))
         return np.column_stack([m, c])
+
+    def iqr(self):
+        """Interquartile ranges of m and of c: 2 z_0.75 sqrt(loc_var) for the normal m,
+        and sqrt(scale / G) between G's quartiles, G ~ Gamma(shape), for c."""
+        a, b = self.scale2_shape, self.scale2_scale
+        g25, g75 = stats.gamma.ppf([0.25, 0.75], a)
+        return (2 * stats.norm.ppf(0.75) * self.loc_var ** 0.5,
+                float((b / g25) ** 0.5 - (b / g75) ** 0.5))
 
     def describe(self, params=("m", "c")) -> str:
         m, c = params

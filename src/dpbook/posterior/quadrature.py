@@ -106,10 +106,10 @@ def _log_post_u(u, y, l, r, eps, fam, mech, nodes):
     """log posterior density at one point u (coordinates of :func:`_auto_box`: log theta_j
     for a positive parameter, with the Jacobian), -inf outside the support."""
     pos = fam.positive
-    axes = [np.array([math.exp(v) if p else v]) for v, p in zip(u, pos)]
-    with np.errstate(over="ignore"):
-        if not all(np.isfinite(a).all() for a in axes):
-            return -math.inf
+    with np.errstate(over="ignore"):  # a step far out: exp overflows to inf, density 0
+        axes = [np.exp([v]) if p else np.array([v], float) for v, p in zip(u, pos)]
+    if not all(np.isfinite(a).all() for a in axes):
+        return -math.inf
     lp = float(_log_post_grid(axes, y, l, r, eps, fam, mech, nodes).ravel()[0])
     return lp + sum(v for v, p in zip(u, pos) if p)
 

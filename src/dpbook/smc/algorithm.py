@@ -127,6 +127,12 @@ class ParticlePosterior:
         out = np.stack(cols, axis=-1)
         return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(cols),))
 
+    def _moments(self):
+        """Weighted posterior means and sds of the parameters, (d,) arrays."""
+        w, th = self.w, self.theta
+        m = w @ th
+        return m, np.sqrt(np.maximum(w @ (th - m) ** 2, 0.0))
+
     def summary(self):
         """{param: {"mean", "sd"}} of the current weighted particles."""
         h = self.history
@@ -144,14 +150,14 @@ class Particles(ParticlePosterior):
         self.w, self.params = w / w.sum(), tuple(params)
 
     def mean(self):
-        return self.w @ self.theta
+        return self._moments()[0]
 
     def sd(self):
-        return np.sqrt(self.w @ (self.theta - self.mean()) ** 2)
+        return self._moments()[1]
 
     def summary(self):
-        return {p: {"mean": float(m), "sd": float(v)}
-                for p, m, v in zip(self.params, self.mean(), self.sd())}
+        return {p: {"mean": float(m), "sd": float(v)} for p, m, v in zip(self.params,
+                                                                           *self._moments())}
 
     def frame(self):
         """The cloud in long form: one row per particle and parameter (param, value,
@@ -457,12 +463,6 @@ class SMC(ParticlePosterior):
         ll[:, ks] = np.where(ok, llp, ll[:, ks])
         x_new[:, :t], ll_new[:, :t] = x, ll
         return int(ok.sum()), ks.size
-
-    def _moments(self):
-        """Weighted posterior means and sds of the parameters, (d,) arrays."""
-        w, th = self.w, self.theta
-        m = w @ th
-        return m, np.sqrt(np.maximum(w @ (th - m) ** 2, 0.0))
 
     def _record(self, t, x_acc, th_acc):
         h, w = self.history, self.w
