@@ -24,7 +24,8 @@ import resource
 import time
 
 
-def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None):
+def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None,
+            delayed=True):
     import numpy as np
 
     from dpbook.fisher import best_interval
@@ -41,7 +42,7 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None):
                posterior=MarginalSMC(eps, n_particles=16, seed=0) if method == "ibis" else None)
     pop = normal_population(n, 50.0, 10**0.5, eps, seed=seed)
     post = MarginalSMC(eps, n_particles=particles, seed=seed, kernel=kernel,
-                       moves=moves) if method == "ibis" else None
+                       moves=moves, delayed=delayed) if method == "ibis" else None
     wall, cpu = time.perf_counter(), time.process_time()
     res = run_online(pop, policy, n, n_particles=particles, seed=seed, posterior=post,
                      every=max(n, 1), subset=subset if method == "smc-subset" else None)
@@ -53,7 +54,8 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None):
         out.update(subset=subset,
                    acceptance=float(np.nanmean(res.smc.history.acceptance[1:])))
     if method == "ibis":
-        out.update(kernel=kernel, moves_per_resample=moves, timing=post.timing,
+        out.update(kernel=kernel, delayed=delayed, evaluations=post.evaluations,
+                   moves_per_resample=moves, timing=post.timing,
                    moves=len(post.history.moves),
                    acceptance=float(np.nanmean(post.history.theta_acceptance)))
     return out
@@ -72,6 +74,8 @@ def main(argv=None):
     p.add_argument("--kernel", choices=("rw", "independent"), default="rw",
                    help="the marginal SMC's MH proposal (default rw)")
     p.add_argument("--moves", type=int, default=5, help="MH steps per resampling (default 5)")
+    p.add_argument("--no-delayed", dest="delayed", action="store_false",
+                   help="the marginal SMC's random walk without delayed acceptance")
     p.add_argument("--out", default=None, help="JSON file for the results")
     args = p.parse_args(argv)
     ctx = mp.get_context("spawn")
@@ -80,7 +84,8 @@ def main(argv=None):
         for n in args.n:
             with ctx.Pool(1) as pool:
                 row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed,
-                                           args.kernel, args.moves, args.subset))
+                                           args.kernel, args.moves, args.subset,
+                                           args.delayed))
             rows.append(row)
             extra = ""
             if "timing" in row:

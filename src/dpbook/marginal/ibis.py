@@ -16,6 +16,15 @@ the particles (an independent Metropolis-Hastings kernel, as in Chopin 2002), wh
 accepts more often once the posterior is close to Gaussian.  A move costs N t likelihood
 terms; moves become rarer as the posterior concentrates, so the whole run costs about
 O(N n log n) instead of O(N n^2).
+
+The random walk is screened by delayed acceptance (Christen and Fox 2005; ``delayed``,
+on by default): a proposal first passes an MH test on the Gaussian fitted to the
+particles, which costs nothing, and only then the exact test with the ratio corrected
+by the surrogate's, min(1, pi(u') g(u) / (pi(u) g(u'))).  The product of the two is
+still an MH kernel that keeps p(theta | y_{1:t}) invariant (each stage is reversible),
+and the N t likelihood terms are computed only for the proposals that pass the first
+stage: about 40% of them for a random walk at the 2.38^2 / d scale, so the moves cost
+about 2.5 times less for a slightly lower acceptance.
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ class MarginalSMC(ParticlePosterior):
     moves, and ``history.moves`` lists the t at which the particles were moved."""
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000,
-                 ess_threshold=0.5, moves=5, seed=0, kernel="rw"):
+                 ess_threshold=0.5, moves=5, seed=0, kernel="rw", delayed=True):
         self.eps = check_eps(eps)
         self.family = as_family(family)
         self.mechanism = check_mechanism(mechanism)
@@ -63,6 +72,10 @@ class MarginalSMC(ParticlePosterior):
         if kernel not in ("rw", "independent"):
             raise ValueError(f"kernel must be 'rw' or 'independent', got {kernel!r}")
         self.kernel = kernel
+        if not isinstance(delayed, (bool, np.bool_)):
+            raise ValueError(f"delayed must be True or False, got {delayed!r}")
+        self.delayed = bool(delayed)
+        self.evaluations = 0  # proposals whose exact target was computed
         self.rng = as_generator(seed)
         self.params = tuple(self.family.params)
         self.positive = np.array(self.family.positive, dtype=bool)
@@ -141,37 +154,53 @@ class MarginalSMC(ParticlePosterior):
         self.timing["resample"] += t1 - t0
         u = self._to_u(self.theta)
         d = u.shape[1]
-        cov = np.atleast_2d(np.cov(u, rowvar=False)) * _RW_SCALE2 / d
-        chol = np.linalg.cholesky(cov + 1e-12 * np.eye(d) * max(np.trace(cov), 1e-300))
-        current = self._log_target(self.theta, u, self.loglik)
-        data = [np.asarray(v) for v in (self.y, self.l, self.r)]
-        accepted = 0
         centre = u.mean(axis=0)
-        if self.kernel == "independent":  # Chopin (2002): a Gaussian fit, not a walk
-            chol = chol * math.sqrt(d / _RW_SCALE2)
-            inv = np.linalg.inv(chol)
-            current_q = -0.5 * np.sum(((u - centre) @ inv.T) ** 2, axis=1)
+        # the Gaussian fitted to the particles: the independent proposal, and the
+        # surrogate of the random walk's first stage
+        fit = np.atleast_2d(np.cov(u, rowvar=False))
+        fit = np.linalg.cholesky(fit + 1e-12 * np.eye(d) * max(np.trace(fit), 1e-300))
+        inv = np.linalg.inv(fit)
+
+        def gauss(v):  # log density of the fitted Gaussian, up to a constant
+            return -0.5 * np.sum(((v - centre) @ inv.T) ** 2, axis=1)
+
+        chol = fit * math.sqrt(_RW_SCALE2 / d)
+        current = self._log_target(self.theta, u, self.loglik)
+        current_q = gauss(u)
+        data = [np.asarray(v) for v in (self.y, self.l, self.r)]
+        accepted = evaluated = 0
         for _ in range(self.moves):
             z = self.rng.standard_normal(u.shape)
-            if self.kernel == "independent":
-                u_new, new_q = centre + z @ chol.T, -0.5 * np.sum(z * z, axis=1)
+            log_u1, log_u2 = np.log(self.rng.random((2, len(u))))
+            if self.kernel == "independent":  # Chopin (2002): a Gaussian fit, not a walk
+                u_new = centre + z @ fit.T
+                new_q = -0.5 * np.sum(z * z, axis=1)
+                stage1 = np.ones(len(u), dtype=bool)
+                correction = current_q - new_q  # q(u) / q(u_new)
             else:
                 u_new = u + z @ chol.T
-            theta_new = self._from_u(u_new)
+                new_q = gauss(u_new)
+                correction = np.zeros(len(u))
+                if self.delayed:  # Christen and Fox (2005): the surrogate screens first
+                    stage1 = log_u1 < new_q - current_q
+                    correction = current_q - new_q
+                else:
+                    stage1 = np.ones(len(u), dtype=bool)
+            # the exact target only where the first stage accepted
+            sel = np.flatnonzero(stage1)
+            theta_new = self._from_u(u_new[sel])
             loglik_new = self.log_likelihood(theta_new, *data)
-            proposed = self._log_target(theta_new, u_new, loglik_new)
-            log_ratio = proposed - current
-            if self.kernel == "independent":
-                log_ratio += current_q - new_q
-            ok = np.log(self.rng.random(len(u))) < log_ratio
-            ok &= np.isfinite(proposed)
-            u[ok], self.theta[ok] = u_new[ok], theta_new[ok]
-            self.loglik[ok], current[ok] = loglik_new[ok], proposed[ok]
-            if self.kernel == "independent":
-                current_q[ok] = new_q[ok]
-            accepted += int(ok.sum())
+            proposed = self._log_target(theta_new, u_new[sel], loglik_new)
+            log_ratio = proposed - current[sel] + correction[sel]
+            ok = (log_u2[sel] < log_ratio) & np.isfinite(proposed)
+            k = sel[ok]
+            u[k], self.theta[k] = u_new[k], theta_new[ok]
+            self.loglik[k], current[k], current_q[k] = loglik_new[ok], proposed[ok], new_q[k]
+            accepted += len(k)
+            evaluated += len(sel)
         self.timing["move"] += time.perf_counter() - t1
         self.history.moves.append(self.t)
+        self.evaluations += evaluated
         return accepted / (self.moves * len(u))
 
     def _record(self, w, e, acc):
@@ -187,12 +216,14 @@ class MarginalSMC(ParticlePosterior):
 
 
 def marginal_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000,
-                       ess_threshold=0.5, moves=5, seed=0, kernel="rw") -> MarginalSMC:
+                       ess_threshold=0.5, moves=5, seed=0, kernel="rw",
+                       delayed=True) -> MarginalSMC:
     """IBIS over given releases (y_t, l_t, r_t), t = 1..n: the :class:`MarginalSMC`
     after the last one."""
     y, l, r = check_observations(y, l, r)
     smc = MarginalSMC(eps, family, mechanism, n_particles=n_particles,
-                      ess_threshold=ess_threshold, moves=moves, seed=seed, kernel=kernel)
+                      ess_threshold=ess_threshold, moves=moves, seed=seed, kernel=kernel,
+                      delayed=delayed)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
     return smc
