@@ -1,0 +1,157 @@
+"""Long streams (chapter 9): one online run of Algorithm 1 with a clock.
+
+The four online posteriors for long streams, by name: the latent SMC of Algorithms 2-3
+(``smc``, O(N n^2)), the same moving a random subset of m latent values per step
+(``smc-subset``, Section 4), the marginal SMC on theta (``smc-marginal``, IBIS,
+:mod:`dpbook.marginal`) and the online gradient estimate of Section 7
+(``online-gradient``, :mod:`dpbook.gradient`).  :func:`timed_run` runs one of them on a
+stream and records, at given checkpoints t, the wall and CPU seconds spent so far and
+the posterior's quartiles (the estimate for the online gradient).  An online method's
+cost for a stream of length t is its time at t, so one run of length n gives the whole
+cost curve up to n.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpbook.privacy.online import OnlineRun
+from dpbook.validation import check_count
+
+METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
+QUARTILES = (0.25, 0.5, 0.75)
+
+
+def online_posterior(method, eps, family=None, mechanism="laplace", n_particles=1000,
+                     n_max=None, subset=None, seed=0):
+    """The online posterior called ``method`` (one of :data:`METHODS`, or ``ibis`` for
+    ``smc-marginal``) for releases at privacy level ``eps``: an object with
+    ``update(y, l, r)`` and ``thompson_draw(rng)``."""
+    if method == "ibis":
+        method = "smc-marginal"
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if (subset is not None) != (method == "smc-subset"):
+        raise ValueError("subset goes with method 'smc-subset', and that method needs it")
+    if method in ("smc", "smc-subset"):
+        from dpbook.smc import SMC
+
+        if n_max is None:
+            raise ValueError(f"method {method!r} needs n_max, the stream's length")
+        return SMC(eps, family, mechanism, n_particles=n_particles, n_max=n_max, seed=seed,
+                   every=max(int(n_max), 1), subset=subset)
+    if method == "smc-marginal":
+        from dpbook.marginal import MarginalSMC
+
+        return MarginalSMC(eps, family, mechanism, n_particles=n_particles, seed=seed)
+    from dpbook.gradient import OnlineGradient
+
+    return OnlineGradient(eps, family=family, mechanism=mechanism)
+
+
+class _Clock:
+    """Stands in for an online posterior in Algorithm 1's loop; after release t, for t
+    in ``checkpoints``, it records the seconds since the start and the quartiles."""
+
+    def __init__(self, posterior, checkpoints):
+        self.posterior = posterior
+        self.checkpoints = set(checkpoints)
+        self.rows = []
+        self.count = 0
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def __getattr__(self, name):  # thompson_draw, summary, history, ...
+        return getattr(self.posterior, name)
+
+    def update(self, y, l, r):
+        self.posterior.update(y, l, r)
+        self.count += 1
+        if self.count in self.checkpoints:
+            row = {"t": self.count, "wall_s": time.perf_counter() - self.wall,
+                   "cpu_s": time.process_time() - self.cpu}
+            self.rows.append(row | quartiles(self.posterior))
+
+
+def quartiles(posterior) -> dict:
+    """{"mu_q25": ..., "mu_q50": ..., ...} of an online posterior; the online gradient's
+    estimate for all three (it has no posterior)."""
+    params = posterior.params if hasattr(posterior, "params") else ("mu", "sigma")
+    if hasattr(posterior, "quantile"):
+        q = np.atleast_2d(posterior.quantile(list(QUARTILES)))
+    else:
+        q = np.tile(np.asarray(posterior.thompson_draw(), float), (len(QUARTILES), 1))
+    return {f"{p}_q{round(100 * level)}": float(q[i, j])
+            for j, p in enumerate(params) for i, level in enumerate(QUARTILES)}
+
+
+@dataclass
+class TimedRun:
+    """An online run (releases and the posterior at the end) and its clock: one row per
+    checkpoint t with ``wall_s``, ``cpu_s`` and the quartiles ``<param>_q25/q50/q75``."""
+    run: OnlineRun
+    clock: pd.DataFrame
+
+
+def warm_up(methods=METHODS, eps=5.0, n=200):
+    """Compile (or load from numba's cache) the kernels of ``methods`` for the normal
+    model and the Laplace mechanism with a short run each, so that the clocks of the
+    runs that follow do not count compilation."""
+    from dpbook.privacy.population import normal_population
+
+    for method in methods:
+        timed_run(method, normal_population(n, 0.0, 1.0, eps, seed=0), n, n_particles=64,
+                  subset=8 if method == "smc-subset" else None)
+
+
+def stream_policy(policy, posterior, eps, family=None, mechanism="laplace"):
+    """``"adaptive"``: Thompson sampling with the best interval of eq. (13) (for the
+    online gradient, its own base interval at its estimate); ``(l, r)``: the fixed
+    interval; anything else is taken for a policy object."""
+    from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+
+    if isinstance(policy, str):
+        if policy != "adaptive":
+            raise ValueError(f"policy must be 'adaptive', (l, r) or a policy, got {policy!r}")
+        if hasattr(posterior, "a"):  # the online gradient
+            return AdaptivePolicy(posterior.a, posterior.b)
+        from dpbook.fisher import best_interval
+
+        best = best_interval(eps, family=family, mechanism=mechanism, method="exact")
+        return AdaptivePolicy(best["a"], best["b"])
+    if isinstance(policy, (tuple, list)):
+        return FixedPolicy(*policy)
+    return policy
+
+
+def timed_run(method, population, n, policy="adaptive", checkpoints=None,
+              n_particles=1000, subset=None, family=None, seed=0) -> TimedRun:
+    """Algorithm 1 for n individuals of ``population`` with the online posterior
+    ``method`` (:func:`online_posterior`) and the interval ``policy``
+    (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
+    powers of ten up to n, and n).  ``seed`` drives the posterior and the policy's
+    draws; the privacy noise is the population's."""
+    n = check_count("n", n)
+    if checkpoints is None:
+        checkpoints = [k * 10**e for e in range(int(math.log10(n)) + 1) for k in (1, 2, 5)]
+        checkpoints = sorted({c for c in checkpoints if c <= n} | {n})
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    post_ss, policy_ss = ss.spawn(2)
+    mechanism = getattr(population, "mechanism", "laplace")
+    posterior = online_posterior(method, population.eps, family, mechanism,
+                                 n_particles=n_particles, n_max=n, subset=subset,
+                                 seed=post_ss)
+    policy = stream_policy(policy, posterior, population.eps, family, mechanism)
+    clock = _Clock(posterior, checkpoints)
+    rng = np.random.default_rng(policy_ss)
+    y, l, r = np.empty(n), np.empty(n), np.empty(n)
+    for t in range(n):
+        l[t], r[t] = policy.next_interval(clock, rng)
+        y[t] = population.release(l[t], r[t])
+        clock.update(y[t], l[t], r[t])
+    frame = pd.DataFrame(clock.rows).assign(method=method)
+    return TimedRun(OnlineRun(y=y, l=l, r=r, smc=posterior), frame)
