@@ -21,7 +21,10 @@ STAMP_POINTS = 9
 
 # One colour per method in every chapter (seaborn's colour-blind palette).
 METHOD_COLOURS = {"smc-adaptive": "#0173b2", "smc-fixed": "#de8f05", "mhaar": "#029e73",
-                  "exact": "#000000", "naive": "#cc78bc", "original-code": "#ca9161"}
+                  "exact": "#000000", "naive": "#cc78bc", "original-code": "#ca9161",
+                  # the online posteriors for long streams (chapter 9)
+                  "smc": "#0173b2", "smc-subset": "#56b4e9", "smc-marginal": "#d55e00",
+                  "online-gradient": "#cc78bc"}
 
 
 GREEK = {"mu": "μ", "sigma": "σ"}  # parameter names as the figures print them
@@ -123,20 +126,25 @@ def paths_frame(runs, params=("mu", "sigma"), names=None):
 
 
 def posterior_paths(data, *, row=None, col=None, hue="method", truth=None, palette=None,
-                    height=2.8, aspect=1.4, **facet):
+                    height=2.8, aspect=1.4, centre="mean", band=None, **facet):
     """Posterior mean (line) and mean ± 2 sd (band) against t from a long-form table
     such as :func:`paths_frame`'s, one panel per ``row`` / ``col`` value and one colour
     per ``hue`` value (default: the method colours, for methods named "adaptive",
     "fixed" or as in :data:`METHOD_COLOURS`); ``truth`` {param: value} adds dashed
-    lines.  Returns seaborn's FacetGrid."""
+    lines.  ``centre`` and ``band`` = (lower, upper) name other columns for the line
+    and the band (for example the median and the quartiles).  Returns seaborn's
+    FacetGrid."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     def draw(data, color=None, label=None):
         ax = plt.gca()
-        ax.fill_between(data.t, data["mean"] - 2 * data.sd, data["mean"] + 2 * data.sd,
-                        color=color, alpha=0.25, lw=0)
-        ax.plot(data.t, data["mean"], color=color, label=label)
+        if band is None:
+            lo, hi = data[centre] - 2 * data.sd, data[centre] + 2 * data.sd
+        else:
+            lo, hi = data[band[0]], data[band[1]]
+        ax.fill_between(data.t, lo, hi, color=color, alpha=0.25, lw=0)
+        ax.plot(data.t, data[centre], color=color, label=label)
         value = (truth or {}).get(data.param.iat[0])
         if value is not None:
             ax.axhline(value, color="k", lw=1, ls="--")

@@ -155,3 +155,64 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
         clock.update(y[t], l[t], r[t])
     frame = pd.DataFrame(clock.rows).assign(method=method)
     return TimedRun(OnlineRun(y=y, l=l, r=r, smc=posterior), frame)
+
+
+def cost_exponents(clock: pd.DataFrame, by=("method",), since=None, column="wall_s"):
+    """The exponent of ``column`` against t, fitted by least squares on the log-log
+    scale to the checkpoints t >= ``since`` of each group of ``by`` (default: the last
+    decade of each group, t >= t_max / 10): time ~ t^slope.  Returns a frame with
+    ``by``, ``slope``, ``n_max`` (the last checkpoint) and ``at_n_max`` (the time
+    there)."""
+    rows = []
+    for key, g in clock.groupby(list(by)):
+        key = key if isinstance(key, tuple) else (key,)
+        g = g[(g.t >= (g.t.max() / 10 if since is None else since)) & (g[column] > 0)]
+        slope = np.polyfit(np.log(g.t), np.log(g[column]), 1)[0] if len(g) > 1 else math.nan
+        last = g.loc[g.t.idxmax()] if len(g) else None
+        rows.append(dict(zip(by, key), slope=slope,
+                         n_max=int(last.t) if last is not None else 0,
+                         at_n_max=float(last[column]) if last is not None else math.nan))
+    return pd.DataFrame(rows)
+
+
+def extrapolate(exponents: pd.DataFrame, n) -> pd.Series:
+    """The time each row of :func:`cost_exponents` predicts at stream length n, from
+    its last measured time and its fitted exponent."""
+    return exponents.at_n_max * (n / exponents.n_max) ** exponents.slope
+
+
+def quartile_paths(clock: pd.DataFrame, params=("mu", "sigma")) -> pd.DataFrame:
+    """The clock's quartiles in long form: one row per (checkpoint, param) with
+    ``q25``, ``q50``, ``q75`` and the clock's other columns."""
+    keep = [c for c in clock.columns if not any(c.startswith(f"{p}_q") for p in params)]
+    return pd.concat([clock[keep].assign(param=p, **{
+        q: clock[f"{p}_{q}"] for q in ("q25", "q50", "q75")}) for p in params],
+        ignore_index=True)
+
+
+def against_exact(run: TimedRun, at, eps, family=None, mechanism="laplace",
+                  **exact_kw) -> pd.DataFrame:
+    """The run's quartiles at the checkpoints ``at`` against those of the exact
+    posterior (eq. 5, :func:`dpbook.posterior.exact_posterior`) of the same releases
+    y_{1:t}: one row per (t, param, quartile) with ``value``, ``exact``, the exact
+    posterior's interquartile range ``exact_iqr`` and ``error`` = (value - exact) /
+    exact_iqr."""
+    from dpbook.posterior import exact_posterior
+
+    rows = []
+    clock = run.clock.set_index("t")
+    for t in at:
+        if t not in clock.index:
+            raise ValueError(f"t = {t} is not one of the run's checkpoints")
+        y, l, r = (v[:t] for v in (run.run.y, run.run.l, run.run.r))
+        exact = exact_posterior(y, l, r, eps, family=family, mechanism=mechanism, **exact_kw)
+        q = np.atleast_2d(exact.quantile(list(QUARTILES)))
+        for j, p in enumerate(exact.params):
+            iqr = q[2, j] - q[0, j]
+            for i, level in enumerate(QUARTILES):
+                name = f"q{round(100 * level)}"
+                value = float(clock.at[t, f"{p}_{name}"])
+                rows.append(dict(t=t, param=p, quartile=name, value=value,
+                                 exact=float(q[i, j]), exact_iqr=float(iqr),
+                                 error=(value - q[i, j]) / iqr))
+    return pd.DataFrame(rows).assign(method=run.clock.method.iat[0])
