@@ -288,7 +288,7 @@ def test_stale_store_is_moved_aside_and_rerun(ref, tmp_path, monkeypatch):
     store = tmp_path / "paper"
     shutil.copytree(out, store)
     old = json.loads((store / "manifest.json").read_text())["config"]["algorithm"]
-    monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda: "0" * 16)
+    monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda *extra: "0" * 16)
     cfg = {k: v for k, v in SMALL.items() if k != "progress"}
     est, tr = ex.ensure_results(out=store, progress=False, workers=1, **cfg)
     aside = tmp_path / f"paper.stale-{old}"
@@ -296,7 +296,7 @@ def test_stale_store_is_moved_aside_and_rerun(ref, tmp_path, monkeypatch):
     assert tr.config["algorithm"] == "0" * 16
     assert_same_estimates(df, est)  # the same code really ran again: same numbers
     # run_experiment itself refuses to mix stores made by different code
-    monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda: "1" * 16)
+    monkeypatch.setattr(ex.config, "algorithm_fingerprint", lambda *extra: "1" * 16)
     with pytest.raises(ValueError, match="differing: algorithm"):
         _run(store, workers=1)
 
@@ -360,3 +360,15 @@ def test_rmse_ratios_paired_bootstrap():
     assert one.q05 <= one.ratio <= one.q95 and one.lowest == rmse.idxmin()
     # same seed, same numbers
     pd.testing.assert_frame_equal(r, ex.rmse_ratios(est, B=500, rng=1))
+
+
+def test_long_stream_configurations_also_hash_their_modules():
+    # the paper's configuration keeps its hash when only marginal/ or gradient.py change;
+    # one that runs them does not
+    from dpbook.experiment import make_config
+
+    paper = make_config(runs=1, n=10)
+    long = make_config(runs=1, n=10, methods=["smc-marginal-adaptive"])
+    assert paper["algorithm"] == ex.config.algorithm_fingerprint()
+    assert long["algorithm"] == ex.config.algorithm_fingerprint(("marginal", "gradient"))
+    assert long["algorithm"] != paper["algorithm"]

@@ -88,3 +88,32 @@ def test_compiled_score_matches_fishers_identity():
             assert np.allclose([g_m, g_s], ref, rtol=1e-7, atol=1e-12), (y, l, r, eps, m, s)
             checked += 1
     assert checked > 2000
+
+
+def test_posterior_cli_online_gradient(write_csv, capsys):
+    import json
+
+    from dpbook.cli import main
+    from dpbook.privacy.population import normal_population
+
+    pop = normal_population(2000, 1.0, 2.0, 5.0, seed=1)
+    rows = [(pop.release(-4.0, 6.0), -4.0, 6.0) for _ in range(2000)]
+    path = write_csv("y,l,r\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rows))
+    assert main(["posterior", "--method", "online-gradient", "--eps", "5", "--json",
+                 path]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # an efficient estimate is within a few posterior sd of the posterior median (the
+    # sd from the interquartile range, normal approximation)
+    from dpbook.posterior import exact_posterior
+
+    y, l, r = (np.array(v) for v in zip(*rows))
+    q = exact_posterior(y, l, r, 5.0).quantile([0.25, 0.5, 0.75])
+    for j, p in enumerate(("mu", "sigma")):
+        sd = (q[2, j] - q[0, j]) / 1.349
+        assert abs(out[p]["estimate"] - q[1, j]) < 3 * sd, (p, out[p], q[:, j])
+    assert main(["posterior", "--method", "online-gradient", "--eps", "5", path]) == 0
+    assert "no credible interval" in capsys.readouterr().out
+    # a family that is not location-scale: one line, exit 2
+    assert main(["posterior", "--method", "online-gradient", "--family", "poisson",
+                 "--eps", "5", path]) == 2
+    assert "location-scale" in capsys.readouterr().err

@@ -288,6 +288,8 @@ def cmd_posterior(args):
 
         post = marginal_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                                   n_particles=args.particles, seed=args.seed)
+    elif args.method == "online-gradient":
+        return _online_gradient(args, family, mechanism, y, l, r, t0)
     elif args.method == "mhaar":
         from dpbook.mhaar import mhaar
 
@@ -314,6 +316,24 @@ def cmd_posterior(args):
               f"{out[p]['q95']:.4f}]; quartiles {out[p]['q25']:.4f}, {out[p]['q75']:.4f}; "
               f"mean {out[p]['mean']:.4f}, sd {out[p]['sd']:.4f})" for p in family.params]
     lines.append(f"  {out['seconds']:.2f} s")
+    _print(out, args.json, lines)
+
+
+def _online_gradient(args, family, mechanism, y, l, r, t0):
+    """``dpbook posterior --method online-gradient``: the Section 7 estimate after the
+    releases in file order; a point estimate, without a posterior."""
+    from dpbook.gradient import OnlineGradient
+
+    est = OnlineGradient(args.eps, family=family, mechanism=mechanism)
+    for t in range(len(y)):
+        est.update(y[t], l[t], r[t])
+    out = {p: {"estimate": float(v)} for p, v in zip(family.params, est.theta)}
+    out.update(seconds=time.perf_counter() - t0, method=args.method, n=int(len(y)),
+               eps=args.eps, family=family.name, mechanism=mechanism)
+    lines = [f"estimate (online-gradient, n = {len(y)}, eps = {args.eps}): "
+             + ", ".join(f"{p} = {out[p]['estimate']:.4f}" for p in family.params),
+             "  a point estimate: no posterior and no credible interval",
+             f"  {out['seconds']:.2f} s"]
     _print(out, args.json, lines)
 
 
@@ -392,13 +412,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("posterior", help="posterior of theta from released data")
     add_family_arguments(q)
-    q.add_argument("--method", choices=("smc", "smc-subset", "smc-marginal", "ibis", "mhaar",
-                                        "exact"),
+    q.add_argument("--method", choices=("smc", "smc-subset", "smc-marginal", "ibis",
+                                        "online-gradient", "mhaar", "exact"),
                    required=True,
                    help="SMC (Algorithms 2-3), the SMC moving a subset of M latent values "
                         "per step (smc-subset, with --subset M), the marginal SMC on theta "
-                        "for long streams (smc-marginal, also called ibis), the MHAAR "
-                        "baseline or the exact posterior on a grid")
+                        "for long streams (smc-marginal, also called ibis), the online "
+                        "gradient estimate of Section 7 (a point estimate; its steps are "
+                        "efficient for intervals it asked for itself), the MHAAR baseline "
+                        "or the exact posterior on a grid")
     q.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     q.add_argument("--particles", type=int, default=1000,
                    help="SMC particles N (default 1000)")

@@ -159,14 +159,15 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
 
 def cost_exponents(clock: pd.DataFrame, by=("method",), since=None, column="wall_s"):
     """The exponent of ``column`` against t, fitted by least squares on the log-log
-    scale to the checkpoints t >= ``since`` of each group of ``by`` (default: the last
-    decade of each group, t >= t_max / 10): time ~ t^slope.  Returns a frame with
-    ``by``, ``slope``, ``n_max`` (the last checkpoint) and ``at_n_max`` (the time
-    there)."""
+    scale to the checkpoints t >= ``since`` of each group of ``by`` (default:
+    t >= min(1000, t_max / 10), at least the last decade): time ~ t^slope.  Returns a
+    frame with ``by``, ``slope``, ``n_max`` (the last checkpoint) and ``at_n_max`` (the
+    time there)."""
     rows = []
     for key, g in clock.groupby(list(by)):
         key = key if isinstance(key, tuple) else (key,)
-        g = g[(g.t >= (g.t.max() / 10 if since is None else since)) & (g[column] > 0)]
+        start = min(1000, g.t.max() / 10) if since is None else since
+        g = g[(g.t >= start) & (g[column] > 0)]
         slope = np.polyfit(np.log(g.t), np.log(g[column]), 1)[0] if len(g) > 1 else math.nan
         last = g.loc[g.t.idxmax()] if len(g) else None
         rows.append(dict(zip(by, key), slope=slope,

@@ -221,8 +221,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "sigma": sig_f,
         "keep_particles": check_count("keep_particles", keep_particles, 0),
         "every": EVERY,
-        "algorithm": algorithm_fingerprint(),
+        "algorithm": None,
     }
+    config["algorithm"] = algorithm_fingerprint(
+        _LONG_STREAM_MODULES if set(LONG_STREAM_METHODS) & set(config["methods"]) else ())
     if set(SUBSET_METHODS) & set(config["methods"]):
         if subset is None:
             raise ValueError("the smc-subset methods need subset, the number of latent "
@@ -273,15 +275,18 @@ def config_params(config) -> tuple:
 # stale: its results cannot be mixed with new ones (see ensure_results).
 _ALGORITHM_MODULES = ("model", "privacy", "smc", "mhaar", "fisher", "likelihood",
                       "posterior", "rng", "validation", "backends")
+_LONG_STREAM_MODULES = ("marginal", "gradient")
 
 
-def algorithm_fingerprint() -> str:
-    """A short hash of the source of the modules that produce the estimates."""
+def algorithm_fingerprint(extra=()) -> str:
+    """A short hash of the source of the modules that produce the estimates, and of the
+    ``extra`` modules (those of the long-stream methods, for the configurations that
+    run them: the paper's stores keep their hash when only those change)."""
     import hashlib
 
     h = hashlib.sha256()
     here = Path(__file__).parent.parent
-    for name in _ALGORITHM_MODULES:
+    for name in (*_ALGORITHM_MODULES, *extra):
         paths = sorted((here / name).rglob("*.py")) if (here / name).is_dir() else \
             [here / f"{name}.py"]
         for path in paths:
