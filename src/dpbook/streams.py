@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpbook.privacy.online import OnlineRun
+from dpbook.privacy.online import OnlineRun, run_online
 from dpbook.validation import check_count
 
 METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
@@ -100,12 +100,16 @@ class TimedRun:
 def warm_up(methods=METHODS, eps=5.0, n=200):
     """Compile (or load from numba's cache) the kernels of ``methods`` for the normal
     model and the Laplace mechanism with a short run each, so that the clocks of the
-    runs that follow do not count compilation."""
-    from dpbook.privacy.population import normal_population
-
+    runs that follow do not count compilation.  The releases are synthetic (standard
+    normal values, clipped and noised here): no population is involved."""
+    rng = np.random.default_rng(0)
     for method in methods:
-        timed_run(method, normal_population(n, 0.0, 1.0, eps, seed=0), n, n_particles=64,
-                  subset=8 if method == "smc-subset" else None)
+        post = online_posterior(method, eps, n_particles=64, n_max=n,
+                                subset=8 if method == "smc-subset" else None)
+        policy = stream_policy("adaptive", post, eps)
+        for _ in range(n):
+            l, r = policy.next_interval(post, rng)
+            post.update(min(max(rng.normal(), l), r) + rng.laplace(0.0, (r - l) / eps), l, r)
 
 
 def stream_policy(policy, posterior, eps, family=None, mechanism="laplace"):
@@ -133,28 +137,31 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
     """Algorithm 1 for n individuals of ``population`` with the online posterior
     ``method`` (:func:`online_posterior`) and the interval ``policy``
     (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
-    powers of ten up to n, and n).  ``seed`` drives the posterior and the policy's
-    draws; the privacy noise is the population's."""
+    powers of ten up to n, and n), through :func:`dpbook.privacy.online.run_online`.
+    ``seed`` (an int or a SeedSequence, whose first two children are used) drives the
+    posterior and the policy's draws, as in ``run_online``; the privacy noise is the
+    population's."""
     n = check_count("n", n)
     if checkpoints is None:
         checkpoints = [k * 10**e for e in range(int(math.log10(n)) + 1) for k in (1, 2, 5)]
         checkpoints = sorted({c for c in checkpoints if c <= n} | {n})
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    post_ss, policy_ss = ss.spawn(2)
+
+    def fresh():  # ss before any spawn: run_online spawns (posterior, policy) from it
+        return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key,
+                                      pool_size=ss.pool_size)
+
     mechanism = getattr(population, "mechanism", "laplace")
     posterior = online_posterior(method, population.eps, family, mechanism,
                                  n_particles=n_particles, n_max=n, subset=subset,
-                                 seed=post_ss)
+                                 seed=fresh().spawn(2)[0])
     policy = stream_policy(policy, posterior, population.eps, family, mechanism)
     clock = _Clock(posterior, checkpoints)
-    rng = np.random.default_rng(policy_ss)
-    y, l, r = np.empty(n), np.empty(n), np.empty(n)
-    for t in range(n):
-        l[t], r[t] = policy.next_interval(clock, rng)
-        y[t] = population.release(l[t], r[t])
-        clock.update(y[t], l[t], r[t])
+    # Algorithm 1 itself (the population's side of the privacy boundary) with the clock
+    # standing in for the posterior
+    run = run_online(population, policy, n, seed=fresh(), posterior=clock)
     frame = pd.DataFrame(clock.rows).assign(method=method)
-    return TimedRun(OnlineRun(y=y, l=l, r=r, smc=posterior), frame)
+    return TimedRun(OnlineRun(y=run.y, l=run.l, r=run.r, smc=posterior), frame)
 
 
 def cost_exponents(clock: pd.DataFrame, by=("method",), since=None, column="wall_s"):
