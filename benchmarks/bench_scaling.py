@@ -12,6 +12,7 @@ Each run is in a fresh process so that the peak memory is its own.
     python benchmarks/bench_scaling.py --n 1000 10000 100000 --methods ibis
     python benchmarks/bench_scaling.py --n 1000 3000 --methods smc ibis --out scaling.json
     python benchmarks/bench_scaling.py --n 1000 3000 --methods smc smc-subset --subset 100
+    python benchmarks/bench_scaling.py --n 1000 --methods smc ibis --exact
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 
 
 def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None,
-            delayed=True):
+            delayed=True, exact=False):
     import numpy as np
 
     from dpbook.fisher import best_interval
@@ -50,6 +51,12 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None,
     out = {"method": method, "n": n, "particles": particles, "eps": eps, "wall_s": wall,
            "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "quartiles": np.asarray(res.smc.quantile([0.25, 0.5, 0.75])).tolist()}
+    if exact:  # the exact posterior of the same releases, after the clock stopped
+        from dpbook.posterior import exact_posterior
+
+        q = exact_posterior(res.y, res.l, res.r, eps, grid=(61, 61)).quantile([0.25, 0.5, 0.75])
+        err = (np.asarray(out["quartiles"]) - q) / (q[2] - q[0])
+        out.update(exact_quartiles=q.tolist(), max_error_iqr=float(np.abs(err).max()))
     if method == "smc-subset":
         out.update(subset=subset,
                    acceptance=float(np.nanmean(res.smc.history.acceptance[1:])))
@@ -76,6 +83,9 @@ def main(argv=None):
     p.add_argument("--moves", type=int, default=5, help="MH steps per resampling (default 5)")
     p.add_argument("--no-delayed", dest="delayed", action="store_false",
                    help="the marginal SMC's random walk without delayed acceptance")
+    p.add_argument("--exact", action="store_true",
+                   help="also the exact posterior of each run's releases (n <= 10^4): the "
+                        "largest quartile error in exact interquartile ranges")
     p.add_argument("--out", default=None, help="JSON file for the results")
     args = p.parse_args(argv)
     ctx = mp.get_context("spawn")
@@ -85,7 +95,7 @@ def main(argv=None):
             with ctx.Pool(1) as pool:
                 row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed,
                                            args.kernel, args.moves, args.subset,
-                                           args.delayed))
+                                           args.delayed, args.exact))
             rows.append(row)
             extra = ""
             if "timing" in row:
@@ -94,7 +104,8 @@ def main(argv=None):
             q = row["quartiles"][1]
             print(f"{method:<10} n={n:<7} wall {row['wall_s']:8.1f} s  cpu {row['cpu_s']:8.1f} s"
                   f"  peak {row['peak_mb']:6.0f} MB  median mu {q[0]:.3f} sigma {q[1]:.3f}"
-                  + extra, flush=True)
+                  + extra + (f", quartiles within {row['max_error_iqr']:.3f} exact IQR"
+                             if "max_error_iqr" in row else ""), flush=True)
     for method in args.methods:
         pts = [(r["n"], r["wall_s"]) for r in rows if r["method"] == method]
         if len(pts) > 1:

@@ -43,7 +43,8 @@
 # concentrates.  Each step of the walk is first screened against the Gaussian fitted
 # to the particles, which costs nothing, and only the proposals that pass meet the
 # exact likelihood (delayed acceptance, {cite:t}`christen2005markov`): the kernel still
-# leaves the posterior invariant, at about 40% of the cost.
+# leaves the posterior invariant, and most proposals never cost a likelihood sum (the
+# table of where the time goes counts them).
 #
 # **The online gradient** keeps no posterior: a point estimate $\hat\theta_t$, moved
 # after each release by a Fisher-scoring step of size $1/(t + 10)$, and the interval of
