@@ -61,6 +61,17 @@ def _Phi(z):
 
 
 @njit(cache=True)
+def _dPhi(lo, hi):
+    """Phi(hi) - Phi(lo) for lo <= hi, from the tail on the side both lie (no
+    cancellation of two values near 1)."""
+    if lo >= 0.0:
+        return 0.5 * (math.erfc(lo / _SQRT2) - math.erfc(hi / _SQRT2))
+    if hi <= 0.0:
+        return 0.5 * (math.erfc(-hi / _SQRT2) - math.erfc(-lo / _SQRT2))
+    return 0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2))
+
+
+@njit(cache=True)
 def _score_normal_laplace(y, l, r, b, m, s):
     """(ok, d/dm, d/ds) of log p(y | m, s) for the normal family and the Laplace
     mechanism: the derivatives of the density's closed form (the four terms of
@@ -85,14 +96,14 @@ def _score_normal_laplace(y, l, r, b, m, s):
     g_s = -_phi(zl) * zl / s * el + _phi(zr) * zr / s * er
     if y > l:
         e = math.exp(dm + h)
-        d = _Phi(zu - k) - _Phi(zl - k)
+        d = _dPhi(zl - k, zu - k)
         p += e * d
         g_m += e * (d / b - (_phi(zu - k) - _phi(zl - k)) / s)
         g_s += e * (d * k / b - _phi(zu - k) * (zu / s + 1.0 / b)
                     + _phi(zl - k) * (zl / s + 1.0 / b))
     if y < r:
         e = math.exp(h - dm)
-        d = _Phi(-zu - k) - _Phi(-zr - k)
+        d = _dPhi(-zr - k, -zu - k)
         p += e * d
         g_m += e * (-d / b + (_phi(-zu - k) - _phi(-zr - k)) / s)
         g_s += e * (d * k / b + _phi(-zu - k) * (zu / s - 1.0 / b)
