@@ -20,9 +20,10 @@
 # individuals $O(Nn^2)$ (Section 4: "the computational cost ... is $O(Nn^2)$ in
 # general"; Section 7: a cost "that grows quadratically with data size can be
 # concerning when $n$ is very large").  At $n = N = 1000$ that is seconds; a stream of
-# $10^5$ individuals would take days.  The paper names ways out and leaves them
-# untried.  This chapter runs them on the paper's model, $X_t \sim \mathcal{N}(50, 10)$
-# with the Laplace mechanism, and measures what each costs and what it gives up:
+# $10^5$ individuals would take hours (extrapolated below).  The paper names ways out
+# and leaves them untried.  This chapter runs them on the paper's model,
+# $X_t \sim \mathcal{N}(50, 10)$ with the Laplace mechanism, and measures what each
+# costs and what it gives up:
 #
 # * `smc`: Algorithms 2-3, the paper's SMC ({ref}`ch-smc`); cost $O(Nn^2)$.
 # * `smc-subset`: the same, moving a random subset of $m$ of the $x_k$ at each step
@@ -106,9 +107,9 @@ Markdown(f"{len(runs)} streams, {total / 60:.1f} CPU-minutes in all.")
 # Thompson-sampling policy and the best interval of eq. (13).  The slopes in the legend
 # are the exponents fitted on the log-log scale from $t = 1000$ on (from $n/10$ for the
 # runs shorter than $10^4$), where start-up costs no longer dominate: a method whose
-# cost is $O(n^k)$ has slope $k$.  The times depend on the machine (and on
-# what else runs beside the chapter); the slopes and the ratios between methods carry
-# over.
+# cost is $O(n^k)$ has slope $k$.  `make book` runs this chapter after the others,
+# alone on the cores; the times depend on the machine, the slopes and the ratios
+# between methods carry over.
 
 # %%
 adaptive = clock[clock.policy == "adaptive"]
@@ -154,7 +155,8 @@ Markdown(
     + " and ".join(f"{ratio[e]:.0f}" for e in EPS) + " times the marginal SMC's time "
     "at ε = " + " and ".join(f"{e:g}" for e in EPS) + ".  The subset SMC saves the "
     "moves of the unmoved $x_k$ but still copies every particle's path after each "
-    "resampling, so its exponent stays near 2.")
+    f"resampling, so its exponent is {table[table.method == 'smc-subset'].slope_wall.mean():.2f}"
+    ", not 1.")
 
 # %% [markdown]
 # ### Where the marginal SMC's time goes
@@ -239,6 +241,11 @@ again.set_index(["method", "seed"]).round(3)
 iqr_sigma = float(np.diff(exact.quantile([0.25, 0.75])[:, 1])[0])
 spread = again[again.method != "exact"].groupby("method")[["sigma_q50", "sigma_q75"]].agg(
     lambda v: (v.max() - v.min()) / iqr_sigma)
+runs_of = again[again.method != "exact"].groupby("method").size()
+# the mean range of k medians of N independent draws from a normal posterior, in IQRs
+# (a median's standard error is 1.2533 sd / sqrt(N), and an IQR is 1.349 sd)
+expected = {m: 1.2533 / 1.349 / np.sqrt(N) * np.ptp(np.random.default_rng(0)
+            .standard_normal((100_000, k)), axis=1).mean() for m, k in runs_of.items()}
 Markdown(
     f"At ε = {hard_eps:g} the median interval asked was {np.median(r - l) / SIGMA:.2f} σ "
     "wide: the best interval of eq. (13) is chosen for μ, and so narrow an interval tells "
@@ -248,9 +255,12 @@ Markdown(
     f"{spread.at['smc', 'sigma_q50']:.2f} exact interquartile ranges for the latent SMC "
     f"and {spread.at['smc-marginal', 'sigma_q50']:.2f} for the marginal SMC, its upper "
     f"quartile over {spread.at['smc', 'sigma_q75']:.2f} and "
-    f"{spread.at['smc-marginal', 'sigma_q75']:.2f}, against about "
-    f"{1 / np.sqrt(N):.2f} for independent draws.  So both carry a Monte Carlo error in "
-    "such a tail well above that of independent draws.  The latent SMC moves σ only "
+    f"{spread.at['smc-marginal', 'sigma_q75']:.2f}.  {runs_of['smc']} and "
+    f"{runs_of['smc-marginal']} medians of {N} independent draws would spread over "
+    f"about {expected['smc']:.2f} and {expected['smc-marginal']:.2f}: the latent SMC's "
+    f"spread is {spread.at['smc', 'sigma_q50'] / expected['smc']:.0f} times that, the "
+    f"marginal SMC's {spread.at['smc-marginal', 'sigma_q50'] / expected['smc-marginal']:.1f}"
+    " times.  The latent SMC moves σ only "
     "through the latent $x_k$ (a Gibbs move given all of them), the well-known slow "
     "mixing of data augmentation when each latent value is weakly informed; the "
     "marginal SMC moves θ directly.")

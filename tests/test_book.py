@@ -126,6 +126,21 @@ def test_store_progress_of_a_calibration_store(tmp_path):
     assert run_chapters.stores_being_filled(tmp_path, since) == [("calibration", 3, 5)]
 
 
+def test_timing_chapters_run_alone_after_the_others(tmp_path, monkeypatch):
+    names = [Path(f"0{k}_x.py") for k in (5, 8, 9)]
+    assert run_chapters.split_alone(names) == (names[:2], names[2:])
+    # the chapter that times itself is executed in a run of its own, one job, after the
+    # others have run side by side
+    _chapters(tmp_path, monkeypatch, **{name: "# %%\nprint(mode)\n"
+                                        for name in ("07_a", "08_b", "09_clock")})
+    monkeypatch.setattr(run_chapters, "ALONE", ("09",))
+    calls = []
+    monkeypatch.setattr(run_chapters, "run", lambda chapters, parameters, jobs, beat:
+                        calls.append(([c.stem for c in chapters], jobs)) or [])
+    assert run_chapters.main(["--jobs", "2", "--heartbeat", "0"]) == 0
+    assert calls == [(["07_a", "08_b"], 2), (["09_clock"], 1)]
+
+
 def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):
     monkeypatch.setattr(run_chapters, "OUTPUT", tmp_path)
     chapters = [Path("05_four_eps.py"), Path("06_boxplots.py"), Path("07_new_family.py")]

@@ -61,6 +61,9 @@ KERNEL = "python3"
 # depend on the order.
 FIRST = ("05", "07")
 LAST = ("06",)
+# Chapters that time their own computations (chapter 9's cost against n) run after the
+# others, one at a time, so that no other chapter shares the cores while they measure.
+ALONE = ("09",)
 
 
 def all_chapters() -> list[Path]:
@@ -89,6 +92,12 @@ def schedule(chapters: list[Path]) -> list[Path]:
         return (0, FIRST.index(num)) if num in FIRST else \
             (2, LAST.index(num)) if num in LAST else (1, int(num))
     return sorted(chapters, key=rank)
+
+
+def split_alone(chapters: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(the chapters that may run side by side, those that run alone: see ALONE)."""
+    alone = [c for c in chapters if c.stem.split("_", 1)[0] in ALONE]
+    return [c for c in chapters if c not in alone], alone
 
 
 def running_marker(name: str) -> Path:
@@ -479,11 +488,14 @@ def main(argv=None) -> int:
     print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
     todo = stale(chapters)
-    failures = run(todo, parameters, args.jobs, args.heartbeat) if todo else []
+    together, alone = split_alone(todo)
+    failures = run(together, parameters, args.jobs, args.heartbeat) if together else []
     # A chapter that was up to date may read a store that a chapter just run rewrote.
     later = stale([c for c in chapters if c not in todo], quiet=True) if todo else []
     if later:
         failures += run(later, parameters, args.jobs, args.heartbeat)
+    if alone:  # on idle cores (ALONE)
+        failures += run(alone, parameters, 1, args.heartbeat)
     print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode}, "
           f"{len(todo) + len(later)} executed, "
           f"{len(chapters) - len(todo) - len(later)} cached)")
