@@ -168,7 +168,7 @@ Markdown(
 # %%
 def time_split(run):
     post = run.run.smc
-    split = {k: v for k, v in post.timing.items()}
+    split = dict(post.timing)
     split["policy and bookkeeping"] = run.clock.wall_s.iat[-1] - sum(split.values())
     return pd.Series(split | {"resample-moves": len(post.history.moves),
                               "exact evaluations per move step": post.evaluations

@@ -80,7 +80,7 @@ class _Clock:
 def quartiles(posterior) -> dict:
     """{"mu_q25": ..., "mu_q50": ..., ...} of an online posterior; the online gradient's
     estimate for all three (it has no posterior)."""
-    params = posterior.params if hasattr(posterior, "params") else ("mu", "sigma")
+    params = posterior.params
     if hasattr(posterior, "quantile"):
         q = np.atleast_2d(posterior.quantile(list(QUARTILES)))
     else:
@@ -100,8 +100,10 @@ class TimedRun:
 def warm_up(methods=METHODS, eps=5.0, n=200):
     """Compile (or load from numba's cache) the kernels of ``methods`` for the normal
     model and the Laplace mechanism with a short run each, so that the clocks of the
-    runs that follow do not count compilation.  The releases are synthetic (standard
-    normal values, clipped and noised here): no population is involved."""
+    runs that follow do not count compilation.  The releases are of synthetic standard
+    normal values (no population is involved)."""
+    from dpbook.model.mechanisms import release_one
+
     rng = np.random.default_rng(0)
     for method in methods:
         post = online_posterior(method, eps, n_particles=64, n_max=n,
@@ -109,7 +111,7 @@ def warm_up(methods=METHODS, eps=5.0, n=200):
         policy = stream_policy("adaptive", post, eps)
         for _ in range(n):
             l, r = policy.next_interval(post, rng)
-            post.update(min(max(rng.normal(), l), r) + rng.laplace(0.0, (r - l) / eps), l, r)
+            post.update(release_one(rng.normal(), l, r, eps, rng), l, r)
 
 
 def stream_policy(policy, posterior, eps, family=None, mechanism="laplace"):

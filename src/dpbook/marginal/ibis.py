@@ -156,40 +156,39 @@ class MarginalSMC(ParticlePosterior):
         self.timing["resample"] += t1 - t0
         u = self._to_u(self.theta)
         d = u.shape[1]
+        cov = np.atleast_2d(np.cov(u, rowvar=False)) * _RW_SCALE2 / d
+        chol = np.linalg.cholesky(cov + 1e-12 * np.eye(d) * max(np.trace(cov), 1e-300))
         centre = u.mean(axis=0)
-        # the Gaussian fitted to the particles: the independent proposal, and the
-        # surrogate of the random walk's first stage
-        fit = np.atleast_2d(np.cov(u, rowvar=False))
-        fit = np.linalg.cholesky(fit + 1e-12 * np.eye(d) * max(np.trace(fit), 1e-300))
+        # the Gaussian fitted to the particles: Chopin's independent proposal, and the
+        # surrogate that screens the random walk
+        fit = chol * math.sqrt(d / _RW_SCALE2)
         inv = np.linalg.inv(fit)
 
         def gauss(v):  # log density of the fitted Gaussian, up to a constant
             return -0.5 * np.sum(((v - centre) @ inv.T) ** 2, axis=1)
 
-        chol = fit * math.sqrt(_RW_SCALE2 / d)
         current = self._log_target(self.theta, u, self.loglik)
         current_q = gauss(u)
         data = [np.asarray(v) for v in (self.y, self.l, self.r)]
+        screen = self.kernel == "rw" and self.delayed  # Christen and Fox (2005)
         accepted = evaluated = 0
         for _ in range(self.moves):
             z = self.rng.standard_normal(u.shape)
-            log_u1, log_u2 = np.log(self.rng.random((2, len(u))))
             if self.kernel == "independent":  # Chopin (2002): a Gaussian fit, not a walk
-                u_new = centre + z @ fit.T
-                new_q = -0.5 * np.sum(z * z, axis=1)
-                stage1 = np.ones(len(u), dtype=bool)
-                correction = current_q - new_q  # q(u) / q(u_new)
+                u_new, new_q = centre + z @ fit.T, -0.5 * np.sum(z * z, axis=1)
             else:
                 u_new = u + z @ chol.T
                 new_q = gauss(u_new)
-                correction = np.zeros(len(u))
-                if self.delayed:  # Christen and Fox (2005): the surrogate screens first
-                    stage1 = log_u1 < new_q - current_q
-                    correction = current_q - new_q
-                else:
-                    stage1 = np.ones(len(u), dtype=bool)
-            # the exact target only where the first stage accepted
-            sel = np.flatnonzero(stage1)
+            if screen:  # the first stage, on the surrogate; the exact target only after
+                log_u1, log_u2 = np.log(self.rng.random((2, len(u))))
+                sel = np.flatnonzero(log_u1 < new_q - current_q)
+            else:
+                log_u2 = np.log(self.rng.random(len(u)))
+                sel = np.arange(len(u))
+            # q(u) / q(u_new): the independent proposal's Hastings ratio, or the
+            # correction of the screened walk's second stage (0 for the plain walk)
+            correction = (current_q - new_q if self.kernel == "independent" or screen
+                          else np.zeros(len(u)))
             theta_new = self._from_u(u_new[sel])
             loglik_new = self.log_likelihood(theta_new, *data)
             proposed = self._log_target(theta_new, u_new[sel], loglik_new)
