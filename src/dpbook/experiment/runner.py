@@ -306,7 +306,7 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
 
     Several processes (for example two chapters executed side by side) may call this for
     the same store: an exclusive lock on ``out/.lock`` makes the later ones wait and then
-    load.  A store made by other algorithm code (see :func:`algorithm_fingerprint`, and
+    load.  A store made by other versions of the algorithms (:mod:`dpbook.versions`, and
     the source of a family defined outside dpbook) with otherwise the same configuration
     is stale: it is moved aside to
     ``out.stale-<fingerprint>`` (nothing is deleted) and the experiment is rerun.  A store
