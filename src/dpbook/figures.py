@@ -10,6 +10,8 @@ import subprocess
 from functools import cache, lru_cache
 from pathlib import Path
 
+from dpbook.experiment.store import repo_root
+
 DPI = 150
 # Smallest text, in CSS pixels, that a figure may show in the book's page column at a
 # 1280-px window (book/tools/check_pages.py measures it; the saver records each figure's
@@ -38,15 +40,6 @@ def eps_colours(eps_values) -> dict:
     cmap = sns.color_palette("flare", as_cmap=True)
     lo, hi = math.log(0.5), math.log(20.0)
     return {e: cmap(min(max((math.log(e) - lo) / (hi - lo), 0.0), 1.0)) for e in eps_values}
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The folder holding pyproject.toml above ``start`` (default: the working directory)."""
-    start = Path.cwd() if start is None else Path(start)
-    for p in (start, *start.parents):
-        if (p / "pyproject.toml").exists():
-            return p
-    return start
 
 
 @lru_cache(maxsize=8)

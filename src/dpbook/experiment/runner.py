@@ -61,6 +61,7 @@ from dpbook.experiment.store import (
     package_versions,
     prepare_store,
     read_manifest,
+    repo_root,
     store_task,
     update_manifest,
     valid_tasks,
@@ -347,8 +348,6 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=N
     store was complete and was only read; the tasks' own compute times are in the
     ``seconds`` column of the estimates).
     """
-    from dpbook.figures import repo_root
-
     if mode not in BOOK_CONFIGS:
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
     name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}")
@@ -364,8 +363,6 @@ def store_report(estimates, path, seconds, computed) -> str:
     """One line on where a chapter's results came from (:func:`book_experiment`'s
     outputs): the store, the number of tasks, whether they were computed now or read,
     and their own compute time recorded in the store."""
-    from dpbook.figures import repo_root
-
     try:
         where = Path(path).resolve().relative_to(repo_root())
     except ValueError:

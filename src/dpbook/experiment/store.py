@@ -41,6 +41,15 @@ from dpbook.experiment.config import (
 )
 
 
+def repo_root(start: Path | None = None) -> Path:
+    """The folder holding pyproject.toml above ``start`` (default: the working directory)."""
+    start = Path.cwd() if start is None else Path(start)
+    for p in (start, *start.parents):
+        if (p / "pyproject.toml").exists():
+            return p
+    return start
+
+
 def atomic_write_bytes(path: Path, writer):
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:

@@ -37,9 +37,8 @@ from numba.extending import intrinsic
 
 from dpbook import rng as _rng
 from dpbook.model.families import as_family
-from dpbook.privacy.policies import thompson_index
 from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
-from dpbook.smc.resampling import systematic_keyed
+from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
