@@ -228,7 +228,7 @@ save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), 
 # individuals from Gumbel$(50, 3)$ releases its values one by one; the adaptive policy
 # draws $(m, c)$ from the SMC posterior and asks for $[m + a^* c, m + b^* c]$; the fixed
 # policy always asks for $[m - 10c, m + 10c]$ at the true $(m, c)$ (Section 6's
-# comparison).  The SMC is `FamilySMC`: the same resample-move algorithm as
+# comparison).  The SMC is `dpbook.smc.SMC`: the same resample-move algorithm as
 # {ref}`ch-smc`, with an independent Metropolis-Hastings move of every latent $x_k$
 # proposed from the family and a random-walk move of $\theta$ (the normal family has a
 # conjugate Gibbs move instead).

@@ -281,3 +281,27 @@ def test_browser_check_wants_the_provenance_box(tmp_path):
         box, [nb.as_uri(), (tmp_path / "gone.py").as_uri()])[0]
     assert "provenance box without Re-execute" in check_pages.provenance_problems(
         box.replace("Re-execute", ""), [nb.as_uri(), py.as_uri()])
+
+
+def test_every_dotted_dpbook_name_in_the_pages_resolves():
+    # a module or function renamed in the package must not leave the pages behind
+    root = Path(__file__).resolve().parents[1]
+    pages = [*sorted((root / "book").glob("*.md")), *sorted((root / "notebooks").glob("*.py")),
+             root / "README.md"]
+    names = {(p.name, m) for p in pages for m in
+             re.findall(r"\bdpbook(?:\.[A-Za-z_]\w*)+", p.read_text())}
+    assert len(names) > 30
+    bad = []
+    for page, name in sorted(names):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            bad.append(f"{page}: {name}")
+    assert not bad, "names that do not resolve: " + "; ".join(bad)

@@ -369,7 +369,7 @@ class NormalLaplaceSMC(SMC):
 
     @property
     def theta(self):
-        """The particles as an (N, 2) array of (mu, sigma) (a copy), as FamilySMC.theta."""
+        """The particles as an (N, 2) array of (mu, sigma) (a copy), as SMC.theta."""
         return np.column_stack([self.mu, self.sigma])
 
     @property
