@@ -429,3 +429,36 @@ def test_store_made_before_the_versions_is_migrated_not_recomputed(ref, tmp_path
     assert not ex.is_complete(store, **cfg)
     assert ex.runner.set_aside_if_stale(store, ex.make_config(**cfg)) == \
         tmp_path / f"paper.stale-{LEGACY}"
+
+
+def test_original_code_releases_with_the_authors_noise_scale(tmp_path):
+    # the same data and noise draws, released with scale (r - l)/(eps sqrt 2): for the
+    # fixed interval y - T(x) shrinks by sqrt 2, so T(x) = y_s - (y - y_s)/(sqrt 2 - 1)
+    # must lie in [l_c, r_c] for every individual; the methods analyse at eps
+    cfg = dict(eps=(2.0,), runs=1, n=60, particles=50, mhaar_iters=100, interval_grid=6,
+               methods=["smc-fixed", "mhaar"], progress=False, workers=1)
+    ex.run_experiment(out=tmp_path / "c", **cfg)
+    ex.run_experiment(out=tmp_path / "s", original_code=True, **cfg)
+    assert "original_code" not in ex.make_config(**{k: v for k, v in cfg.items()
+                                                    if k not in ("progress", "workers")})
+    res_c, res_s = ex.load_results(tmp_path / "c")[1], ex.load_results(tmp_path / "s")[1]
+    assert res_s.config["original_code"] is True
+    for method in ("smc-fixed", "mhaar"):
+        a, b = res_c.get(method, 2.0, 0), res_s.get(method, 2.0, 0)
+        np.testing.assert_array_equal(a["l"], b["l"])
+        x = b["y"] - (a["y"] - b["y"]) / (2 ** 0.5 - 1)
+        assert np.all((x >= a["l"] - 1e-9) & (x <= a["r"] + 1e-9))
+        assert not np.allclose(a["y"], b["y"])
+    with pytest.raises(ValueError, match="original_code must be True or False"):
+        ex.make_config(original_code="yes")
+
+
+def test_run_online_analyses_at_the_eps_it_is_given():
+    from dpbook.privacy.online import run_online
+    from dpbook.privacy.policies import FixedPolicy
+    from dpbook.privacy.population import normal_population
+
+    pop = normal_population(5, 0.0, 1.0, 2.0 * 2 ** 0.5, seed=1)
+    assert run_online(pop, FixedPolicy(-5, 5), 5, n_particles=10, eps=2.0).smc.eps == 2.0
+    pop = normal_population(5, 0.0, 1.0, 2.0, seed=1)
+    assert run_online(pop, FixedPolicy(-5, 5), 5, n_particles=10).smc.eps == 2.0

@@ -80,6 +80,15 @@ def experiment_intervals_mc():
                               methods=["smc-adaptive"]))
 
 
+@case(*EXPERIMENT)
+def experiment_original_code():
+    """The authors' noise scale at release, the paper's in the analysis (every method)."""
+    from dpbook.experiment import make_config
+
+    return _tasks(make_config(eps=(5.0,), runs=1, n=60, particles=64, mhaar_iters=500,
+                              interval_grid=8, original_code=True))
+
+
 @case(*EXPERIMENT, *LONG_STREAM)
 def experiment_long_streams():
     """The long-stream methods (marginal SMC, online gradient, subset rejuvenation)."""

@@ -173,7 +173,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
-                subset=None) -> dict:
+                subset=None, original_code=False) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -182,6 +182,9 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     choose the population; for the normal family ``mu`` and ``sigma`` give theta.
     ``subset``: the latent values moved per step by the smc-subset methods (required
     with them, and recorded only then, so other configurations keep their keys).
+    ``original_code``: release with the authors' code's noise scale, (r - l)/(eps
+    sqrt 2), while every method analyses with the paper's (r - l)/eps (reproduction
+    notes, item 1); recorded only when True.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -232,6 +235,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         config["subset"] = check_subset(subset)
     elif subset is not None:
         raise ValueError("subset goes with the smc-subset methods")
+    if original_code is not False:
+        if original_code is not True:
+            raise ValueError(f"original_code must be True or False, got {original_code!r}")
+        config["original_code"] = True
     _check_task_memory(config)
     from dpbook.model.families import as_family
 
