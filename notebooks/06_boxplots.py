@@ -53,7 +53,7 @@ mode = "quick"  # "quick": a small experiment (well under a minute); "full": the
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
-# %%
+# %% caption="The experiment's configuration in this mode." name="tbl-06-config"
 
 import numpy as np
 import pandas as pd
@@ -61,7 +61,7 @@ import seaborn as sns
 from IPython.display import Markdown
 
 from dpbook.experiment import book_experiment, rmse_ratios, store_report, summarize
-from dpbook.figures import METHOD_COLOURS, figure_saver
+from dpbook.figures import METHOD_COLOURS, figure_saver, show_table
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("06_boxplots", mode=mode, seed=seed)
@@ -71,9 +71,9 @@ estimates, trajectories, STORE, elapsed, computed = book_experiment(mode, seed,
                                                                     scheduler=scheduler)
 config = trajectories.config
 print(store_report(estimates, STORE, elapsed, computed))
-pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "mhaar_aux",
+show_table(pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "mhaar_aux",
                                   "seed", "mu", "sigma")},
-          name="configuration", dtype=object).to_frame().T
+          name="configuration", dtype=object))
 
 # %% [markdown]
 # ## The box plots
@@ -136,7 +136,7 @@ save(grid.figure, "figure3",
 # process pool.  It depends on the machine and its load.  Note that the cost of MHAAR is
 # set by its number of iterations, not by $n$ alone.
 
-# %%
+# %% caption="Bias, RMSE and mean posterior sd of μ and σ per method and ε, with the seconds per task." name="tbl-06-bias-rmse"
 summary = summarize(estimates).set_index(["eps", "method"])
 post_sd = estimates.groupby(["eps", "method"])[["mu_sd", "sigma_sd"]].mean()
 table = pd.concat({
@@ -148,7 +148,7 @@ table[("", "seconds per task")] = summary["seconds"]
 table[("", "runs")] = summary["runs"]
 order = pd.MultiIndex.from_product([EPS, list(METHODS)], names=["eps", "method"])
 table = table.reindex(order).rename(index=METHODS, level="method")
-table.round(3)
+show_table(table)
 
 # %% [markdown]
 # ## Does adaptive truncation win?
@@ -165,11 +165,11 @@ table.round(3)
 # quantiles of the bootstrap ratios.  With few runs the interval is wide, and an
 # interval that contains 1 means that the runs cannot tell the two methods apart.
 
-# %%
+# %% caption="The RMSE of SMC-adaptive over that of each other method, with the bootstrap 5% and 95% quantiles." name="tbl-06-ratios"
 ratios = rmse_ratios(estimates, B=2000, rng=rng).replace(
     {"param": SYMBOL, "other": METHODS, "lowest": METHODS})
-ratios.pivot(index=["eps", "param", "lowest"], columns="other",
-             values=["ratio", "q05", "q95"]).round(3)
+show_table(ratios.pivot(index=["eps", "param", "lowest"], columns="other",
+             values=["ratio", "q05", "q95"]))
 
 # %%
 def verdict(r):
@@ -219,7 +219,7 @@ Markdown("\n".join(lines))
 # below 1 mean the two samplers agree.  Values near or above 1 mean that at least one
 # of them has not converged at this size.
 
-# %%
+# %% caption="SMC-non-adaptive and MHAAR on the same releases: the median |difference| of their estimates in SMC posterior sds." name="tbl-06-agreement"
 wide = estimates.pivot_table(index=["eps", "run"], columns="method",
                              values=["mu_hat", "sigma_hat", "mu_sd", "sigma_sd"])
 agree = pd.DataFrame({
@@ -227,7 +227,7 @@ agree = pd.DataFrame({
         ((wide[(f"{par}_hat", "smc-fixed")] - wide[(f"{par}_hat", "mhaar")]).abs()
          / wide[(f"{par}_sd", "smc-fixed")]).groupby("eps").median()
     for par in ("mu", "sigma")})
-agree.round(3)
+show_table(agree)
 
 # %% [markdown]
 # ## As the authors' code would have run it
@@ -258,14 +258,14 @@ paired_long = (paired.assign(method=paired.method.map(SMC_METHODS))
 grid = sns.catplot(paired_long, kind="box", x="method", y="posterior mean", hue="code",
                    row="parameter", col="eps", order=list(SMC_METHODS.values()),
                    sharey=False, showfliers=False, height=3.0, aspect=0.72,
-                   palette="Greys")
+                   palette="Greys", legend_out=False)
 for (par, eps), ax in grid.axes_dict.items():
     ax.axhline(TRUTH[par], color="k", ls="--", lw=1)
     ax.set_xticks(range(len(SMC_METHODS)), ["adapt.", "fixed"])
     ax.set(xlabel="", title=f"{SYMBOL[par]}, ε = {eps:g}")
 grid.set_ylabels("posterior mean")
 sns.move_legend(grid, "lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, title=None,
-                frameon=False)
+                frameon=False, fontsize=grid.axes.flat[0].yaxis.label.get_size())
 grid.figure.tight_layout()
 runs_slip = slip.run.nunique()
 save(grid.figure, "figure3_original_code",
