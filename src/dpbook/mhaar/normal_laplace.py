@@ -167,7 +167,7 @@ _SLOW_STREAM = 0x5A1F  # purpose tag of the ziggurat's rejection-step streams
 _THETA_STREAM = 0xFFFFFFFFFFFF  # "observation index" of the proposal / accept stream
 _MIN_PARALLEL_BLOCKS = 3  # fewer blocks run serially: a parallel launch costs more
 _CHUNK_DRAWS = 2e7  # auxiliary draws per call of the compiled chain
-WALKS = ("var", "log_var")  # random-walk coordinates of sigma: sigma^2 (the paper's), log
+WALKS = ("var", "log_var")  # the walk moves sigma^2 (the paper's) or log sigma^2
 _PILOT_TAG = 0x91107  # seeds the step pilot of the log walk from the chain's key
 _U64_FF = np.uint64(0xFF)
 _U64_ONE = np.uint64(1)
@@ -557,7 +557,6 @@ def _log_walk_steps(y, l, r, eps, mu0, v0, prior, seed):
     return float(out[0]), float(out[1])
 
 
-
 def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
                          steps=None, adapt=True, parallel=None, fast=None, prior=SECTION6,
                          walk=None):
@@ -594,8 +593,8 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
         initial steps of the size of the posterior sds (:func:`_log_walk_steps`).
         Default (None): ``'var'`` under the Section 6 prior (the paper's chain, bit for
         bit) and ``'log_var'`` under any other (see "Other priors" in the module
-        docstring: under chapter 8's narrow prior the (mu, sigma^2) walk with the
-        paper's step ratio mixes too slowly in the heavy upper tail of sigma).
+        docstring: under chapter 8's narrow prior the (mu, sigma^2) walk mixes too
+        slowly in the heavy upper tail of sigma).
 
     Returns
     -------
