@@ -45,18 +45,22 @@ def _put(out, prefix, value):
 
 
 def _tasks(config, family_obj=None, methods=None):
+    import numba
+
     from dpbook.experiment.config import config_tasks
     from dpbook.experiment.runner import _best_intervals
     from dpbook.experiment.tasks import run_task, task_spec
 
     intervals = _best_intervals(config, None, family_obj)
     out = {}
+    threads = numba.get_num_threads()  # run_task sets the process's threads: restore them
     for e, iv in intervals.items():
         _put(out, f"interval/{e}", iv)
     for task in config_tasks(config):
         if methods is not None and task.method not in methods:
             continue
         res = run_task(task_spec(config, intervals, task, 1, family_obj))
+        numba.set_num_threads(threads)
         _put(out, task.name, {"row": res["row"], **res["arrays"]})
     return out
 
