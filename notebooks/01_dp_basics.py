@@ -47,7 +47,7 @@
 mode = "quick"  # "quick": small Monte Carlo sizes (seconds); "full": large ones
 seed = 2023
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -135,7 +135,7 @@ show_table(pd.Series({
 # while the query is the raw value: the loss then leaves the band $[-\epsilon, \epsilon]$,
 # by a factor that grows with how far the data lie outside $[l, r]$.
 
-# %%
+# %% tags=["hide-input"]
 eps_values = [check_eps(e) for e in (0.5, 1.0, 2.0)]
 x_low, x_high = l - 2.0, r + 3.0  # a worst-case pair: one below l, one above r
 y = np.linspace(l - 12.0, r + 12.0, size["n_grid"])
@@ -178,10 +178,16 @@ pairs = rng.normal(0.0, 50.0, size=(200, 2))
 rows = []
 for eps in eps_values:
     loss_clipped = privacy_loss(y[:, None], pairs[:, 0], pairs[:, 1], eps)
-    loss_raw = privacy_loss(y[:, None], pairs[:, 0], pairs[:, 1], eps, clipped=False)
-    rows.append({"eps": eps,
-                 "max |L|/eps, clipped": np.abs(loss_clipped).max() / eps,
-                 "max |L|/eps, not clipped": np.abs(loss_raw).max() / eps})
+    loss_raw = privacy_loss(
+        y[:, None], pairs[:, 0], pairs[:, 1], eps, clipped=False
+    )
+    rows.append(
+        {
+            "eps": eps,
+            "max |L|/eps, clipped": np.abs(loss_clipped).max() / eps,
+            "max |L|/eps, not clipped": np.abs(loss_raw).max() / eps,
+        }
+    )
 table = pd.DataFrame(rows).set_index("eps")
 assert (table["max |L|/eps, clipped"] <= 1 + 1e-9).all()
 show_table(table)
@@ -198,7 +204,7 @@ show_table(table)
 # errors of the log ratio of two binomial frequencies; the line is the exact value from
 # the Laplace distribution function (`scipy.stats.laplace`).
 
-# %% caption="ε-DP checked on samples of release(): the bins used and the largest excess of the log ratio over ε." name="tbl-01-empirical-loss"
+# %% caption="ε-DP checked on samples of release(): the bins used and the largest excess of the log ratio over ε." name="tbl-01-empirical-loss" tags=["hide-input"]
 eps = check_eps(1.0)
 n = size["n_release"]
 y_x = release(np.full(n, x_low), l, r, eps, rng)
@@ -277,7 +283,7 @@ show_table(summary)
 # a neighbour $x'_{1:n}$ that replaces individual $k$ by an extreme value, summing
 # `noise_logpdf` over all $n$ steps (nothing is cancelled by hand).
 
-# %% caption="The largest privacy loss |L|/ε of whole transcripts of the toy adaptive algorithm, per ε." name="tbl-01-transcripts"
+# %% caption="The largest privacy loss |L|/ε of whole transcripts of the toy adaptive algorithm, per ε." name="tbl-01-transcripts" tags=["hide-input"]
 n_people, k, half_width = 30, 10, 1.5
 x_data = rng.normal(3.0, 1.0, n_people)
 x_neighbour = x_data.copy()
@@ -356,7 +362,7 @@ show_table(table)
 # side with $z$ the standardised distance from $\theta$ to the end point.  Below, lines
 # are that formula and markers are Monte Carlo estimates from `release`.
 
-# %% caption="The best half-width of a centred interval and the mean squared error of one release there, against the fixed interval [θ − 10σ, θ + 10σ]." name="tbl-01-half-width"
+# %% caption="The best half-width of a centred interval and the mean squared error of one release there, against the fixed interval [θ − 10σ, θ + 10σ]." name="tbl-01-half-width" tags=["hide-input"]
 theta, sigma = 0.0, 1.0
 eps_paper = [check_eps(e) for e in (1.0, 2.0, 5.0, 10.0)]  # the ε values of Section 6
 LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)

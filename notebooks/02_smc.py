@@ -50,7 +50,7 @@ seed = 2023
 eps = 5.0  # privacy level of the main stream (the paper uses 1, 2, 5 and 10)
 eps_hard = 1.0  # privacy level of the hard case (a fixed wide interval)
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -187,28 +187,51 @@ size
 # SMC and the policy only ever see the releases.
 
 # %% caption="The two policies of the stream: their interval and its mean width." name="tbl-02-policies"
-best = best_interval(eps, method="exact")  # eq. (13) on the paper's 50 x 50 grid
-policies = {"adaptive": AdaptivePolicy(best["a"], best["b"]),
-            "fixed": FixedPolicy(MU - 10 * SIGMA, MU + 10 * SIGMA)}
+best = best_interval(
+    eps, method="exact"
+)  # eq. (13) on the paper's 50 x 50 grid
+policies = {
+    "adaptive": AdaptivePolicy(best["a"], best["b"]),
+    "fixed": FixedPolicy(MU - 10 * SIGMA, MU + 10 * SIGMA),
+}
 
 runs = {}
 start = time.perf_counter()
 for k, (name, policy) in enumerate(policies.items()):
     # the same individuals and the same noise draws for both policies
     population = normal_population(n, MU, SIGMA, eps, seed=stream_seed(0))
-    runs[name] = run_online(population, policy, n, n_particles=N,
-                            seed=stream_seed(1, k), every=size["every"])
+    runs[name] = run_online(
+        population,
+        policy,
+        n,
+        n_particles=N,
+        seed=stream_seed(1, k),
+        every=size["every"],
+    )
 timings["two online runs (SMC)"] = time.perf_counter() - start
 
-show_table(pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best['b']:.3f}]"
-                                            if name == "adaptive" else
-                                            f"[{policy.l:.2f}, {policy.r:.2f}]"),
-                     "mean width r_t - l_t": float(np.mean(runs[name].r - runs[name].l)),
-                     "mean noise scale (r_t - l_t)/eps":
-                         float(np.mean(runs[name].r - runs[name].l) / eps),
-                     "final E[mu | y]": runs[name].smc.history.mean_mu[-1],
-                     "final E[sigma | y]": runs[name].smc.history.mean_sigma[-1]}
-              for name, policy in policies.items()}).T)
+show_table(
+    pd.DataFrame(
+        {
+            name: {
+                "(a*, b*) or [l, r]": (
+                    f"[{best['a']:.3f}, {best['b']:.3f}]"
+                    if name == "adaptive"
+                    else f"[{policy.l:.2f}, {policy.r:.2f}]"
+                ),
+                "mean width r_t - l_t": float(
+                    np.mean(runs[name].r - runs[name].l)
+                ),
+                "mean noise scale (r_t - l_t)/eps": float(
+                    np.mean(runs[name].r - runs[name].l) / eps
+                ),
+                "final E[mu | y]": runs[name].smc.history.mean_mu[-1],
+                "final E[sigma | y]": runs[name].smc.history.mean_sigma[-1],
+            }
+            for name, policy in policies.items()
+        }
+    ).T
+)
 
 # %% [markdown]
 # The adaptive intervals are much narrower than the fixed one, which is $20\sigma$ wide,
@@ -216,7 +239,7 @@ show_table(pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best
 # time: the SMC posterior mean with a band of $\pm 2$ posterior standard deviations, the
 # true values, and (for $\mu$) the releases and the adaptive intervals.
 
-# %%
+# %% tags=["hide-input"]
 t_axis = np.arange(1, n + 1)
 paths = paths_frame(runs, names={"mu": "μ", "sigma": "σ"})
 grid = posterior_paths(paths, row="param", col="method", truth={"μ": MU, "σ": SIGMA},
@@ -269,12 +292,17 @@ save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N
 
 # %%
 start = time.perf_counter()
-exact = {(name, t): exact_posterior(run.y[:t], run.l[:t], run.r[:t], eps, grid=GRID)
-         for name, run in runs.items() for t in TIMES}
+exact = {
+    (name, t): exact_posterior(run.y[:t], run.l[:t], run.r[:t], eps, grid=GRID)
+    for name, run in runs.items()
+    for t in TIMES
+}
 timings["exact posteriors"] = time.perf_counter() - start
 max_edge = max(e.edge_density for e in exact.values())
-print(f"{len(exact)} exact posteriors on {GRID[0]} x {GRID[1]} grids; largest density on a "
-      f"grid boundary relative to the mode: {max_edge:.1e}")
+print(
+    f"{len(exact)} exact posteriors on {GRID[0]} x {GRID[1]} grids; largest "
+    f"density on a grid boundary relative to the mode: {max_edge:.1e}"
+)
 
 # %% [markdown]
 # The particles are recorded every `size["every"]` steps (after the weighting
@@ -283,7 +311,7 @@ print(f"{len(exact)} exact posteriors on {GRID[0]} x {GRID[1]} grids; largest de
 # the same summaries: a weighted histogram against the exact marginal density, and
 # means, standard deviations and quantiles.
 
-# %%
+# %% tags=["hide-input"]
 def plot_marginals(name):
     """Snapshots of the particles against the exact marginals, one column per time."""
     draws = pd.concat([runs[name].smc.history.snapshot(t).frame().assign(t=t) for t in TIMES])
@@ -310,7 +338,7 @@ save(fig, "marginals_adaptive",
 # (dotted), and the weighted particles follow the exact marginals at every time shown.
 # The same comparison for the fixed wide interval, whose releases are much noisier:
 
-# %%
+# %% tags=["hide-input"]
 fig = plot_marginals("fixed")
 save(fig, "marginals_fixed",
      f"fixed interval [μ − 10σ, μ + 10σ], ε = {eps:g}, n = {n}, N = {N} particles; "
@@ -331,21 +359,42 @@ save(fig, "marginals_fixed",
 def compare(name, t):
     smc, post = runs[name].smc.history.snapshot(t), exact[name, t]
     s_mean, s_sd, s_q = smc.mean(), smc.sd(), smc.quantile([0.25, 0.5, 0.75])
-    e_mean, e_sd, e_q = post.mean(), post.sd(), post.quantile([0.25, 0.5, 0.75])
-    return [{"policy": name, "t": t, "parameter": key,
-             "mean SMC": s_mean[j], "mean exact": e_mean[j], "diff": s_mean[j] - e_mean[j],
-             "diff / sd": (s_mean[j] - e_mean[j]) / e_sd[j],
-             "sd SMC": s_sd[j], "sd exact": e_sd[j], "sd ratio": s_sd[j] / e_sd[j],
-             "median diff / sd": (s_q[1, j] - e_q[1, j]) / e_sd[j],
-             "IQR ratio": (s_q[2, j] - s_q[0, j]) / (e_q[2, j] - e_q[0, j])}
-            for j, key in enumerate(["mu", "sigma"])]
+    e_mean, e_sd, e_q = (
+        post.mean(),
+        post.sd(),
+        post.quantile([0.25, 0.5, 0.75]),
+    )
+    return [
+        {
+            "policy": name,
+            "t": t,
+            "parameter": key,
+            "mean SMC": s_mean[j],
+            "mean exact": e_mean[j],
+            "diff": s_mean[j] - e_mean[j],
+            "diff / sd": (s_mean[j] - e_mean[j]) / e_sd[j],
+            "sd SMC": s_sd[j],
+            "sd exact": e_sd[j],
+            "sd ratio": s_sd[j] / e_sd[j],
+            "median diff / sd": (s_q[1, j] - e_q[1, j]) / e_sd[j],
+            "IQR ratio": (s_q[2, j] - s_q[0, j]) / (e_q[2, j] - e_q[0, j]),
+        }
+        for j, key in enumerate(["mu", "sigma"])
+    ]
 
 
-table = pd.DataFrame([row for name in runs for t in TIMES for row in compare(name, t)])
+table = pd.DataFrame(
+    [row for name in runs for t in TIMES for row in compare(name, t)]
+)
 table = table.set_index(["policy", "t", "parameter"])
-print("largest |diff / sd|:", f"{table['diff / sd'].abs().max():.3f};",
-      "sd ratios from", f"{table['sd ratio'].min():.2f} to {table['sd ratio'].max():.2f};",
-      "IQR ratios from", f"{table['IQR ratio'].min():.2f} to {table['IQR ratio'].max():.2f}")
+print(
+    "largest |diff / sd|:",
+    f"{table['diff / sd'].abs().max():.3f};",
+    "sd ratios from",
+    f"{table['sd ratio'].min():.2f} to {table['sd ratio'].max():.2f};",
+    "IQR ratios from",
+    f"{table['IQR ratio'].min():.2f} to {table['IQR ratio'].max():.2f}",
+)
 show_table(table)
 
 # %% [markdown]
@@ -377,7 +426,9 @@ show_table(table)
 
 # %% caption="The spread of the SMC's estimates over re-runs on the same releases, in both cases." name="tbl-02-reruns"
 def timed_smc(y, l, r, eps, seed):
-    """Algorithm 2 over given releases, timing each update; returns (smc, seconds)."""
+    """Algorithm 2 over given releases, timing each update.
+
+    Returns (smc, seconds)."""
     smc = SMC(eps, n_particles=N, n_max=len(y), seed=seed, every=size["every"])
     seconds = np.empty(len(y))
     for t in range(len(y)):
@@ -387,23 +438,39 @@ def timed_smc(y, l, r, eps, seed):
     return smc, seconds
 
 
-hard_population = normal_population(n, MU, SIGMA, eps_hard, seed=stream_seed(0))
-hard = run_online(hard_population, policies["fixed"], n, n_particles=N,
-                  seed=stream_seed(2), every=size["every"])
-cases = {f"adaptive, ε = {eps:g}": (runs["adaptive"], eps),
-         f"fixed, ε = {eps_hard:g} (hard)": (hard, eps_hard)}
+hard_population = normal_population(
+    n, MU, SIGMA, eps_hard, seed=stream_seed(0)
+)
+hard = run_online(
+    hard_population,
+    policies["fixed"],
+    n,
+    n_particles=N,
+    seed=stream_seed(2),
+    every=size["every"],
+)
+cases = {
+    f"adaptive, ε = {eps:g}": (runs["adaptive"], eps),
+    f"fixed, ε = {eps_hard:g} (hard)": (hard, eps_hard),
+}
 
 start = time.perf_counter()
 repeats, step_seconds = {}, []
 for c, (case, (run, case_eps)) in enumerate(cases.items()):
     repeats[case] = [run.smc]
     for k in range(1, size["repeats"]):
-        smc, seconds = timed_smc(run.y, run.l, run.r, case_eps, stream_seed(3, c, k))
+        smc, seconds = timed_smc(
+            run.y, run.l, run.r, case_eps, stream_seed(3, c, k)
+        )
         repeats[case].append(smc)
         step_seconds.append(seconds)
-exact_final = {case: exact_posterior(run.y, run.l, run.r, case_eps, grid=GRID)
-               for case, (run, case_eps) in cases.items()}
-timings["repeated SMC runs and their exact posteriors"] = time.perf_counter() - start
+exact_final = {
+    case: exact_posterior(run.y, run.l, run.r, case_eps, grid=GRID)
+    for case, (run, case_eps) in cases.items()
+}
+timings["repeated SMC runs and their exact posteriors"] = (
+    time.perf_counter() - start
+)
 
 
 def spread(case):
@@ -412,17 +479,27 @@ def spread(case):
     for j, key in enumerate(["mu", "sigma"]):
         means = np.array([s.summary()[key]["mean"] for s in repeats[case]])
         sds = np.array([s.summary()[key]["sd"] for s in repeats[case]])
-        rows.append({"case": case, "parameter": key, "exact mean": post.mean()[j],
-                     "SMC mean (average)": means.mean(),
-                     "(average - exact) / exact sd": (means.mean() - post.mean()[j])
-                     / post.sd()[j],
-                     "(max - min) / exact sd": np.ptp(means) / post.sd()[j],
-                     "exact sd": post.sd()[j], "SMC sd (average)": sds.mean()})
+        rows.append(
+            {
+                "case": case,
+                "parameter": key,
+                "exact mean": post.mean()[j],
+                "SMC mean (average)": means.mean(),
+                "(average - exact) / exact sd": (means.mean() - post.mean()[j])
+                / post.sd()[j],
+                "(max - min) / exact sd": np.ptp(means) / post.sd()[j],
+                "exact sd": post.sd()[j],
+                "SMC sd (average)": sds.mean(),
+            }
+        )
     return rows
 
 
-show_table(pd.DataFrame([row for case in cases for row in spread(case)])
-           .set_index(["case", "parameter"]))
+show_table(
+    pd.DataFrame([row for case in cases for row in spread(case)]).set_index(
+        ["case", "parameter"]
+    )
+)
 
 # %% [markdown]
 # In both cases the average of the re-runs is close to the exact posterior mean: the
@@ -434,7 +511,7 @@ show_table(pd.DataFrame([row for case in cases for row in spread(case)])
 # short of the exact ones.  The figure and the tail probabilities below show what the
 # particles do there.
 
-# %%
+# %% tags=["hide-input"]
 post, hard_runs = exact_final[list(cases)[1]], repeats[list(cases)[1]]
 draws = pd.concat([smc.history.snapshot(n).frame().assign(run=k + 1)
                    for k, smc in enumerate(hard_runs)])
@@ -480,7 +557,7 @@ show_table(pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
 # $\mathrm{ESS}_t = 1/\sum_i (w^{(i)}_t)^2$ of the weights after step 4, and the
 # **acceptance rate** of the MH moves on $x_{1:t-1}$ (over all $k$ and all particles).
 
-# %% caption="Effective sample size and acceptance rate of the moves of the latent values, per stream." name="tbl-02-diagnostics"
+# %% caption="Effective sample size and acceptance rate of the moves of the latent values, per stream." name="tbl-02-diagnostics" tags=["hide-input"]
 diag_runs = {f"adaptive, ε = {eps:g}": (runs["adaptive"].smc, "smc-adaptive", "-"),
              f"fixed, ε = {eps:g}": (runs["fixed"].smc, "smc-fixed", "-"),
              f"fixed, ε = {eps_hard:g} (hard)": (hard.smc, "smc-fixed", ":")}
@@ -531,7 +608,7 @@ show_table(pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
 # particles (quick mode) the fixed part can dominate; at the paper's sizes the linear
 # part does.
 
-# %% caption="The cost of a run: measured seconds and the fitted fixed and linear parts." name="tbl-02-cost"
+# %% caption="The cost of a run: measured seconds and the fitted fixed and linear parts." name="tbl-02-cost" tags=["hide-input"]
 block = max(n // 20, 1)
 all_seconds = np.array(step_seconds)  # runs x steps
 starts = np.arange(0, n - block + 1, block)
@@ -570,7 +647,7 @@ show_table(pd.Series({"seconds per run of n updates (median over runs)":
                float(slope * t_axis.sum() / (intercept * n + slope * t_axis.sum()))}
           ).to_frame("value"))
 
-# %%
+# %% tags=["hide-input"]
 if slope <= 0:  # the lower envelope itself was disturbed: say so rather than explain it
     print("These timings were disturbed by other work on the machine (the fitted slope "
           "is not positive); re-execute this chapter alone (make chapter CH=02) to "
@@ -601,5 +678,5 @@ if slope <= 0:  # the lower envelope itself was disturbed: say so rather than ex
 # of the paper, and {ref}`ch-boxplots` repeats the experiment to compare them with the
 # batch MCMC sampler.  Wall-clock time of the heavy steps of this chapter:
 
-# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-02-timings"
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-02-timings" tags=["hide-input"]
 show_table(pd.Series(timings).to_frame("seconds"))

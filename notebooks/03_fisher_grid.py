@@ -48,7 +48,7 @@
 mode = "quick"  # "quick": small Monte Carlo sizes (seconds); "full": the paper's M, K
 seed = 2023
 
-# %%
+# %% tags=["hide-input"]
 import sys
 import time
 
@@ -148,11 +148,20 @@ a0, b0, eps0 = -0.5, 0.5, 5.0
 exact0 = fisher_information(a0, b0, eps0, method="exact")
 mc0 = fisher_information(a0, b0, eps0, method="mc", M=M, K=K, rng=seed)
 entries = {"F_mumu": (0, 0), "F_musigma": (0, 1), "F_sigmasigma": (1, 1)}
-show_table(pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
-                     "Monte Carlo (eq. 8 + Algorithm 4)": mc0.F[ij],
-                     "Monte Carlo standard error": mc0.se[ij],
-                     "(MC - exact) / se": (mc0.F[ij] - exact0.F[ij]) / mc0.se[ij]}
-              for name, ij in entries.items()}).T, digits=4)
+show_table(
+    pd.DataFrame(
+        {
+            name: {
+                "exact (eq. 7, quadrature)": exact0.F[ij],
+                "Monte Carlo (eq. 8 + Algorithm 4)": mc0.F[ij],
+                "Monte Carlo standard error": mc0.se[ij],
+                "(MC - exact) / se": (mc0.F[ij] - exact0.F[ij]) / mc0.se[ij],
+            }
+            for name, ij in entries.items()
+        }
+    ).T,
+    digits=4,
+)
 
 # %% [markdown]
 # (The exact $F_{\mu\sigma}$ vanishes, up to rounding, for any interval symmetric about
@@ -185,13 +194,19 @@ show_table(pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
 
 # %% caption="The sorted-sum Monte Carlo estimate against the literal one on the same interval: value and cost." name="tbl-03-sorted-sums"
 rows = {}
-for label, share in [("shared samples (default)", True), ("fresh samples (literal)", False)]:
+for label, share in [
+    ("shared samples (default)", True),
+    ("fresh samples (literal)", False),
+]:
     start = time.perf_counter()
     est = fisher_mc(a0, b0, eps0, M=M, K=K, rng=seed, share_samples=share)
     seconds = time.perf_counter() - start
-    rows[label] = {"F_mumu": est.F[0, 0], "se": est.se[0, 0],
-                   "(MC - exact) / se": (est.F[0, 0] - exact0.F[0, 0]) / est.se[0, 0],
-                   "seconds": seconds}
+    rows[label] = {
+        "F_mumu": est.F[0, 0],
+        "se": est.se[0, 0],
+        "(MC - exact) / se": (est.F[0, 0] - exact0.F[0, 0]) / est.se[0, 0],
+        "seconds": seconds,
+    }
     timings[f"one interval, {label}"] = seconds
 show_table(pd.DataFrame(rows).T)
 
@@ -211,11 +226,20 @@ show_table(pd.DataFrame(rows).T)
 
 # %%
 start = time.perf_counter()
-exact = {eps: fisher_grid(eps, method="exact", grid=GRID, lims=LIMS) for eps in EPS}
+exact = {
+    eps: fisher_grid(eps, method="exact", grid=GRID, lims=LIMS) for eps in EPS
+}
 timings["exact grids, 4 eps"] = time.perf_counter() - start
 start = time.perf_counter()
-mc = {eps: fisher_grid(eps, method="mc", grid=GRID, lims=LIMS, M=M, K=K, seed=seed) for eps in EPS}
-timings[f"Monte Carlo grids, 4 eps (M={M}, K={K})"] = time.perf_counter() - start
+mc = {
+    eps: fisher_grid(
+        eps, method="mc", grid=GRID, lims=LIMS, M=M, K=K, seed=seed
+    )
+    for eps in EPS
+}
+timings[f"Monte Carlo grids, 4 eps (M={M}, K={K})"] = (
+    time.perf_counter() - start
+)
 values = exact[EPS[0]].a_values
 step = values[1] - values[0]
 best_exact = {eps: exact[eps].best("mu") for eps in EPS}
@@ -229,7 +253,7 @@ for name in [k for k in timings if "grids" in k]:
 # $\epsilon$, so that one colour scale serves all panels.  The white contour encloses
 # the intervals whose exact score is within 1% of the maximum.
 
-# %%
+# %% tags=["hide-input"]
 def near_max(ax, eps, level=0.99):
     S = exact[eps].scores("mu")
     ax.contour(values, values, np.nan_to_num(S.T / np.nanmax(S), nan=0.0), levels=[level],
@@ -291,14 +315,28 @@ save(fig, "heatmaps_mu",
 # %% caption="How smooth the Monte Carlo objective is over the grid: the spread of z across cells and of its change between neighbours." name="tbl-03-smoothness"
 rows = []
 for eps in EPS:
-    S, Shat, se = exact[eps].scores("mu"), mc[eps].scores("mu"), mc[eps].score_se("mu")
+    S, Shat, se = (
+        exact[eps].scores("mu"),
+        mc[eps].scores("mu"),
+        mc[eps].score_se("mu"),
+    )
     top = S >= 0.9 * np.nanmax(S)
     z = np.where(top, (Shat - S) / se, np.nan)
-    rows.append({"eps": eps, "cells": int(top.sum()), "mean z": np.nanmean(z),
-                 "sd z": np.nanstd(z), "sd of z(a, b') - z(a, b), adjacent b":
-                     np.nanstd(np.diff(z, axis=1))})
+    rows.append(
+        {
+            "eps": eps,
+            "cells": int(top.sum()),
+            "mean z": np.nanmean(z),
+            "sd z": np.nanstd(z),
+            "sd of z(a, b') - z(a, b), adjacent b": np.nanstd(
+                np.diff(z, axis=1)
+            ),
+        }
+    )
 smooth = pd.DataFrame(rows).set_index("eps")
-assert (smooth.iloc[:, -1] < 0.5).all() and np.isclose(np.diff(best_exact[1.0][:2]), step)
+assert (smooth.iloc[:, -1] < 0.5).all() and np.isclose(
+    np.diff(best_exact[1.0][:2]), step
+)
 show_table(smooth)
 
 # %% [markdown]
@@ -319,11 +357,17 @@ show_table(smooth)
 
 # %% caption="The best interval (a*, b*) per ε: the exact and the Monte Carlo grid maximisers, the paper's values and the continuous optimum." name="tbl-03-best"
 def continuous_best(eps, a, b):
-    """Maximise the exact F_mumu over real a < b, parametrised by centre and log width."""
-    res = optimize.minimize(lambda p: -exact_mumu(p[0] - np.exp(p[1]) / 2,
-                                                  p[0] + np.exp(p[1]) / 2, eps),
-                            x0=[(a + b) / 2, np.log(b - a)], method="Nelder-Mead",
-                            options=dict(xatol=1e-6, fatol=1e-12))
+    """Maximise the exact F_mumu over real a < b.
+
+    Parametrised by the centre and the log width."""
+    res = optimize.minimize(
+        lambda p: (
+            -exact_mumu(p[0] - np.exp(p[1]) / 2, p[0] + np.exp(p[1]) / 2, eps)
+        ),
+        x0=[(a + b) / 2, np.log(b - a)],
+        method="Nelder-Mead",
+        options=dict(xatol=1e-6, fatol=1e-12),
+    )
     c, w = res.x[0], np.exp(res.x[1])
     return c - w / 2, c + w / 2, -res.fun
 
@@ -334,14 +378,21 @@ for eps in EPS:
     ma, mb, ms, mse = best_mc[eps]
     A = PAPER_A[eps]
     ca, cb, cs = continuous_best(eps, ea, eb)
-    rows.append({
-        "eps": eps,
-        "exact argmax": interval(ea, eb), "exact F_mumu": es,
-        "MC argmax": interval(ma, mb), "MC F_mumu": ms, "MC se": mse,
-        "exact at MC argmax / max": exact_mumu(ma, mb, eps) / es,
-        "paper": interval(-A, A), "exact at paper / max": exact_mumu(-A, A, eps) / es,
-        "exact optimum, continuous": interval(ca, cb), "its F_mumu / grid max": cs / es,
-    })
+    rows.append(
+        {
+            "eps": eps,
+            "exact argmax": interval(ea, eb),
+            "exact F_mumu": es,
+            "MC argmax": interval(ma, mb),
+            "MC F_mumu": ms,
+            "MC se": mse,
+            "exact at MC argmax / max": exact_mumu(ma, mb, eps) / es,
+            "paper": interval(-A, A),
+            "exact at paper / max": exact_mumu(-A, A, eps) / es,
+            "exact optimum, continuous": interval(ca, cb),
+            "its F_mumu / grid max": cs / es,
+        }
+    )
 best = pd.DataFrame(rows).set_index("eps")
 assert all(np.isclose(best_exact[eps][0], -best_exact[eps][1]) for eps in EPS)
 assert (best["exact at MC argmax / max"] > 0.95).all()
@@ -369,7 +420,7 @@ show_table(best.T)
 # (`fisher_mc` with the same seed at every $A$, so the points share their random numbers,
 # as in the grid).
 
-# %%
+# %% tags=["hide-input"]
 A_fine = np.linspace(0.005, 3.0, 600)
 A_code = np.round(np.linspace(0.0, 3.0, 51)[1:], 10)  # the authors' lattice, spacing 0.06
 start = time.perf_counter()
@@ -416,13 +467,21 @@ for eps in EPS:
     k_exact = int(np.argmax(slice_code[eps]))
     k_mc = int(np.argmax([e.F[0, 0] for e in slice_mc[eps]]))
     peak = slice_exact[eps].max()
-    rows.append({"eps": eps, "paper A": PAPER_A[eps],
-                 "exact best A (lattice)": A_code[k_exact],
-                 "exact best A (fine)": A_fine[np.argmax(slice_exact[eps])],
-                 "MC best A (lattice)": A_code[k_mc],
-                 "MC se there / peak": slice_mc[eps][k_mc].se[0, 0] / peak,
-                 "exact at MC best A / peak": slice_code[eps][k_mc] / peak,
-                 "exact at paper A / peak": exact_mumu(-PAPER_A[eps], PAPER_A[eps], eps) / peak})
+    rows.append(
+        {
+            "eps": eps,
+            "paper A": PAPER_A[eps],
+            "exact best A (lattice)": A_code[k_exact],
+            "exact best A (fine)": A_fine[np.argmax(slice_exact[eps])],
+            "MC best A (lattice)": A_code[k_mc],
+            "MC se there / peak": slice_mc[eps][k_mc].se[0, 0] / peak,
+            "exact at MC best A / peak": slice_code[eps][k_mc] / peak,
+            "exact at paper A / peak": exact_mumu(
+                -PAPER_A[eps], PAPER_A[eps], eps
+            )
+            / peak,
+        }
+    )
 symmetric = pd.DataFrame(rows).set_index("eps")
 assert (symmetric["exact at MC best A / peak"] > 0.95).all()
 show_table(symmetric)
@@ -442,7 +501,7 @@ show_table(symmetric)
 # once with the correct noise and once with the code's.  The table repeats it for this
 # chapter's seed and the further seeds used in the next section.
 
-# %% caption="The authors' symmetric search with the correct noise scale and with their code's, per seed." name="tbl-03-code-noise"
+# %% caption="The authors' symmetric search with the correct noise scale and with their code's, per seed." name="tbl-03-code-noise" tags=["hide-input"]
 sys.path.insert(0, str(repo_root() / "benchmarks"))
 from bench_fisher import symmetric as authors_search  # noqa: E402
 
@@ -488,7 +547,7 @@ show_table(code_noise.T)
 # search with further seeds, how many different intervals it picks and how much exact
 # information they have.  The second table lists the intervals picked, seed by seed.
 
-# %% caption="How flat the objective is near its maximum, per ε: intervals within 1% of the best, distinct Monte Carlo argmaxes over seeds and the exact objective at them." name="tbl-03-flat"
+# %% caption="How flat the objective is near its maximum, per ε: intervals within 1% of the best, distinct Monte Carlo argmaxes over seeds and the exact objective at them." name="tbl-03-flat" tags=["hide-input"]
 start = time.perf_counter()
 seeds = all_seeds[1:]
 repeats = {eps: [fisher_grid(eps, method="mc", grid=GRID, lims=LIMS, M=M, K=K, seed=s).best("mu")
@@ -537,8 +596,12 @@ show_table(argmaxes)
 # `best_interval` with the method configured below.
 
 # %% caption="The interval search in the experiment runner's configuration." name="tbl-03-runner-config"
-show_table(pd.Series({k: v for k, v in make_config().items() if k.startswith("interval_")},
-                     name="value"))
+show_table(
+    pd.Series(
+        {k: v for k, v in make_config().items() if k.startswith("interval_")},
+        name="value",
+    )
+)
 
 # %% [markdown]
 # ## The trace as score
@@ -550,7 +613,7 @@ show_table(pd.Series({k: v for k, v in make_config().items() if k.startswith("in
 # the same score because the standard normal is symmetric) and the $F_{\mu\mu}$ argmax
 # for comparison.
 
-# %% caption="The best interval for the trace score against the F_μμ score, per ε." name="tbl-03-trace"
+# %% caption="The best interval for the trace score against the F_μμ score, per ε." name="tbl-03-trace" tags=["hide-input"]
 best_trace = {eps: exact[eps].best("trace") for eps in EPS}
 best_trace_mc = {eps: mc[eps].best("trace") for eps in EPS}
 traces = pd.concat([exact[eps].frame("trace").assign(scaled=lambda d, e=eps:
@@ -620,5 +683,5 @@ show_table(trace_table.T)
 # subject of {ref}`ch-location-scale`.  The run times of this chapter's heavy steps, on
 # this machine and in this mode:
 
-# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-03-timings"
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-03-timings" tags=["hide-input"]
 show_table(pd.Series(timings, name="seconds").to_frame())

@@ -51,7 +51,7 @@
 mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": large ones
 seed = 2023
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -111,19 +111,32 @@ def truncated_base_cdf(family, a, b):
     return lambda z: (g.cdf(z) - g.cdf(a)) / (g.cdf(b) - g.cdf(a))
 
 
-lemma1_cases = [("normal", -0.5, 1.0), ("normal", -2.0, 0.3), ("Gumbel", -1.0, 1.5),
-                ("Gumbel", 0.2, 3.0)]
+lemma1_cases = [
+    ("normal", -0.5, 1.0),
+    ("normal", -2.0, 0.3),
+    ("Gumbel", -1.0, 1.5),
+    ("Gumbel", 0.2, 3.0),
+]
 rows, standardised = [], {}
 for family, a, b in lemma1_cases:
     for m, c in THETAS:
-        x = FAMILIES[family].rvs(loc=m, scale=c, size=size["samples"], random_state=rng)
+        x = FAMILIES[family].rvs(
+            loc=m, scale=c, size=size["samples"], random_state=rng
+        )
         kept = x[(x >= m + c * a) & (x <= m + c * b)]
         z = (kept - m) / c
         standardised[family, a, b, m, c] = z
         test = stats.kstest(z, truncated_base_cdf(family, a, b))
-        rows.append({"family": family, "[a, b]": f"[{a:g}, {b:g}]", "(m, c)": f"({m:g}, {c:.3g})",
-                     "kept draws": z.size, "KS statistic": test.statistic,
-                     "KS p-value": test.pvalue})
+        rows.append(
+            {
+                "family": family,
+                "[a, b]": f"[{a:g}, {b:g}]",
+                "(m, c)": f"({m:g}, {c:.3g})",
+                "kept draws": z.size,
+                "KS statistic": test.statistic,
+                "KS p-value": test.pvalue,
+            }
+        )
 lemma1 = pd.DataFrame(rows).set_index(["family", "[a, b]", "(m, c)"])
 show_table(lemma1)
 
@@ -136,7 +149,7 @@ show_table(lemma1)
 # minus the uniform cdf, for every $(m, c)$, inside the band where 95% of such curves
 # would lie if the lemma holds (the KS critical value for the number of kept draws).
 
-# %%
+# %% tags=["hide-input"]
 pits = pd.concat(pd.DataFrame({"case": f"{family}, [a, b] = [{a:g}, {b:g}]",
                                "(m, c)": f"({m:g}, {c:.3g})",
                                "pit": truncated_base_cdf(family, a, b)(z)})
@@ -170,12 +183,25 @@ save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% b
 
 # %% caption="Clipping commutes with the affine map: the largest discrepancy over z, per (m, c) and [a, b]." name="tbl-04-commutes"
 z = rng.standard_normal(size["samples"]) * 3.0
-show_table(pd.DataFrame([{"(m, c)": f"({m:g}, {c:.3g})", "[a, b]": f"[{a:g}, {b:g}]",
-               "max |T(m + cz) − (m + c T(z))| / c":
-                   np.max(np.abs(clip(m + c * z, m + c * a, m + c * b)
-                                 - (m + c * clip(z, a, b)))) / c}
-              for m, c in THETAS for a, b in [(-0.5, 1.0), (-2.0, 0.3)]]
-             ).set_index(["(m, c)", "[a, b]"]))
+show_table(
+    pd.DataFrame(
+        [
+            {
+                "(m, c)": f"({m:g}, {c:.3g})",
+                "[a, b]": f"[{a:g}, {b:g}]",
+                "max |T(m + cz) − (m + c T(z))| / c": np.max(
+                    np.abs(
+                        clip(m + c * z, m + c * a, m + c * b)
+                        - (m + c * clip(z, a, b))
+                    )
+                )
+                / c,
+            }
+            for m, c in THETAS
+            for a, b in [(-0.5, 1.0), (-2.0, 0.3)]
+        ]
+    ).set_index(["(m, c)", "[a, b]"])
+)
 
 # %% [markdown]
 # ## Lemma 2: the release is location-scale too
@@ -198,12 +224,17 @@ show_table(pd.DataFrame([{"(m, c)": f"({m:g}, {c:.3g})", "[a, b]": f"[{a:g}, {b:
 # %% caption="Lemma 2: two-sample tests of Y against m + cY₀, with the negative control." name="tbl-04-lemma2"
 def released(family, m, c, l, r, eps):
     """Releases (eq. 10) of samples of f(.; m, c) with the interval [l, r]."""
-    x = FAMILIES[family].rvs(loc=m, scale=c, size=size["samples"], random_state=rng)
+    x = FAMILIES[family].rvs(
+        loc=m, scale=c, size=size["samples"], random_state=rng
+    )
     return release(x, l, r, eps, rng)
 
 
-lemma2_cases = [("normal", 1.0, -1.0, 2.0), ("normal", 5.0, -0.5, 0.5),
-                ("Gumbel", 2.0, -1.0, 1.5)]
+lemma2_cases = [
+    ("normal", 1.0, -1.0, 2.0),
+    ("normal", 5.0, -0.5, 0.5),
+    ("Gumbel", 2.0, -1.0, 1.5),
+]
 rows, qq = [], {}
 for family, eps, a, b in lemma2_cases:
     y0 = released(family, 0.0, 1.0, a, b, eps)
@@ -213,11 +244,22 @@ for family, eps, a, b in lemma2_cases:
         qq[family, eps, m, c] = (y0, y, y_shift)
         ks = stats.ks_2samp(y, m + c * y0)
         cvm = stats.cramervonmises_2samp(y, m + c * y0)
-        rows.append({"family": family, "ε, [a, b]": f"{eps:g}, [{a:g}, {b:g}]",
-                     "(m, c)": f"({m:g}, {c:.3g})", "KS statistic": ks.statistic,
-                     "KS p-value": ks.pvalue, "CvM p-value": cvm.pvalue,
-                     "control: KS statistic": stats.ks_2samp(y_shift, m + c * y0).statistic,
-                     "control: KS p-value": stats.ks_2samp(y_shift, m + c * y0).pvalue})
+        rows.append(
+            {
+                "family": family,
+                "ε, [a, b]": f"{eps:g}, [{a:g}, {b:g}]",
+                "(m, c)": f"({m:g}, {c:.3g})",
+                "KS statistic": ks.statistic,
+                "KS p-value": ks.pvalue,
+                "CvM p-value": cvm.pvalue,
+                "control: KS statistic": stats.ks_2samp(
+                    y_shift, m + c * y0
+                ).statistic,
+                "control: KS p-value": stats.ks_2samp(
+                    y_shift, m + c * y0
+                ).pvalue,
+            }
+        )
 lemma2 = pd.DataFrame(rows).set_index(["family", "ε, [a, b]", "(m, c)"])
 show_table(lemma2)
 
@@ -229,7 +271,7 @@ show_table(lemma2)
 # place relative to the spread of $X$.
 # The quantile-quantile plot shows both, on the standardised scale $(y - m)/c$.
 
-# %%
+# %% tags=["hide-input"]
 family, eps, a, b = lemma2_cases[0]
 levels = np.linspace(0.002, 0.998, 300)
 fig, axes = plt.subplots(1, len(THETAS), figsize=(9, 3.6))
@@ -291,14 +333,20 @@ save(fig, "lemma2_qq", f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size[
 
 # %% caption="Theorem 3: the information at (m, c) against that at (0, 1) divided by c², by four computations." name="tbl-04-theorem3"
 def quad_fisher(l, r, eps, m, c):
-    """int p(y) s(y) s(y)^T dy at theta = (m, c), in the units of y (no standardising)."""
+    """int p(y) s(y) s(y)^T dy at theta = (m, c).
+
+    In the units of y (no standardising)."""
+
     def integrand(y):
         s = score(y, l, r, eps, m, c)
         return np.exp(log_density(y, l, r, eps, m, c)) * np.array(
-            [s[0] * s[0], s[0] * s[1], s[1] * s[1]])
+            [s[0] * s[0], s[0] * s[1], s[1] * s[1]]
+        )
 
-    parts = [integrate.quad_vec(integrand, lo, hi, epsabs=0.0, epsrel=1e-9)[0]
-             for lo, hi in [(-np.inf, l), (l, r), (r, np.inf)]]
+    parts = [
+        integrate.quad_vec(integrand, lo, hi, epsabs=0.0, epsrel=1e-9)[0]
+        for lo, hi in [(-np.inf, l), (l, r), (r, np.inf)]
+    ]
     f = np.sum(parts, axis=0)
     return np.array([[f[0], f[1]], [f[1], f[2]]])
 
@@ -312,23 +360,54 @@ start = time.perf_counter()
 rows = []
 for i, (a, b, eps) in enumerate(theorem_cases):
     F0 = fisher_information(a, b, eps, method="exact").F
-    F0_mc = fisher_mc(a, b, eps, M=size["M"], K=size["K"], rng=np.random.default_rng([seed, 1]))
+    F0_mc = fisher_mc(
+        a,
+        b,
+        eps,
+        M=size["M"],
+        K=size["K"],
+        rng=np.random.default_rng([seed, 1]),
+    )
     for j, (m, c) in enumerate(THETAS):
         l, r = m + a * c, m + b * c
         F_exact = fisher_information(l, r, eps, (m, c), method="exact").F
-        own = fisher_mc(l, r, eps, (m, c), M=size["M"], K=size["K"],
-                        rng=np.random.default_rng([seed, 2, i, j]))
-        same = fisher_mc(l, r, eps, (m, c), M=size["M"], K=size["K"],
-                         rng=np.random.default_rng([seed, 1]))
+        own = fisher_mc(
+            l,
+            r,
+            eps,
+            (m, c),
+            M=size["M"],
+            K=size["K"],
+            rng=np.random.default_rng([seed, 2, i, j]),
+        )
+        same = fisher_mc(
+            l,
+            r,
+            eps,
+            (m, c),
+            M=size["M"],
+            K=size["K"],
+            rng=np.random.default_rng([seed, 1]),
+        )
         check_quad = size["quad_all"] or j == 0
-        rows.append({
-            "ε, [a, b]": f"{eps:g}, [{a:g}, {b:g}]", "(m, c)": f"({m:g}, {c:.3g})",
-            "F_μμ(0, 1)": F0[0, 0], "F_σσ(0, 1)": F0[1, 1],
-            "exact: rel. diff": rel_diff(c**2 * F_exact, F0),
-            "quadrature: rel. diff": (rel_diff(c**2 * quad_fisher(l, r, eps, m, c), F0)
-                                      if check_quad else np.nan),
-            "MC own seed: max |z|": float(np.max(np.abs(c**2 * own.F - F0) / (c**2 * own.se))),
-            "MC same seed: rel. diff": rel_diff(c**2 * same.F, F0_mc.F)})
+        rows.append(
+            {
+                "ε, [a, b]": f"{eps:g}, [{a:g}, {b:g}]",
+                "(m, c)": f"({m:g}, {c:.3g})",
+                "F_μμ(0, 1)": F0[0, 0],
+                "F_σσ(0, 1)": F0[1, 1],
+                "exact: rel. diff": rel_diff(c**2 * F_exact, F0),
+                "quadrature: rel. diff": (
+                    rel_diff(c**2 * quad_fisher(l, r, eps, m, c), F0)
+                    if check_quad
+                    else np.nan
+                ),
+                "MC own seed: max |z|": float(
+                    np.max(np.abs(c**2 * own.F - F0) / (c**2 * own.se))
+                ),
+                "MC same seed: rel. diff": rel_diff(c**2 * same.F, F0_mc.F),
+            }
+        )
 timings["Theorem 3 table"] = time.perf_counter() - start
 theorem = pd.DataFrame(rows).set_index(["ε, [a, b]", "(m, c)"])
 show_table(theorem)
@@ -347,7 +426,7 @@ show_table(theorem)
 # height and in where they peak.  On the right, the same numbers as $c^2 F_{\mu\mu}$
 # against $h/c$: one curve.
 
-# %% caption="F_μμ of symmetric intervals for several scales c: one curve after rescaling." name="tbl-04-rescaling"
+# %% caption="F_μμ of symmetric intervals for several scales c: one curve after rescaling." name="tbl-04-rescaling" tags=["hide-input"]
 m = THETAS[0][0]
 scales = [0.3, 1.0, 3.0, 10.0]
 h = np.geomspace(1e-3, 1e3, {"quick": 400, "full": 2000}[mode])  # units of the data
@@ -408,17 +487,31 @@ eps = 5.0
 m, c = THETAS[0]
 start = time.perf_counter()
 base_exact = fisher_grid(eps, method="exact", grid=size["grid"])
-base_mc = fisher_grid(eps, method="mc", grid=size["grid"], M=size["M"], K=size["K"],
-                      seed=np.random.SeedSequence([seed, 3]))
+base_mc = fisher_grid(
+    eps,
+    method="mc",
+    grid=size["grid"],
+    M=size["M"],
+    K=size["K"],
+    seed=np.random.SeedSequence([seed, 3]),
+)
 A, B = np.meshgrid(base_exact.a_values, base_exact.b_values, indexing="ij")
 valid = A < B
 at_mc_exact = np.full(A.shape, np.nan)
-at_mc_exact[valid] = fisher_information(m + A[valid] * c, m + B[valid] * c, eps, (m, c),
-                                        method="exact").F[:, 0, 0]
+at_mc_exact[valid] = fisher_information(
+    m + A[valid] * c, m + B[valid] * c, eps, (m, c), method="exact"
+).F[:, 0, 0]
 at_mc_mc, at_mc_se = np.full(A.shape, np.nan), np.full(A.shape, np.nan)
 for i, j in zip(*np.nonzero(valid)):
-    est = fisher_mc(m + A[i, j] * c, m + B[i, j] * c, eps, (m, c), M=size["M"], K=size["K"],
-                    rng=np.random.default_rng([seed, 4]))
+    est = fisher_mc(
+        m + A[i, j] * c,
+        m + B[i, j] * c,
+        eps,
+        (m, c),
+        M=size["M"],
+        K=size["K"],
+        rng=np.random.default_rng([seed, 4]),
+    )
     at_mc_mc[i, j], at_mc_se[i, j] = est.F[0, 0], est.se[0, 0]
 timings["ranking grids"] = time.perf_counter() - start
 
@@ -429,7 +522,9 @@ def best_cell(scores):
 
 
 def discordant_pairs(s, ref, tol=1e-9):
-    """Pairs of intervals that s and ref put in opposite order (ties of ref excluded)."""
+    """Pairs of intervals that s and ref put in opposite order.
+
+    Ties of ref are excluded."""
     s, ref = s[valid], ref[valid]
     ds = np.sign(s[:, None] - s[None, :])
     dr = ref[:, None] - ref[None, :]
@@ -437,19 +532,31 @@ def discordant_pairs(s, ref, tol=1e-9):
     return int(np.sum((ds != np.sign(dr)) & clear) // 2)
 
 
-surfaces = {"exact at (0, 1)": base_exact.scores("mu"),
-            "MC at (0, 1), own seed": base_mc.scores("mu"),
-            "exact at (m, c), times c²": c**2 * at_mc_exact,
-            "MC at (m, c), own seed, times c²": c**2 * at_mc_mc}
+surfaces = {
+    "exact at (0, 1)": base_exact.scores("mu"),
+    "MC at (0, 1), own seed": base_mc.scores("mu"),
+    "exact at (m, c), times c²": c**2 * at_mc_exact,
+    "MC at (m, c), own seed, times c²": c**2 * at_mc_mc,
+}
 reference = surfaces["exact at (0, 1)"]
-show_table(pd.DataFrame({name: {"Spearman ρ with exact at (0, 1)":
-                     stats.spearmanr(s[valid], reference[valid]).statistic,
-                     "Kendall τ with exact at (0, 1)":
-                     stats.kendalltau(s[valid], reference[valid]).statistic,
-                     "pairs in opposite order": discordant_pairs(s, reference),
-                     "best interval [a, b] (grid)": best_cell(s),
-                     "largest score": np.nanmax(s)}
-              for name, s in surfaces.items()}).T)
+show_table(
+    pd.DataFrame(
+        {
+            name: {
+                "Spearman ρ with exact at (0, 1)": stats.spearmanr(
+                    s[valid], reference[valid]
+                ).statistic,
+                "Kendall τ with exact at (0, 1)": stats.kendalltau(
+                    s[valid], reference[valid]
+                ).statistic,
+                "pairs in opposite order": discordant_pairs(s, reference),
+                "best interval [a, b] (grid)": best_cell(s),
+                "largest score": np.nanmax(s),
+            }
+            for name, s in surfaces.items()
+        }
+    ).T
+)
 
 # %% [markdown]
 # The exact scores at $(m, c)$ rank the intervals exactly as at $(0, 1)$: no pair of
@@ -463,7 +570,7 @@ show_table(pd.DataFrame({name: {"Spearman ρ with exact at (0, 1)":
 # flatness is discussed in {ref}`ch-fisher-grid`).  The heat maps show the surfaces, and
 # the right panel the differences in units of the Monte Carlo standard error.
 
-# %% caption="Monte Carlo at (m, c) against the exact information, in standard errors, over the grid's cells." name="tbl-04-mc-vs-exact"
+# %% caption="Monte Carlo at (m, c) against the exact information, in standard errors, over the grid's cells." name="tbl-04-mc-vs-exact" tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(9, 3.4), layout="constrained")
 half = 0.5 * (base_exact.a_values[1] - base_exact.a_values[0])  # cell edges, not centres
 extent = [base_exact.b_values[0] - half, base_exact.b_values[-1] + half,
@@ -516,5 +623,5 @@ show_table(pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
 #   (`dpbook.privacy.policies.AdaptivePolicy`) then only evaluates $m + a^* c$ and $m + b^* c$
 #   for each Thompson draw, as used in {ref}`ch-smc` and {ref}`ch-four-eps`.
 
-# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-04-timings"
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-04-timings" tags=["hide-input"]
 show_table(pd.Series(timings).to_frame("seconds"))

@@ -55,7 +55,7 @@ mode = "quick"  # "quick": a small experiment (well under a minute); "full": the
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
-# %%
+# %% tags=["hide-input"]
 
 import numpy as np
 import pandas as pd
@@ -86,15 +86,43 @@ l_c = mu_true - config["fixed_half_width"] * sigma_true
 r_c = mu_true + config["fixed_half_width"] * sigma_true
 EPS = config["eps"]
 intervals = pd.DataFrame(
-    [{"eps": e, "a*": iv["a"], "b*": iv["b"],
-      "noise scale, adaptive at true theta": (iv["b"] - iv["a"]) * sigma_true / e,
-      "noise scale, fixed [l_c, r_c]": (r_c - l_c) / e}
-     for e, iv in ((e, manifest["intervals"][repr(e)]) for e in EPS)]).set_index("eps")
-intervals["fixed / adaptive"] = (intervals["noise scale, fixed [l_c, r_c]"]
-                                 / intervals["noise scale, adaptive at true theta"])
-show_table(pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "seed",
-                                  "mu", "sigma", "every", "keep_particles")},
-          name="configuration", dtype=object))
+    [
+        {
+            "eps": e,
+            "a*": iv["a"],
+            "b*": iv["b"],
+            "noise scale, adaptive at true theta": (iv["b"] - iv["a"])
+            * sigma_true
+            / e,
+            "noise scale, fixed [l_c, r_c]": (r_c - l_c) / e,
+        }
+        for e, iv in ((e, manifest["intervals"][repr(e)]) for e in EPS)
+    ]
+).set_index("eps")
+intervals["fixed / adaptive"] = (
+    intervals["noise scale, fixed [l_c, r_c]"]
+    / intervals["noise scale, adaptive at true theta"]
+)
+show_table(
+    pd.Series(
+        {
+            k: config[k]
+            for k in (
+                "n",
+                "particles",
+                "runs",
+                "mhaar_iters",
+                "seed",
+                "mu",
+                "sigma",
+                "every",
+                "keep_particles",
+            )
+        },
+        name="configuration",
+        dtype=object,
+    )
+)
 
 # %% caption="The adaptive interval (a*, b*) per ε, and the widths and noise scales of the adaptive and the fixed interval at the true θ." name="tbl-05-intervals"
 show_table(intervals)
@@ -128,7 +156,7 @@ show_table(intervals)
 # prior; the fixed interval $[l_c, r_c]$ in most figures; and, at large $\epsilon$, the
 # ends of the adaptive intervals, which are then wider than the cloud of particles.
 
-# %%
+# %% tags=["hide-input"]
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive"}
 RUN = 0
 for eps in EPS:  # one figure per privacy level, so that each is readable in the page
@@ -158,7 +186,7 @@ for eps in EPS:  # one figure per privacy level, so that each is readable in the
 # number of runs that reach each level within $n$ steps, and the posterior mean and
 # standard deviation of $\mu$ at $t = n$, averaged over the runs.
 
-# %% caption="How soon the posterior of μ settles: median steps until it stays within σ/2 and σ/10, runs that get there, and the posterior of μ at t = n." name="tbl-05-settle"
+# %% caption="How soon the posterior of μ settles: median steps until it stays within σ/2 and σ/10, runs that get there, and the posterior of μ at t = n." name="tbl-05-settle" tags=["hide-input"]
 steps = trajectories.steps(methods=tuple(METHODS))
 LEVELS = {"σ/2": sigma_true / 2, "σ/10": sigma_true / 10}
 
@@ -199,7 +227,7 @@ show_table(settle)
 # the Thompson draw $m$ (shifted by $(a^* + b^*)c/2$, which is zero for symmetric
 # intervals), so this distance reflects the remaining posterior uncertainty about $\mu$.
 
-# %% caption="Interval widths in the second half of the stream relative to σ, and the distance of the adaptive interval's centre from μ." name="tbl-05-widths"
+# %% caption="Interval widths in the second half of the stream relative to σ, and the distance of the adaptive interval's centre from μ." name="tbl-05-widths" tags=["hide-input"]
 half = config["n"] // 2
 adaptive = steps[steps.method == "smc-adaptive"].assign(
     width=lambda f: (f["r"] - f["l"]) / sigma_true,
@@ -220,7 +248,7 @@ show_table(widths)
 # The sentences below are generated from the tables above, so they describe the run in
 # the current mode, not the paper's run.
 
-# %%
+# %% tags=["hide-input"]
 med = settle[f"median {t_cols[0]}"].unstack("method")
 count = settle[f"runs settled < {next(iter(LEVELS))}"].unstack("method")
 fin = settle["final sd of mu"].unstack("method")
@@ -280,10 +308,17 @@ Markdown("\n".join(lines))
 #   the estimate stays between the two.
 
 # %% caption="The posterior mean of σ at t = n against the truth and the prior median of σ." name="tbl-05-sigma"
-prior_median_sigma = float(np.sqrt(1 / np.log(2)))  # median of IG(1, 1) is 1/log 2
-sigma_final = (steps.groupby(["eps", "method", "run"])["mean_sigma"].last()
-               .groupby(["eps", "method"]).mean().unstack("method")
-               .rename(columns=METHODS))
+prior_median_sigma = float(
+    np.sqrt(1 / np.log(2))
+)  # median of IG(1, 1) is 1/log 2
+sigma_final = (
+    steps.groupby(["eps", "method", "run"])["mean_sigma"]
+    .last()
+    .groupby(["eps", "method"])
+    .mean()
+    .unstack("method")
+    .rename(columns=METHODS)
+)
 sigma_final["true σ"] = sigma_true
 sigma_final["prior median of σ"] = prior_median_sigma
 show_table(sigma_final)

@@ -53,7 +53,7 @@ mode = "quick"  # "quick": a small experiment (well under a minute); "full": the
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
-# %% caption="The experiment's configuration in this mode." name="tbl-06-config"
+# %% caption="The experiment's configuration in this mode." name="tbl-06-config" tags=["hide-input"]
 
 import numpy as np
 import pandas as pd
@@ -86,7 +86,7 @@ show_table(pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_it
 # The vertical scales differ between panels, because the spread changes a lot with
 # $\epsilon$.
 
-# %%
+# %% tags=["hide-input"]
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive",
            "mhaar": "MHAAR"}
 EPS = config["eps"]
@@ -139,14 +139,24 @@ save(grid.figure, "figure3",
 # %% caption="Bias, RMSE and mean posterior sd of μ and σ per method and ε, with the seconds per task." name="tbl-06-bias-rmse"
 summary = summarize(estimates).set_index(["eps", "method"])
 post_sd = estimates.groupby(["eps", "method"])[["mu_sd", "sigma_sd"]].mean()
-table = pd.concat({
-    SYMBOL[par]: pd.DataFrame({"bias": summary[f"{par}_bias"],
-                               "RMSE": summary[f"{par}_rmse"],
-                               "mean posterior sd": post_sd[f"{par}_sd"]})
-    for par in ("mu", "sigma")}, axis=1)
+table = pd.concat(
+    {
+        SYMBOL[par]: pd.DataFrame(
+            {
+                "bias": summary[f"{par}_bias"],
+                "RMSE": summary[f"{par}_rmse"],
+                "mean posterior sd": post_sd[f"{par}_sd"],
+            }
+        )
+        for par in ("mu", "sigma")
+    },
+    axis=1,
+)
 table[("", "seconds per task")] = summary["seconds"]
 table[("", "runs")] = summary["runs"]
-order = pd.MultiIndex.from_product([EPS, list(METHODS)], names=["eps", "method"])
+order = pd.MultiIndex.from_product(
+    [EPS, list(METHODS)], names=["eps", "method"]
+)
 table = table.reindex(order).rename(index=METHODS, level="method")
 show_table(table)
 
@@ -171,7 +181,7 @@ ratios = rmse_ratios(estimates, B=2000, rng=rng).replace(
 show_table(ratios.pivot(index=["eps", "param", "lowest"], columns="other",
              values=["ratio", "q05", "q95"]))
 
-# %%
+# %% tags=["hide-input"]
 def verdict(r):
     if r.q95 < 1:
         word = "better, and the bootstrap interval excludes a tie"
@@ -220,13 +230,25 @@ Markdown("\n".join(lines))
 # of them has not converged at this size.
 
 # %% caption="SMC-non-adaptive and MHAAR on the same releases: the median |difference| of their estimates in SMC posterior sds." name="tbl-06-agreement"
-wide = estimates.pivot_table(index=["eps", "run"], columns="method",
-                             values=["mu_hat", "sigma_hat", "mu_sd", "sigma_sd"])
-agree = pd.DataFrame({
-    f"median |SMC − MHAAR| / sd, {SYMBOL[par]}":
-        ((wide[(f"{par}_hat", "smc-fixed")] - wide[(f"{par}_hat", "mhaar")]).abs()
-         / wide[(f"{par}_sd", "smc-fixed")]).groupby("eps").median()
-    for par in ("mu", "sigma")})
+wide = estimates.pivot_table(
+    index=["eps", "run"],
+    columns="method",
+    values=["mu_hat", "sigma_hat", "mu_sd", "sigma_sd"],
+)
+agree = pd.DataFrame(
+    {
+        f"median |SMC − MHAAR| / sd, {SYMBOL[par]}": (
+            (
+                wide[(f"{par}_hat", "smc-fixed")]
+                - wide[(f"{par}_hat", "mhaar")]
+            ).abs()
+            / wide[(f"{par}_sd", "smc-fixed")]
+        )
+        .groupby("eps")
+        .median()
+        for par in ("mu", "sigma")
+    }
+)
 show_table(agree)
 
 # %% [markdown]
@@ -240,7 +262,7 @@ show_table(agree)
 # runs per $\epsilon$, to keep the book's cost down; the comparison below uses the same
 # runs of the corrected experiment.
 
-# %%
+# %% tags=["hide-input"]
 slip, slip_tr, SLIP_STORE, slip_elapsed, slip_computed = book_experiment(
     mode, seed, scheduler=scheduler, original_code=True)
 print(store_report(slip, SLIP_STORE, slip_elapsed, slip_computed))
@@ -277,7 +299,7 @@ save(grid.figure, "figure3_original_code",
          "epsilon, comparing the corrected and the authors' noise scale for the adaptive "
          "and the fixed interval, with a dashed line at the true value.")
 
-# %%
+# %% tags=["hide-input"]
 med = paired.groupby(["code", "method", "eps"]).sigma_hat.median().unstack("code")
 fx = med.loc["smc-fixed"]
 lower = int((fx[CODES["original"]] < fx[CODES["corrected"]]).sum())

@@ -75,16 +75,39 @@ from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population
 from dpbook.smc import smc_posterior
 
-assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
-# n, N: individuals and particles per run; runs: independent runs per eps; M, K: sizes of
-# eq. (8) / Algorithm 4; grid: intervals per axis of the (a, b) search; EPS: privacy levels.
-# The generic SMC is numpy, not compiled: its cost grows as n^2 N, and n = N = 1000 takes
-# about a minute a run, so even the full mode stays below the paper's sizes here.
-# post_grid: nodes per axis of the exact posterior; reruns: extra SMC runs on the same data
-size = {"quick": dict(n=150, N=200, runs=30, M=1000, K=4000, grid=30, EPS=(1.0, 5.0),
-                      post_grid=61, reruns=5),
-        "full": dict(n=300, N=300, runs=30, M=1000, K=10_000, grid=50,
-                     EPS=(1.0, 5.0, 10.0), post_grid=101, reruns=10)}[mode]
+assert mode in ("quick", "full"), (
+    f"mode must be 'quick' or 'full', got {mode!r}"
+)
+# n, N: individuals and particles per run; runs: independent runs per eps;
+# M, K: sizes of eq. (8) / Algorithm 4; grid: intervals per axis of the (a, b)
+# search; EPS: privacy levels.  The generic SMC is numpy, not compiled: its
+# cost grows as n^2 N, and n = N = 1000 takes about a minute a run, so even
+# the full mode stays below the paper's sizes here.  post_grid: nodes per axis
+# of the exact posterior; reruns: extra SMC runs on the same data
+size = {
+    "quick": dict(
+        n=150,
+        N=200,
+        runs=30,
+        M=1000,
+        K=4000,
+        grid=30,
+        EPS=(1.0, 5.0),
+        post_grid=61,
+        reruns=5,
+    ),
+    "full": dict(
+        n=300,
+        N=300,
+        runs=30,
+        M=1000,
+        K=10_000,
+        grid=50,
+        EPS=(1.0, 5.0, 10.0),
+        post_grid=101,
+        reruns=10,
+    ),
+}[mode]
 rng = np.random.default_rng(seed)
 save = figure_saver("07_new_family", mode=mode, seed=seed)
 pd.set_option("display.float_format", "{:.4g}".format)
@@ -111,7 +134,8 @@ class Gumbel(LocationScaleFamily):
     name = "gumbel"
     summary = "Gumbel(loc, scale), right-skewed"
 
-    # exp(-z) is capped at exp(700): beyond, the density is 0 in double precision anyway
+    # exp(-z) is capped at exp(700): beyond, the density is 0 in
+    # double precision anyway
     def base_logpdf(self, z):
         return -z - np.exp(-np.maximum(z, -700.0))
 
@@ -165,12 +189,22 @@ rows = []
 for eps in size["EPS"]:
     for a, b in [(-1.0, 1.0), (-0.5, 2.0)]:
         exact = fisher_exact(a, b, eps, (0.0, 1.0), gumbel)
-        est = fisher_mc(a, b, eps, (0.0, 1.0), gumbel, M=size["M"], K=size["K"],
-                               rng=rng)
+        est = fisher_mc(
+            a, b, eps, (0.0, 1.0), gumbel, M=size["M"], K=size["K"], rng=rng
+        )
         z = (est.F[0, 0] - exact[0, 0]) / est.se[0, 0]
-        rows.append({"eps": eps, "[a, b]": f"[{a:g}, {b:g}]", "exact F_mm": exact[0, 0],
-                     "MC F_mm": est.F[0, 0], "MC se": est.se[0, 0], "(MC − exact)/se": z,
-                     "exact F_cc": exact[1, 1], "MC F_cc": est.F[1, 1]})
+        rows.append(
+            {
+                "eps": eps,
+                "[a, b]": f"[{a:g}, {b:g}]",
+                "exact F_mm": exact[0, 0],
+                "MC F_mm": est.F[0, 0],
+                "MC se": est.se[0, 0],
+                "(MC − exact)/se": z,
+                "exact F_cc": exact[1, 1],
+                "MC F_cc": est.F[1, 1],
+            }
+        )
 fisher_check = pd.DataFrame(rows).set_index(["eps", "[a, b]"])
 assert (fisher_check["(MC − exact)/se"].abs() < 4.5).all()
 show_table(fisher_check)
@@ -188,23 +222,35 @@ show_table(fisher_check)
 
 # %% caption="The best interval per ε for the Gumbel and for the normal." name="tbl-07-best"
 t0 = time.perf_counter()
-grids = {eps: fisher_grid(eps, gumbel, grid=size["grid"]) for eps in size["EPS"]}
+grids = {
+    eps: fisher_grid(eps, gumbel, grid=size["grid"]) for eps in size["EPS"]
+}
 timings["exact Fisher grids"] = time.perf_counter() - t0
 best = {}
 for eps, g in grids.items():
     a, b, s, _ = g.best("mu")
     best[eps] = (a, b)
-normal_best = {eps: best_interval(eps, "normal", grid=size["grid"]) for eps in size["EPS"]}
+normal_best = {
+    eps: best_interval(eps, "normal", grid=size["grid"]) for eps in size["EPS"]
+}
 step = 6.0 / (size["grid"] - 1)
 lopsided = [e for e, (a, b) in best.items() if abs(a + b) > step / 2]
-print("asymmetric Gumbel intervals (|a* + b*| above half a grid step) at eps = "
-      + (", ".join(f"{e:g}" for e in lopsided) or "none"))
-show_table(pd.DataFrame({"Gumbel a*": {e: best[e][0] for e in best},
-              "Gumbel b*": {e: best[e][1] for e in best},
-              "normal a*": {e: normal_best[e]["a"] for e in best},
-              "normal b*": {e: normal_best[e]["b"] for e in best}}).rename_axis("eps"))
+print(
+    "asymmetric Gumbel intervals (|a* + b*| above half a grid step) at eps = "
+    + (", ".join(f"{e:g}" for e in lopsided) or "none")
+)
+show_table(
+    pd.DataFrame(
+        {
+            "Gumbel a*": {e: best[e][0] for e in best},
+            "Gumbel b*": {e: best[e][1] for e in best},
+            "normal a*": {e: normal_best[e]["a"] for e in best},
+            "normal b*": {e: normal_best[e]["b"] for e in best},
+        }
+    ).rename_axis("eps")
+)
 
-# %%
+# %% tags=["hide-input"]
 scaled = pd.concat(g.frame("mu").assign(scaled=lambda d: d.score / d.score.max())
                    for g in grids.values())
 grid = interval_heatmaps(scaled, "scaled", col="eps", col_wrap=2, height=3.8,
@@ -235,7 +281,7 @@ save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), 
 # conjugate Gibbs move instead).
 # Only the population sees the sensitive values.
 
-# %%
+# %% tags=["hide-input"]
 eps = size["EPS"][-1]
 l_c, r_c = gumbel.fixed_interval(*THETA)
 runs = {}
@@ -281,22 +327,48 @@ rows = []
 t0 = time.perf_counter()
 for name, res in runs.items():
     g = size["post_grid"]
-    ref = exact_posterior(res.y, res.l, res.r, eps, family=gumbel, grid=(g, g)).quantile(Q)
-    again = np.array([smc_posterior(res.y, res.l, res.r, eps, gumbel, n_particles=size["N"],
-                                    seed=1000 + s).quantile(Q) for s in range(size["reruns"])])
+    ref = exact_posterior(
+        res.y, res.l, res.r, eps, family=gumbel, grid=(g, g)
+    ).quantile(Q)
+    again = np.array(
+        [
+            smc_posterior(
+                res.y,
+                res.l,
+                res.r,
+                eps,
+                gumbel,
+                n_particles=size["N"],
+                seed=1000 + s,
+            ).quantile(Q)
+            for s in range(size["reruns"])
+        ]
+    )
     est_q = res.smc.quantile(Q)  # weighted particle quantiles
     for j, p in enumerate(gumbel.params):
         for k, q in enumerate(Q):
-            rows.append({"policy": name, "parameter": p, "quantile": q,
-                         "exact": ref[k, j], "SMC": est_q[k, j],
-                         "SMC sd over runs": again[:, k, j].std(ddof=1)})
+            rows.append(
+                {
+                    "policy": name,
+                    "parameter": p,
+                    "quantile": q,
+                    "exact": ref[k, j],
+                    "SMC": est_q[k, j],
+                    "SMC sd over runs": again[:, k, j].std(ddof=1),
+                }
+            )
 timings["posterior checks"] = time.perf_counter() - t0
-posterior_check = pd.DataFrame(rows).set_index(["policy", "parameter", "quantile"])
-posterior_check["(SMC − exact)/sd"] = ((posterior_check["SMC"] - posterior_check["exact"])
-                                       / posterior_check["SMC sd over runs"])
+posterior_check = pd.DataFrame(rows).set_index(
+    ["policy", "parameter", "quantile"]
+)
+posterior_check["(SMC − exact)/sd"] = (
+    posterior_check["SMC"] - posterior_check["exact"]
+) / posterior_check["SMC sd over runs"]
 z = posterior_check["(SMC − exact)/sd"].abs()
-print(f"largest |SMC − exact| = {z.max():.2f} SMC standard deviations over "
-      f"{len(z)} quantiles (sd from {size['reruns']} reruns, itself uncertain)")
+print(
+    f"largest |SMC − exact| = {z.max():.2f} SMC standard deviations over "
+    f"{len(z)} quantiles (sd from {size['reruns']} reruns, itself uncertain)"
+)
 show_table(posterior_check)
 
 # %% [markdown]
@@ -311,19 +383,29 @@ show_table(posterior_check)
 
 # %% caption="Repeated runs for the Gumbel: bias and RMSE, adaptive against fixed." name="tbl-07-runs"
 out = repo_root() / "results" / f"ch07-{mode}-seed{seed}"
-experiment = dict(family=gumbel, theta=THETA, eps=size["EPS"], runs=size["runs"],
-                  n=size["n"], particles=size["N"], seed=seed, interval_grid=size["grid"],
-                  methods=["smc-adaptive", "smc-fixed"])
+experiment = dict(
+    family=gumbel,
+    theta=THETA,
+    eps=size["EPS"],
+    runs=size["runs"],
+    n=size["n"],
+    particles=size["N"],
+    seed=seed,
+    interval_grid=size["grid"],
+    methods=["smc-adaptive", "smc-fixed"],
+)
 read_only = is_complete(out, **experiment)
 est, _ = ensure_results(out, progress=False, scheduler=scheduler, **experiment)
-# the tasks' compute time as the store recorded it, whether they ran now or before
-timings[f"{size['runs']}-run comparison ({len(est)} tasks; "
-        + ("read from the store" if read_only else "computed now") + ")"] = \
-    est["seconds"].sum()
+# the tasks' compute time as the store recorded it (now or before)
+timings[
+    f"{size['runs']}-run comparison ({len(est)} tasks; "
+    + ("read from the store" if read_only else "computed now")
+    + ")"
+] = est["seconds"].sum()
 summary = summarize(est).set_index(["eps", "method"])
 show_table(summary)
 
-# %%
+# %% tags=["hide-input"]
 errors = (est.assign(**{p: est[f"{p}_hat"] - truth for p, truth in zip(gumbel.params, THETA)})
           .melt(id_vars=["method", "eps"], value_vars=list(gumbel.params),
                 var_name="parameter", value_name="estimate − truth"))
@@ -346,12 +428,16 @@ save(fig, "boxplots", f"{size['runs']} runs per ε and policy, n = {size['n']}, 
 
 # %% caption="RMSE of the location with the fixed interval over that with the adaptive one, per ε." name="tbl-07-ratio"
 rmse = summary["loc_rmse"].unstack("method")
-ratio = (rmse["smc-fixed"] / rmse["smc-adaptive"]).rename("RMSE(fixed) / RMSE(adaptive)")
+ratio = (rmse["smc-fixed"] / rmse["smc-adaptive"]).rename(
+    "RMSE(fixed) / RMSE(adaptive)"
+)
 display(show_table(ratio))
 widths = {e: best[e][1] - best[e][0] for e in best}
-print(f"adaptive RMSE of the location is smaller at {int((ratio > 1).sum())} of "
-      f"{len(ratio)} eps values; interval widths in scales: fixed 20, adaptive "
-      + ", ".join(f"{w:.2f} (ε={e:g})" for e, w in widths.items()))
+print(
+    f"adaptive RMSE of the location is smaller at {int((ratio > 1).sum())} of "
+    f"{len(ratio)} eps values; interval widths in scales: fixed 20, adaptive "
+    + ", ".join(f"{w:.2f} (ε={e:g})" for e, w in widths.items())
+)
 
 # %% [markdown]
 # The ratio is the gain of adaptive truncation for this family: the fixed interval is 20
@@ -371,7 +457,7 @@ print(f"adaptive RMSE of the location is smaller at {int((ratio > 1).sum())} of 
 # $\vartheta_t$.  dpbook solves it once on a grid of $\theta$ and interpolates
 # (`ThetaGridIntervals`); the shipped Poisson family shows what that costs and gives.
 
-# %%
+# %% tags=["hide-input"]
 poisson = get_family("poisson")
 tg = ThetaGridIntervals(poisson, 1.0, centre=(10.0,), span=4.0, points=13,
                         grid=size["grid"])
@@ -400,10 +486,25 @@ print(f"{tg.evaluations} Fisher matrices in {tg.seconds:.1f} s, once; each Thomp
 # $(r - l)/\epsilon$ instead of Laplace noise of that scale, the best Gumbel interval is:
 
 # %% caption="The best Gumbel interval per ε with the Laplace and with the Gaussian mechanism." name="tbl-07-mechanisms"
-show_table(pd.DataFrame({m: {eps: tuple(round(best_interval(eps, gumbel, mechanism=m,
-                                                        grid=size["grid"])[k], 3)
-                             for k in ("a", "b"))
-                  for eps in size["EPS"]} for m in ("laplace", "gaussian")}).rename_axis("eps"))
+show_table(
+    pd.DataFrame(
+        {
+            m: {
+                eps: tuple(
+                    round(
+                        best_interval(
+                            eps, gumbel, mechanism=m, grid=size["grid"]
+                        )[k],
+                        3,
+                    )
+                    for k in ("a", "b")
+                )
+                for eps in size["EPS"]
+            }
+            for m in ("laplace", "gaussian")
+        }
+    ).rename_axis("eps")
+)
 
 # %% [markdown]
 # ## Timings
@@ -412,5 +513,5 @@ show_table(pd.DataFrame({m: {eps: tuple(round(best_interval(eps, gumbel, mechani
 # the sum of the tasks' compute times as the store recorded them when they ran (the
 # table says whether that was now or in an earlier execution).
 
-# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-07-timings"
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-07-timings" tags=["hide-input"]
 show_table(pd.Series(timings, name="seconds").to_frame())

@@ -74,7 +74,7 @@ mode = "quick"  # "quick": small studies (under a minute); "full": the sizes bel
 seed = 0  # root seed of the study; replication k's seed comes from (eps, n, k)
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the study on
 
-# %% caption="Seconds per replication, by method and n." name="tbl-08-seconds"
+# %% caption="Seconds per replication, by method and n." name="tbl-08-seconds" tags=["hide-input"]
 import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown, display
@@ -125,7 +125,7 @@ show_table(runs.groupby(["method", "n"]).seconds.mean().unstack().round(3).renam
 # the posterior's tails: the posterior is too narrow or shifted.  A hump in the middle
 # (an S shape) means that it is too wide.
 
-# %%
+# %% tags=["hide-input"]
 def pit_panels(study_runs):
     """One ECDF-difference panel per method and parameter, one line per ε."""
     pits = cal.pit_frame(study_runs)
@@ -157,7 +157,7 @@ save(pit_panels(main), "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}
 summary = cal.calibration_summary(main)
 show_table(cal.coverage_table(summary))
 
-# %%
+# %% tags=["hide-input"]
 save(coverage_dots(summary).figure, "coverage", f"R = {R}, n = {N_MAIN}; one dot per ε",
      caption=f"Coverage of the central 50% and 90% credible intervals per method "
              f"(dots, one per ε), with ±2 binomial standard errors of a calibrated "
@@ -175,7 +175,7 @@ save(coverage_dots(summary).figure, "coverage", f"R = {R}, n = {N_MAIN}; one dot
 # $n$ as long as more data make a wrong posterior more confidently wrong.  The dashed
 # line is the 95% point of the KS statistic of $R$ uniform values.
 
-# %%
+# %% tags=["hide-input"]
 ks = cal.calibration_summary(runs[runs.method.isin(list(BY_N))])
 g = sns.relplot(ks, kind="line", x="n", y="ks_stat", hue="method", style="param",
                 col="eps", palette=METHOD_COLOURS, marker="o", height=2.6, aspect=1.2)
@@ -207,7 +207,7 @@ Markdown(f"The 95% point is {stats.kstwo.ppf(0.95, R):.3f}.  Over n = "
 # IQR is between 0.8 and 1.25 times the prior's learned little: a pass there says little,
 # since the prior itself would pass.
 
-# %%
+# %% tags=["hide-input"]
 alpha, lines = cal.calibration_verdict(summary)
 Markdown(f"p-value bound: {alpha:.2g}.\n\n" + "\n".join(lines))
 
@@ -234,7 +234,7 @@ Markdown(f"p-value bound: {alpha:.2g}.\n\n" + "\n".join(lines))
 # on the same replications: $10^5$, the paper's number, in full mode ($3 \times 10^4$
 # in quick mode).
 
-# %% caption="MHAAR at ε = 1, n = 50 with 10^4 iterations and with more, on the same replications: KS p-value, dispersion z, coverages and median IQR." name="tbl-08-chains"
+# %% caption="MHAAR at ε = 1, n = 50 with 10^4 iterations and with more, on the same replications: KS p-value, dispersion z, coverages and median IQR." name="tbl-08-chains" tags=["hide-input"]
 stores = {10_000: STORE, SIZES["check_iters"]: STORE.with_name(STORE.name + "-mhaar-long")}
 chains = pd.concat([cal.calibration_summary(cal.run_calibration(
     "mhaar", 1.0, 50, R, mhaar_iters=iters, **{**study, "out": out})).assign(
@@ -292,13 +292,19 @@ Markdown("For σ at ε = 1 the 90% intervals cover " + " and ".join(
 
 # %% caption="Calibration under the narrower prior, as the first table." name="tbl-08-coverage-narrow"
 NARROW, NARROW_INTERVAL = dict(loc_mean=0.0, loc_var=1.0), (-8.0, 8.0)
-narrow_runs = cal.run_calibration(cal.METHODS, EPS, N_MAIN, R, prior=NARROW,
-                                  interval=NARROW_INTERVAL,
-                                  **{**study, "out": STORE.with_name(STORE.name + "-narrow")})
+narrow_runs = cal.run_calibration(
+    cal.METHODS,
+    EPS,
+    N_MAIN,
+    R,
+    prior=NARROW,
+    interval=NARROW_INTERVAL,
+    **{**study, "out": STORE.with_name(STORE.name + "-narrow")},
+)
 narrow = cal.calibration_summary(narrow_runs, prior=NARROW)
 show_table(cal.coverage_table(narrow))
 
-# %%
+# %% tags=["hide-input"]
 save(pit_panels(narrow_runs), "pit_ecdf_narrow", f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}",
      caption=f"As the first figure, under the narrower prior μ ~ N(0, 1) with the fixed "
              f"interval [−8, 8]: ECDF of the PIT values minus the uniform cdf, ε = 1 and "
@@ -306,7 +312,7 @@ save(pit_panels(narrow_runs), "pit_ecdf_narrow", f"prior mu ~ N(0, 1); R = {R}, 
      alt="Twelve small panels, one per method and parameter, each with two step lines "
          "(one per epsilon) over a grey band, for the study with the narrower prior.")
 
-# %%
+# %% tags=["hide-input"]
 alpha, lines = cal.calibration_verdict(narrow)
 learned = pd.concat([summary.assign(prior="Section 6"), narrow.assign(prior="narrow")])
 learned = learned[(learned.param == "sigma")

@@ -60,7 +60,7 @@
 mode = "quick"  # "quick": streams of 10^4 (about a minute); "full": 10^5 (about 8 minutes)
 seed = 0  # root seed of the populations and the algorithms
 
-# %%
+# %% tags=["hide-input"]
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -111,7 +111,7 @@ Markdown(f"{len(runs)} streams, {total / 60:.1f} CPU-minutes in all.")
 # alone on the cores; the times depend on the machine, the slopes and the ratios
 # between methods carry over.
 
-# %%
+# %% tags=["hide-input"]
 adaptive = clock[clock.policy == "adaptive"]
 slopes = streams.cost_exponents(adaptive, by=("method", "eps"))
 cpu_slopes = streams.cost_exponents(adaptive, by=("method", "eps"), column="cpu_s")
@@ -136,14 +136,24 @@ save(g.figure, "cost", f"N = {N} particles, m = {M}; slopes averaged over ε",
          "rise about linearly to the longest streams.")
 
 # %% caption="The cost of each method: wall and CPU seconds at the longest n measured, and the fitted exponent." name="tbl-09-cost"
-table = slopes.merge(cpu_slopes[["method", "eps", "slope", "at_n_max"]],
-                     on=["method", "eps"], suffixes=("_wall", "_cpu"))
+table = slopes.merge(
+    cpu_slopes[["method", "eps", "slope", "at_n_max"]],
+    on=["method", "eps"],
+    suffixes=("_wall", "_cpu"),
+)
 for n in (10**5, 10**6):
     table[f"wall at n = {n:.0e}"] = streams.extrapolate(slopes, n)
-show_table(table.rename(columns={"at_n_max_wall": "wall s", "at_n_max_cpu": "CPU s",
-                      "n_max": "measured to n"}))
+show_table(
+    table.rename(
+        columns={
+            "at_n_max_wall": "wall s",
+            "at_n_max_cpu": "CPU s",
+            "n_max": "measured to n",
+        }
+    )
+)
 
-# %%
+# %% tags=["hide-input"]
 ratio = {eps: (table.query("method == 'smc' and eps == @eps")["wall at n = 1e+05"].iat[0]
                / table.query("method == 'smc-marginal' and eps == @eps")
                ["wall at n = 1e+05"].iat[0]) for eps in EPS}
@@ -169,14 +179,28 @@ Markdown(
 def time_split(run):
     post = run.run.smc
     split = dict(post.timing)
-    split["policy and bookkeeping"] = run.clock.wall_s.iat[-1] - sum(split.values())
-    return pd.Series(split | {"resample-moves": len(post.history.moves),
-                              "exact evaluations per move step": post.evaluations
-                              / max(1, post.moves * len(post.history.moves))})
+    split["policy and bookkeeping"] = run.clock.wall_s.iat[-1] - sum(
+        split.values()
+    )
+    return pd.Series(
+        split
+        | {
+            "resample-moves": len(post.history.moves),
+            "exact evaluations per move step": post.evaluations
+            / max(1, post.moves * len(post.history.moves)),
+        }
+    )
 
 
-show_table(pd.DataFrame({f"{policy}, ε = {eps:g}": time_split(run)
-              for (m, policy, eps), run in runs.items() if m == "smc-marginal"}))
+show_table(
+    pd.DataFrame(
+        {
+            f"{policy}, ε = {eps:g}": time_split(run)
+            for (m, policy, eps), run in runs.items()
+            if m == "smc-marginal"
+        }
+    )
+)
 
 # %% [markdown]
 # ## Accuracy against the exact posterior
@@ -192,15 +216,26 @@ show_table(pd.DataFrame({f"{policy}, ε = {eps:g}": time_split(run)
 # %% caption="Errors of each method's quartiles against the exact posterior, in exact IQRs." name="tbl-09-errors"
 # a 61 x 61 grid: on these streams at t = 10^4 its quartiles are within 0.001
 # interquartile ranges of a 201 x 201 grid's, at a third of the cost
-accuracy = pd.concat([streams.against_exact(run, [t for t in SIZES["exact_at"]
-                                                   if t <= LENGTH[m]], eps, grid=(61, 61))
-                      .assign(policy=policy, eps=eps)
-                      for (m, policy, eps), run in runs.items()], ignore_index=True)
+accuracy = pd.concat(
+    [
+        streams.against_exact(
+            run,
+            [t for t in SIZES["exact_at"] if t <= LENGTH[m]],
+            eps,
+            grid=(61, 61),
+        ).assign(policy=policy, eps=eps)
+        for (m, policy, eps), run in runs.items()
+    ],
+    ignore_index=True,
+)
 errors = accuracy.assign(param=accuracy.param.map(GREEK)).pivot_table(
-    index=["t", "method", "policy", "eps"], columns=["param", "quartile"], values="error")
+    index=["t", "method", "policy", "eps"],
+    columns=["param", "quartile"],
+    values="error",
+)
 show_table(errors)
 
-# %%
+# %% tags=["hide-input"]
 posteriors = accuracy[accuracy.method != "online-gradient"]
 worst = posteriors.groupby(["method", "t"]).error.apply(lambda e: e.abs().max())
 Markdown("Largest error over both parameters, the three quartiles and both ε, in "
@@ -225,19 +260,38 @@ hard = accuracy[(accuracy.method == "smc") & (accuracy.t == t0)]
 hard_eps = hard.loc[hard.error.abs().idxmax(), "eps"]
 stream = runs["smc", "adaptive", hard_eps].run
 y, l, r = stream.y[:t0], stream.l[:t0], stream.r[:t0]
-online = [{"method": "smc", "seed": "online run",  # the run that released these y
-           **runs["smc", "adaptive", hard_eps].clock.set_index("t").loc[t0]
-           .filter(like="_q").to_dict()}]
-offline = [{"method": name, "seed": s, **streams.quartiles(fit(y, l, r, hard_eps, n_particles=N,
-                                                               seed=s))}
-           for name, fit in (("smc", smc_posterior), ("smc-marginal", marginal_posterior))
-           for s in SEEDS]
+online = [
+    {
+        "method": "smc",
+        "seed": "online run",  # the run that released these y
+        **runs["smc", "adaptive", hard_eps]
+        .clock.set_index("t")
+        .loc[t0]
+        .filter(like="_q")
+        .to_dict(),
+    }
+]
+offline = [
+    {
+        "method": name,
+        "seed": s,
+        **streams.quartiles(fit(y, l, r, hard_eps, n_particles=N, seed=s)),
+    }
+    for name, fit in (
+        ("smc", smc_posterior),
+        ("smc-marginal", marginal_posterior),
+    )
+    for s in SEEDS
+]
 exact = exact_posterior(y, l, r, hard_eps)
-again = pd.DataFrame(online + offline + [{"method": "exact", "seed": "",
-                                          **streams.quartiles(exact)}])
+again = pd.DataFrame(
+    online
+    + offline
+    + [{"method": "exact", "seed": "", **streams.quartiles(exact)}]
+)
 show_table(again.set_index(["method", "seed"]))
 
-# %%
+# %% tags=["hide-input"]
 iqr_sigma = float(np.diff(exact.quantile([0.25, 0.75])[:, 1])[0])
 spread = again[again.method != "exact"].groupby("method")[["sigma_q50", "sigma_q75"]].agg(
     lambda v: (v.max() - v.min()) / iqr_sigma)
@@ -274,7 +328,7 @@ Markdown(
 # choice), and the online gradient, over the longest stream: posterior median (line)
 # and quartiles (band) against $t$, the truth dashed.
 
-# %%
+# %% tags=["hide-input"]
 LONG = {"adaptive": METHOD_COLOURS["smc-adaptive"], "fixed": METHOD_COLOURS["smc-fixed"],
         "online-gradient": METHOD_COLOURS["online-gradient"]}
 paths = streams.quartile_paths(clock[clock.method.isin(["smc-marginal", "online-gradient"])])
@@ -302,7 +356,7 @@ save(g.figure, "long_stream", f"N = {N} particles; quartiles at {len(checkpoints
 # $\sigma$ dashed).  The adaptive policy's first intervals follow draws from the prior,
 # $\mu \sim \mathcal{N}(0, 10^4)$, far outside the plot.
 
-# %%
+# %% tags=["hide-input"]
 asked = pd.concat([pd.DataFrame({"t": ts, "midpoint": (run.run.l + run.run.r)[ts - 1] / 2,
                                  "width": (run.run.r - run.run.l)[ts - 1]})
                    .assign(run=m if m == "online-gradient" else policy, eps=eps)
@@ -328,11 +382,17 @@ save(g.figure, "intervals", f"intervals at {len(checkpoints)} checkpoints",
 
 # %% caption="The longest streams at t = n: the median, its error and the IQR, per ε and run." name="tbl-09-end"
 end = paths[paths.t == paths.t.max()].assign(
-    error=lambda d: d.q50 - d.param.map({"μ": MU, "σ": SIGMA}), iqr=lambda d: d.q75 - d.q25)
-show_table(end.pivot_table(index=["eps", "run"], columns="param",
-                           values=["q50", "error", "iqr"]), digits=4)
+    error=lambda d: d.q50 - d.param.map({"μ": MU, "σ": SIGMA}),
+    iqr=lambda d: d.q75 - d.q25,
+)
+show_table(
+    end.pivot_table(
+        index=["eps", "run"], columns="param", values=["q50", "error", "iqr"]
+    ),
+    digits=4,
+)
 
-# %%
+# %% tags=["hide-input"]
 stat = end.pivot_table(index=["param", "eps"], columns="run", values=["iqr", "error"])
 ratio = stat["iqr"].fixed / stat["iqr"].adaptive
 gap = stat["error"]["online-gradient"].abs() / stat["iqr"].adaptive

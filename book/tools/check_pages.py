@@ -8,8 +8,10 @@ _toc.yml is loaded and must
   (build/chapters/*) must show at least one figure in their cell outputs;
 * contain no error output (no cell output of type error, no "Traceback" in the text);
 * keep everything inside the page column at a 1280-px window: no table, output, display
-  equation, figure or box wider than its column, even in a scroll box (code cells may
-  scroll);
+  equation, figure or box wider than its column, even in a scroll box, and no code
+  block shown whose lines are cut at the right edge (a folded cell is not shown);
+* on chapter pages: show at most CODE_SHARE of the page's text as code (folded cells,
+  ``hide-input``, not counted);
 * on chapter pages: show every figure as a numbered figure with a caption and alt
   text, whose smallest text is at least dpbook.figures.MIN_TEXT_PX pixels high as
   rendered (the saver records each figure's smallest text in its PNG), and end with
@@ -44,6 +46,10 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "book" / "_build" / "html"
 SHOTS = ROOT / "artifacts" / "screenshots"
 CHAPTER_PREFIX = "build/chapters/"
+# Visible code (the text of the code cells shown, folded cells not counted) as a share of
+# a chapter page's text: a book, not a lab notebook (QuantEcon's lectures show 24-32%).
+# Chapters 2 and 7 teach the API, and their cells that call dpbook stay open.
+CODE_SHARE = {"*": 0.35, "02": 0.45, "07": 0.45}
 
 PAGE_STATE_JS = r"""
 const imgs = Array.from(document.images).map(i => ({
@@ -72,6 +78,16 @@ const figures = Array.from(main.querySelectorAll('.cell_output img')).map(i => {
           number: number ? number.innerText.trim() : '',
           caption: caption ? caption.innerText.trim() : ''};
 });
+// visible code: the text of the code cells' sources that are shown (a folded cell, in a
+// closed <details>, shows none), against all text of the article
+const codeChars = Array.from(main.querySelectorAll('.cell_input'))
+  .filter(e => e.offsetParent !== null)
+  .reduce((n, e) => n + e.innerText.trim().length, 0);
+// code blocks that scroll sideways at this window: their lines are cut at the right edge
+const clipped = Array.from(main.querySelectorAll('.cell_input pre'))
+  .filter(e => e.offsetParent !== null && e.innerText.trim().length > 0 &&
+               e.scrollWidth > e.clientWidth + 2)
+  .map(e => (e.innerText.split('\n').find(line => line.length > 0) || '').slice(0, 50));
 const box = document.querySelector('.dpbook-provenance');
 return {title: document.title, images: imgs, wide: wide, figures: figures,
         provenance: box ? box.innerText : null,
@@ -79,7 +95,8 @@ return {title: document.title, images: imgs, wide: wide, figures: figures,
         n_error_outputs: errors.length,
         n_stderr_outputs: document.querySelectorAll('.cell_output .stderr').length,
         traceback_in_text: document.body.innerText.includes('Traceback'),
-        article_chars: main ? main.innerText.trim().length : 0};
+        article_chars: main ? main.innerText.trim().length : 0,
+        code_chars: codeChars, clipped_code: clipped};
 """
 
 
@@ -235,7 +252,14 @@ def check_page(driver, base: str, page: str) -> dict:
         problems += provenance_problems(state["provenance"], state["downloads"])
     shot = SHOTS / (page.replace("/", "__") + ".png")
     screenshot(driver, shot)
+    code_share = state["code_chars"] / max(state["article_chars"], 1)
+    problems += [f"code block cut at the right edge: {line!r}" for line in state["clipped_code"]]
+    limit = CODE_SHARE.get(page.removeprefix(CHAPTER_PREFIX)[:2], CODE_SHARE["*"])
+    if page.startswith(CHAPTER_PREFIX) and code_share > limit:
+        problems.append(f"visible code is {code_share:.0%} of the page's text (at most "
+                        f"{limit:.0%}: fold the cells that only set up, draw or format)")
     return {"page": page, "url": url, "title": state["title"], "ok": not problems,
+            "code_share": round(code_share, 3), "clipped_code": state["clipped_code"],
             "problems": problems, "images": len(state["images"]), "figures": len(figures),
             "stderr_outputs": state["n_stderr_outputs"],
             "screenshot": str(shot.relative_to(ROOT))}
@@ -262,7 +286,9 @@ def main(argv=None) -> int:
             results.append(result)
             mark = "ok  " if result["ok"] else "FAIL"
             detail = "; ".join(result["problems"]) or (
-                f"{result['figures']} figure(s), screenshot {result['screenshot']}")
+                f"{result['figures']} figure(s), code {result['code_share']:.0%} of the "
+                f"text, {len(result['clipped_code'])} code block(s) cut at the right, "
+                f"screenshot {result['screenshot']}")
             print(f"  {mark} {page:<32} {detail}", flush=True)
     finally:
         driver.quit()
