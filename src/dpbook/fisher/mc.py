@@ -379,7 +379,7 @@ def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
     arrays (F, se, se_tr, se_o, se_o_tr) over c."""
     d = fam.dim
     path = _resolve_path(check_path(path), mech, d)
-    rng = as_generator(seed)
+    rng = as_generator(seed, "seed")
     xy, v = _draw_family_base(rng, fam, mech, theta, M)
     xs, gs = _sorted_family_samples(fam.sample(rng, *theta, size=K), fam, theta)
     n = A.size

@@ -592,7 +592,7 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
     if workers is None:
         workers = os.cpu_count() or 1
     workers = check_count("workers", workers, 1)
-    rng = as_generator(seed)
+    rng = as_generator(seed, "seed")
     zp, v = _draw_y_base(rng, M)
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
     out = run_cells(A, B, eps, 0.0, 1.0, zp, v, shared, workers)

@@ -129,7 +129,13 @@ from dpbook.mhaar.simd import (
 )
 from dpbook.model.families.normal import Normal
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.validation import check_count, check_eps, check_observations, check_positive
+from dpbook.validation import (
+    check_count,
+    check_eps,
+    check_observations,
+    check_positive,
+    check_seed,
+)
 
 _BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
 _FAST_EPS_MAX = 600.0  # shifted exponents lie in [-eps, 0]; exp(-600) is far from underflow
@@ -562,7 +568,7 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
     mu0 = float(np.mean(y))
     v0 = max(0.01, var_y - 2.0 * float(np.mean(b)) ** 2)
     adapt_start = int(math.floor(ADAPT_START_FRACTION * n_iter)) if adapt else n_iter + 1
-    key = np.uint64(_rng.seed_to_key(seed))
+    key = np.uint64(_rng.seed_to_key(check_seed(seed)))
     # (n_iter, 2) in column-major order: the kernel writes each column as one array,
     # and MHAARResult's means over a column sum it as the 1-d arrays they are
     samples = np.empty((n_iter, 2), order="F")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbook.validation import check_interval
+from dpbook.validation import check_interval, missing_method
 
 
 def thompson_index(w, rng: np.random.Generator) -> int:
@@ -43,7 +43,7 @@ class Policy:
     name = ""
 
     def next_interval(self, posterior, rng: np.random.Generator):
-        raise NotImplementedError
+        raise missing_method(self, "next_interval")
 
 
 class FixedPolicy(Policy):
