@@ -84,6 +84,17 @@ def check_count(name: str, value, minimum: int = 1) -> int:
     return v
 
 
+def check_mc_size(name: str, value) -> int:
+    """M or K of the Monte Carlo Fisher information (eq. 8, Algorithm 4): an integer
+    >= 2, as its standard error is a spread over at least two draws (with one, every
+    result carried a NaN standard error)."""
+    v = check_count(name, value, 1)
+    if v < 2:
+        raise ValueError(f"{name} must be at least 2 (the Monte Carlo standard error needs "
+                         f"two draws), got {value!r}")
+    return v
+
+
 def _short(values) -> str:
     text = repr(values)
     return text if len(text) <= 60 else text[:57] + "..."
