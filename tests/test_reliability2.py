@@ -168,3 +168,195 @@ def _cli_error(capsys, *args) -> str:
     err = capsys.readouterr().err
     assert err.startswith("dpbook: error: ") and err.count("\n") == 1, err
     return err
+
+
+# ----------------------------------------------------------------------- CSV cells
+ROWS = [["0.3", "-1", "1"], ["-0.2", "-1", "1"], ["1.4", "-1", "1"]]
+bad_cells = st.one_of(
+    st.sampled_from(["True", "false", "TRUE", " True "]).map(lambda c: (c, "boolean")),
+    st.sampled_from(["", " ", "  "]).map(lambda c: (c, "is empty")),
+    non_ascii_digits.map(lambda c: (c, "ASCII digits")),
+    st.sampled_from(["1+2j", "x", "NA", "nan", "1_000", "0x10", "--1"]).map(
+        lambda c: (c, "non-number")))
+
+
+@SETTINGS
+@given(cell=bad_cells, row=st.integers(0, 2), col=st.integers(0, 2))
+def test_a_bad_csv_cell_is_named_by_line_and_column(tmp_path_factory, capsys, cell, row, col):
+    """A cell True read as 1 (when its whole column was booleans), an empty cell was
+    'a non-number np.float64(nan)', digits of other scripts read as a non-number."""
+    text, needle = cell
+    rows = [list(r) for r in ROWS]
+    rows[row][col] = text
+    path = tmp_path_factory.mktemp("csv") / "d.csv"
+    path.write_text("y,l,r\n" + "".join(",".join(r) + "\n" for r in rows))
+    err = _cli_error(capsys, "posterior", "--method", "exact", "--eps", "1", str(path))
+    assert f"line {row + 2}: column {'ylr'[col]}" in err and needle in err, err
+
+
+def test_a_column_of_booleans_is_refused(write_csv, capsys):
+    path = write_csv("y,l,r\nTrue,-1,1\nFalse,-1,1\n")
+    assert "holds the boolean 'True'" in _cli_error(capsys, "posterior", "--method", "exact",
+                                                    "--eps", "1", path)
+
+
+@SETTINGS
+@given(spell=st.lists(st.sampled_from([lambda v: v, lambda v: f" {v} ", lambda v: f"+{v}"
+                                       if not v.startswith("-") else v,
+                                       lambda v: f"{v}.0" if "." not in v else v + "0"]),
+                      min_size=9, max_size=9))
+def test_ascii_numbers_written_differently_read_the_same(tmp_path_factory, capsys, spell):
+    """The cell check accepts every ASCII spelling pandas reads, with the same numbers."""
+    import json
+
+    cells = [c for r in ROWS for c in r]
+    text = [",".join(ROWS[i]) for i in range(3)]
+    odd = [",".join(f(c) for f, c in zip(spell[3 * i:3 * i + 3], cells[3 * i:3 * i + 3]))
+           for i in range(3)]
+    out = []
+    for rows in (text, odd):
+        path = tmp_path_factory.mktemp("csv") / "d.csv"
+        path.write_text("y,l,r\n" + "\n".join(rows) + "\n")
+        assert main(["posterior", "--method", "exact", "--eps", "1", "--json", str(path)]) == 0
+        res = json.loads(capsys.readouterr().out)
+        out.append({k: v for k, v in res.items() if k != "seconds"})
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("header, twice", [("y,l,r,y", "y"), ("l,y,l,r", "l"),
+                                           ("y,l,r,r,r", "r")])
+def test_a_repeated_column_is_refused(write_csv, capsys, header, twice):
+    """A repeated header name silently used the first column."""
+    n = header.count(",") + 1
+    path = write_csv(header + "\n" + ",".join(["0.5"] * (n - 2) + ["0", "1"]) + "\n")
+    err = _cli_error(capsys, "posterior", "--method", "exact", "--eps", "1", path)
+    assert f"column {twice} appears" in err
+
+
+# -------------------------------------------------------------------- option values
+NUMERIC_OPTIONS = [
+    (["fisher", "--a", "-1", "--b", "1"], "--eps"), (["fisher", "--eps", "1", "--b", "1"], "--a"),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc"], "--M"),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc"], "--seed"),
+    (["best-interval", "--eps", "1"], "--grid"),
+    (["experiment", "--out", "UNUSED"], "--runs"), (["calibrate", "--method", "exact"], "--eps"),
+]
+
+
+@pytest.mark.parametrize("args, option", NUMERIC_OPTIONS)
+@SETTINGS
+@given(digits=non_ascii_digits)
+def test_option_values_in_other_scripts_are_refused(capsys, args, option, digits):
+    """--eps ５ ran as eps = 5: Python's float() reads every script's digits.  dpbook
+    reads ASCII numerals only, in options as in CSV cells (README)."""
+    err = _cli_error(capsys, *args, option, digits)
+    assert f"argument {option}:" in err and "ASCII" in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--seed", "-1"],
+     "argument --seed: a seed must be an integer >= 0"),
+    (["posterior", "--method", "smc", "--eps", "1", "DATA", "--seed", "-3"], "argument --seed"),
+    (["experiment", "--seed", "-1", "--out", "UNUSED"], "argument --seed"),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--M", "1"],
+     "M must be at least 2"),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--K", "1"],
+     "K must be at least 2"),
+    (["best-interval", "--eps", "1", "--method", "mc", "--M", "1", "--grid", "3"],
+     "M must be at least 2"),
+])
+def test_messages_name_the_option_and_the_rule(write_csv, capsys, args, needle):
+    """--seed -1 said 'expected non-negative integer'; --M 1 was 'the result se[0][0] is
+    not finite'."""
+    args = [write_csv("y,l,r\n0.3,-1,1\n") if a == "DATA" else a for a in args]
+    assert needle in _cli_error(capsys, *args)
+
+
+def test_monte_carlo_sizes_below_two_are_refused_in_python():
+    from dpbook.fisher import best_interval, fisher_mc
+
+    for kw in ({"M": 1}, {"K": 1}):
+        with pytest.raises(ValueError, match="must be at least 2"):
+            fisher_mc(-1.0, 1.0, 1.0, rng=0, **{"M": 5, "K": 5, **kw})
+        with pytest.raises(ValueError, match="must be at least 2"):
+            fisher_mc(-1.0, 1.0, 1.0, family="laplace", rng=0, **{"M": 5, "K": 5, **kw})
+        with pytest.raises(ValueError, match="must be at least 2"):
+            best_interval(1.0, method="mc", grid=3, **{"M": 5, "K": 5, **kw})
+
+
+UNUSED = [
+    (["posterior", "--method", "exact", "--particles", "500"], "--particles", "--method exact"),
+    (["posterior", "--method", "exact", "--seed", "3"], "--seed", "--method exact"),
+    (["posterior", "--method", "online-gradient", "--seed", "0"], "--seed", "online-gradient"),
+    (["posterior", "--method", "mhaar", "--particles", "500"], "--particles", "mhaar"),
+    (["posterior", "--method", "smc", "--iters", "500"], "--iters", "--method smc"),
+    (["posterior", "--method", "smc-marginal", "--subset", "5"], "--subset", "smc-marginal"),
+    (["fisher", "--a", "-1", "--b", "1", "--M", "50"], "--M", "--method exact"),
+    (["fisher", "--a", "-1", "--b", "1", "--seed", "1"], "--seed", "--method exact"),
+    (["best-interval", "--K", "50"], "--K", "--method exact"),
+    (["best-interval", "--theta", "0", "1"], "--theta", "location-scale family normal"),
+    (["experiment", "--methods", "mhaar", "--particles", "50"], "--particles",
+     "--methods mhaar"),
+    (["experiment", "--methods", "smc-fixed", "--mhaar-iters", "50"], "--mhaar-iters",
+     "--methods smc-fixed"),
+    (["experiment", "--methods", "smc-fixed,mhaar", "--interval-method", "mc"],
+     "--interval-method", "--methods mhaar,smc-fixed"),
+]
+
+
+@pytest.mark.parametrize("args, option, what", UNUSED)
+def test_an_option_the_method_ignores_is_refused(write_csv, tmp_path, capsys, args, option,
+                                                 what):
+    """--particles with --method exact passed without a word (and changed nothing)."""
+    extra = {"posterior": ["--eps", "1", write_csv("y,l,r\n0.3,-1,1\n")],
+             "fisher": ["--eps", "1"], "best-interval": ["--eps", "1"],
+             "experiment": ["--eps", "1", "--runs", "1", "--n", "5", "--out",
+                            str(tmp_path / "store")]}[args[0]]
+    err = _cli_error(capsys, *args, *extra)
+    assert f"{option} does not apply to {what}" in err or (
+        option in err and "does not apply" in err and what in err), err
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_subset_of_n_or_more_is_the_smc_and_says_so(write_csv, capsys):
+    """The rule for --subset M >= n: every latent value is moved at every step (Algorithm
+    3), the numbers of --method smc bit for bit; the text output says so."""
+    import json
+
+    path = write_csv("y,l,r\n0.3,-1,1\n-0.2,-1,1\n1.4,-1,1\n")
+    base = ["posterior", "--eps", "2", "--particles", "100", path]
+    outs = []
+    for m in (["--method", "smc"], ["--method", "smc-subset", "--subset", "3"],
+              ["--method", "smc-subset", "--subset", "1000"]):
+        assert main([*base, *m, "--json"]) == 0
+        res = json.loads(capsys.readouterr().out)
+        outs.append({p: res[p] for p in ("mu", "sigma")})
+    assert outs[0] == outs[1] == outs[2]
+    assert main([*base, "--method", "smc-subset", "--subset", "1000"]) == 0
+    assert "--subset 1000 >= n = 3: every latent value was moved" in capsys.readouterr().out
+    assert main([*base, "--method", "smc-subset", "--subset", "2"]) == 0
+    assert "every latent value" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["experiment", "--eps", "1", "--runs", "1", "--n", "5"],
+                                     ["calibrate", "--method", "exact", "--eps", "1"]])
+@pytest.mark.parametrize("out", ["", " "])
+def test_an_empty_store_path_is_refused(tmp_path, monkeypatch, capsys, command, out):
+    """--out '' wrote the store into the current directory."""
+    monkeypatch.chdir(tmp_path)
+    err = _cli_error(capsys, *command, "--out", out, "--no-progress")
+    assert "--out must name a directory" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", ["", "  ", None, 3])
+def test_an_empty_store_path_is_refused_in_python(tmp_path, monkeypatch, out):
+    from dpbook.calibration import run_calibration
+    from dpbook.experiment import run_experiment
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^out must"):
+        run_experiment(eps=[1.0], runs=1, n=5, out=out, progress=False)
+    with pytest.raises(ValueError, match="^out must"):
+        run_calibration(["exact"], [1.0], [5], 1, out=out, progress=False)
+    assert list(tmp_path.iterdir()) == []

@@ -28,7 +28,7 @@ from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
 from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
 from dpbook.experiment.tasks import set_threads
-from dpbook.validation import check_count, check_eps, check_interval
+from dpbook.validation import check_count, check_eps, check_interval, check_store_path
 
 CALIBRATION_CODE = 6  # spawn-key code of the replications' seeds
 FORMAT = 1
@@ -159,7 +159,7 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
     tasks = list(dict.fromkeys(tasks))
     for m in {t.method for t in tasks}:
         check_study_model(m, config["family"], mechanism)
-    out = Path(out)
+    out = check_store_path(out)
     aside = set_aside_if_stale(out, config)
     if aside is not None:
         warnings.warn(f"{out} was made by other dpbook code; moved to {aside}, its "
