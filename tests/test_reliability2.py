@@ -360,3 +360,74 @@ def test_an_empty_store_path_is_refused_in_python(tmp_path, monkeypatch, out):
     with pytest.raises(ValueError, match="^out must"):
         run_calibration(["exact"], [1.0], [5], 1, out=out, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------- the store
+TINY = dict(eps=[1.0], runs=1, n=5, particles=10, methods="smc-fixed", workers=1,
+            progress=False)
+
+
+def test_a_store_file_that_cannot_be_replaced_is_named(tmp_path, capsys):
+    """A store file os.replace cannot replace (here a directory in its place; an
+    immutable file, below) was a 21-line PermissionError traceback."""
+    from dpbook.experiment import run_experiment
+
+    out, name = tmp_path / "store", "estimates.parquet"
+    (out / name / "inside").mkdir(parents=True)
+    with pytest.raises(ValueError, match=f"^cannot write {out / name}: "):
+        run_experiment(out=out, **TINY)
+    err = _cli_error(capsys, "experiment", "--eps", "1", "--runs", "1", "--n", "5",
+                     "--particles", "10", "--methods", "smc-fixed", "--workers", "1",
+                     "--no-progress", "--out", str(out))
+    assert f"cannot write {out / name}" in err
+    assert not list(out.rglob(".tmp-*"))
+
+
+def test_an_immutable_store_file_is_named(tmp_path, capsys, monkeypatch):
+    """The error os.replace gives for an immutable file (EPERM), simulated; and, where
+    this test may set the immutable flag (root with chattr), the real thing."""
+    import os
+    import shutil
+    import subprocess
+
+    from dpbook.experiment import run_experiment, store
+
+    out = tmp_path / "store"
+    run_experiment(out=out, **TINY)
+    real = os.replace
+
+    def refuse(src, dst):
+        if str(dst).endswith("manifest.json"):
+            raise PermissionError(1, "Operation not permitted")
+        return real(src, dst)
+
+    monkeypatch.setattr(store.os, "replace", refuse)
+    with pytest.raises(ValueError, match="manifest.json: Operation not permitted$"):
+        run_experiment(out=out, **TINY)
+    monkeypatch.setattr(store.os, "replace", real)
+    chattr = shutil.which("chattr")
+    if os.geteuid() != 0 or chattr is None or subprocess.run(
+            [chattr, "+i", str(out / "estimates.parquet")]).returncode != 0:
+        return
+    try:
+        err = _cli_error(capsys, "experiment", "--eps", "1", "--runs", "1", "--n", "5",
+                         "--particles", "10", "--methods", "smc-fixed", "--workers", "1",
+                         "--no-progress", "--out", str(out))
+        assert f"cannot write {out / 'estimates.parquet'}: Operation not permitted" in err
+    finally:
+        subprocess.run([chattr, "-i", str(out / "estimates.parquet")])
+
+
+@pytest.mark.parametrize("content, needle", [
+    (np.random.default_rng(0).bytes(700), r"not a dpbook task file \(not a zip archive"),
+    (b"\x80\x04\x95" + bytes(40), "a pickle of Python objects"),
+    (b"PK\x03\x04" + bytes(40), "unreadable")])
+def test_a_foreign_task_file_is_called_what_it_is(tmp_path, content, needle):
+    """Random bytes were reported as 'pickled Python objects'."""
+    from dpbook.experiment import Task
+    from dpbook.experiment.store import read_task
+
+    path = tmp_path / "t.npz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=needle):
+        read_task(path, Task("smc-fixed", 1.0, 0), "0" * 16)
