@@ -11,6 +11,7 @@ Bad input gives one line ``dpbook: error: <what is wrong>`` and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -758,26 +759,93 @@ def cmd_calibrate(args):
     return result
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+def _one_line(message, category) -> str:
     text = str(message).splitlines()[0] if str(message) else category.__name__
-    print(f"dpbook: warning: {text}", file=sys.stderr)
+    return f"dpbook: warning: {text}"
+
+
+class _Warnings:
+    """How the command line shows warnings: one line each.  dpbook's own warnings (a
+    result that may be poor, a store file set aside) are shown as they come; numpy's and
+    scipy's numeric warnings (overflow, invalid value) are held back and shown once each
+    at the end of a command that succeeds: a command that ends in an error prints only
+    its one line, since the error says what is wrong."""
+
+    def __init__(self):
+        self.held = []
+
+    def show(self, message, category, filename, lineno, file=None, line=None):
+        text = _one_line(message, category)
+        if issubclass(category, RuntimeWarning) and not category.__module__.startswith(
+                "dpbook"):
+            if text not in self.held:
+                self.held.append(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def flush(self):
+        for text in self.held:
+            print(text, file=sys.stderr)
+        self.held.clear()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (pool workers stopped,
+    finished tasks kept)."""
+
+
+@contextlib.contextmanager
+def _signals():
+    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`_Terminated`, once: a repeat
+    while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to the
+    process and to its group; a second KeyboardInterrupt inside the clean-up was a
+    39-line 'release unlocked lock' traceback).  SIGTERM's default action would end the
+    process at once and leave the pool's workers and resource tracker running."""
+    import signal
+
+    got = []
+
+    def handler(signum, frame):
+        if got:
+            return
+        got.append(signum)
+        raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    try:
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave the signals alone
+        old = {}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _interrupted(args, e) -> str:
+    what = "terminated" if isinstance(e, _Terminated) else "interrupted"
+    out = getattr(args, "out", None) if args is not None else None
+    if out is None:
+        return f"dpbook: {what}"
+    return (f"dpbook: {what}; the results stored so far are kept in {out}, and the same "
+            f"command resumes from them")
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    with warnings.catch_warnings():
-        warnings.showwarning = _one_line_warning  # a user sees one line, not a stack
+    shown, args = _Warnings(), None
+    with warnings.catch_warnings(), _signals():
+        warnings.showwarning = shown.show  # a user sees one line, not a stack
         try:
-            args = parser.parse_args(argv)
+            args = build_parser().parse_args(argv)
             args.func(args)
         except (_UsageError, ValueError) as e:
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             print(f"dpbook: error: {msg}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:
-            print("dpbook: interrupted; the results stored so far are kept, and the same "
-                  "command resumes from them", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as e:
+            print(_interrupted(args, e), file=sys.stderr)
+            return 143 if isinstance(e, _Terminated) else 130
+        shown.flush()
     return 0
 
 
