@@ -162,7 +162,7 @@ def check_interval(l, r, name: str = "interval", ends=("l", "r")):
 def check_finite_number(name: str, value) -> float:
     """A single finite number as a float (the scalar case of check_finite, without numpy:
     the online loop calls it three times per individual)."""
-    if type(value) is not float:  # the online loop's case, kept fast
+    if type(value) not in (float, np.float64):  # the online loop's cases, kept fast
         refuse_not_real(name, value)
     try:
         v = float(value)
