@@ -262,6 +262,8 @@ def test_option_values_in_other_scripts_are_refused(capsys, args, option, digits
      "M must be at least 2"),
     (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--K", "1"],
      "K must be at least 2"),
+    (["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--method", "mc", "--M", "0"],
+     "M must be at least 2"),
     (["best-interval", "--eps", "1", "--method", "mc", "--M", "1", "--grid", "3"],
      "M must be at least 2"),
 ])

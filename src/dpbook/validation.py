@@ -88,11 +88,13 @@ def check_mc_size(name: str, value) -> int:
     """M or K of the Monte Carlo Fisher information (eq. 8, Algorithm 4): an integer
     >= 2, as its standard error is a spread over at least two draws (with one, every
     result carried a NaN standard error)."""
-    v = check_count(name, value, 1)
-    if v < 2:
-        raise ValueError(f"{name} must be at least 2 (the Monte Carlo standard error needs "
-                         f"two draws), got {value!r}")
-    return v
+    try:
+        return check_count(name, value, 2)
+    except ValueError:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            raise ValueError(f"{name} must be at least 2 (the Monte Carlo standard error "
+                             f"needs two draws), got {value!r}") from None
+        raise
 
 
 def _short(values) -> str:
