@@ -565,3 +565,19 @@ def test_numeric_warnings_of_a_command_that_succeeds_come_once_at_the_end(capsys
     assert main(["fisher", "--eps", "1", "--a", "-1", "--b", "1"]) == 0
     cap = capsys.readouterr()
     assert cap.err == "dpbook: warning: overflow encountered in exp\n" and "F_mumu" in cap.out
+
+
+@pytest.mark.parametrize("family", ["normal", "laplace", "poisson"])
+@SETTINGS
+@given(bad=not_real, which=st.integers(0, 1))
+def test_theta_of_the_fisher_information_must_be_real(family, bad, which):
+    """The compiled normal/Laplace Fisher information took theta = (0, 1+0j) to numpy,
+    a TypeError."""
+    from dpbook.fisher import fisher_exact, fisher_mc
+
+    theta = [5.0, 1.0] if family != "poisson" else [5.0]
+    theta[min(which, len(theta) - 1)] = bad
+    with pytest.raises(ValueError, match="must be"):
+        fisher_exact(-1.0, 1.0, 1.0, theta=tuple(theta), family=family)
+    with pytest.raises(ValueError, match="must be"):
+        fisher_mc(-1.0, 1.0, 1.0, theta=tuple(theta), family=family, M=5, K=5, rng=0)

@@ -102,7 +102,7 @@ def _short(values) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _refuse_not_real_array(name: str, values):
+def refuse_not_real_array(name: str, values):
     """ValueError if ``values`` (an array, a sequence or a scalar) holds a boolean, a
     complex number or non-ASCII text (see :func:`_not_real`); numpy would turn the first
     two into numbers (True as 1, 1+2j as 1) without a word."""
@@ -127,7 +127,7 @@ def _refuse_not_real_array(name: str, values):
 def check_finite(name: str, values) -> np.ndarray:
     """Values as a float array; reject non-finite values and magnitudes above MAX_ABS,
     and values that are not real numbers (booleans, complex numbers, non-ASCII text)."""
-    _refuse_not_real_array(name, values)
+    refuse_not_real_array(name, values)
     try:
         a = np.asarray(values, dtype=float)
     except (TypeError, ValueError, OverflowError):
