@@ -33,7 +33,7 @@ STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
 timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
 	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
 
-.PHONY: book test setup chapters chapter html lint pytest check-pages clean
+.PHONY: book test setup browser chapters chapter html lint pytest check-pages clean
 
 book: setup
 	$(call timed,chapters (MODE=$(MODE)),$(PY) book/tools/run_chapters.py $(RUN_FLAGS))
@@ -45,9 +45,20 @@ test: setup
 	$(call timed,pytest,$(PY) -m pytest -q)
 	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
+	@$(MAKE) --no-print-directory browser
 	$(call timed,browser check,$(PY) book/tools/check_pages.py)
 
 setup: $(STAMP)
+
+# Debian's chromium and its driver for the browser check, installed where make may (root
+# with apt-get, as .ci/run does); elsewhere check_pages.py says what to install.
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium and chromium-driver (apt-get) for the browser check"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      chromium chromium-driver >/dev/null; \
+	  fi; }
 
 # uv (pinned in requirements.txt) installs the pins: a few seconds where pip took two minutes.
 UV := $(VENV)/bin/uv

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from dpbook.figures import eps_colours, figure_saver
+from dpbook.figures import eps_colours, figure_saver, show_table
 from dpbook.model.mechanisms import clip, noise_logpdf, noise_scale, release
 from dpbook.validation import check_eps, check_interval
 
@@ -101,16 +101,16 @@ size
 # Clipping fixes that: $T_l^r$ takes values in $[l, r]$, so $\Delta T_l^r = r - l$
 # whatever the data.  `dpbook.model.mechanisms.clip` and `noise_scale` say so directly:
 
-# %%
+# %% caption="Clipping bounds the sensitivity: the ranges of x and of its clipped value, and the noise scale at ε = 2." name="tbl-01-clipping"
 l, r = check_interval(-1.0, 2.0)
 x = np.concatenate([np.linspace(-1e6, 1e6, size["n_grid"]), [-np.inf, np.inf]])
 clipped = clip(x, l, r)
-pd.Series({
+show_table(pd.Series({
     "range of x": np.ptp(x[np.isfinite(x)]),
     "range of clip(x, l, r)": np.ptp(clipped),
     "r - l": float(r - l),
     "noise scale (r - l)/eps at eps = 2": float(noise_scale(l, r, 2.0)),
-})
+}))
 
 # %% [markdown]
 # ## The privacy loss of the clipped Laplace mechanism
@@ -173,7 +173,7 @@ save(fig, "privacy_loss",
 # the extreme one: the table below is the largest $|L(y)|/\epsilon$ over the $y$ grid and
 # over many random pairs $(x, x')$ drawn far outside and inside $[l, r]$.
 
-# %%
+# %% caption="The largest privacy loss |L(y)|/ε over the y grid and random pairs (x, x'), with and without clipping." name="tbl-01-privacy-loss"
 pairs = rng.normal(0.0, 50.0, size=(200, 2))
 rows = []
 for eps in eps_values:
@@ -184,7 +184,7 @@ for eps in eps_values:
                  "max |L|/eps, not clipped": np.abs(loss_raw).max() / eps})
 table = pd.DataFrame(rows).set_index("eps")
 assert (table["max |L|/eps, clipped"] <= 1 + 1e-9).all()
-table
+show_table(table)
 
 # %% [markdown]
 # ## An empirical check with released samples
@@ -198,7 +198,7 @@ table
 # errors of the log ratio of two binomial frequencies; the line is the exact value from
 # the Laplace distribution function (`scipy.stats.laplace`).
 
-# %%
+# %% caption="ε-DP checked on samples of release(): the bins used and the largest excess of the log ratio over ε." name="tbl-01-empirical-loss"
 eps = check_eps(1.0)
 n = size["n_release"]
 y_x = release(np.full(n, x_low), l, r, eps, rng)
@@ -240,7 +240,7 @@ summary = pd.Series({"bins used": int(enough.sum()),
                      "largest |log ratio| - eps": float(np.max(np.abs(log_ratio[enough]) - eps)),
                      "largest excess in standard errors": float(z[enough].max())})
 assert summary["largest excess in standard errors"] < 5, summary
-summary
+show_table(summary)
 
 # %% [markdown]
 # Bins in the tails sit *on* the boundary $\pm\epsilon$ (the exact line is flat there),
@@ -277,7 +277,7 @@ summary
 # a neighbour $x'_{1:n}$ that replaces individual $k$ by an extreme value, summing
 # `noise_logpdf` over all $n$ steps (nothing is cancelled by hand).
 
-# %%
+# %% caption="The largest privacy loss |L|/ε of whole transcripts of the toy adaptive algorithm, per ε." name="tbl-01-transcripts"
 n_people, k, half_width = 30, 10, 1.5
 x_data = rng.normal(3.0, 1.0, n_people)
 x_neighbour = x_data.copy()
@@ -325,7 +325,7 @@ save(fig, "transcript_privacy_loss",
          "each lies between the dotted lines at plus and minus epsilon.")
 table = pd.DataFrame(rows).set_index("eps")
 assert (table.abs() <= 1 + 1e-9).all().all()
-table
+show_table(table)
 
 # %% [markdown]
 # The loss of the entire transcript, adaptive intervals included, never leaves
@@ -356,7 +356,7 @@ table
 # side with $z$ the standardised distance from $\theta$ to the end point.  Below, lines
 # are that formula and markers are Monte Carlo estimates from `release`.
 
-# %%
+# %% caption="The best half-width of a centred interval and the mean squared error of one release there, against the fixed interval [θ − 10σ, θ + 10σ]." name="tbl-01-half-width"
 theta, sigma = 0.0, 1.0
 eps_paper = [check_eps(e) for e in (1.0, 2.0, 5.0, 10.0)]  # the ε values of Section 6
 LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
@@ -433,7 +433,7 @@ for eps in eps_paper:
                  "E[(Y-X)^2]/sigma^2 at best": mse_best / sigma**2,
                  "E[(Y-X)^2]/sigma^2, [theta-10 sigma, theta+10 sigma]":
                      release_mse(10 * sigma, eps) / sigma**2})
-pd.DataFrame(rows).set_index("eps")
+show_table(pd.DataFrame(rows).set_index("eps"))
 
 # %% [markdown]
 # Three lessons carry through the rest of the book.

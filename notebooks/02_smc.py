@@ -32,7 +32,8 @@
 # In this chapter we
 #
 # 1. write down the sequence of targets, eq. (5), and the steps of Algorithms 2 and 3 as
-#    `dpbook.smc.normal_laplace` implements them;
+#    `dpbook.smc.SMC.update` implements them (`dpbook.smc.algorithm`, written for any
+#    family; the paper's model runs the same steps fused into one compiled kernel);
 # 2. run the sampler on one stream of releases, with the paper's adaptive intervals and
 #    with a fixed wide interval;
 # 3. compare its particle approximation, at several times $t$, with the **exact**
@@ -63,6 +64,7 @@ from dpbook.figures import (
     marginals_against_exact,
     paths_frame,
     posterior_paths,
+    show_table,
 )
 from dpbook.fisher import best_interval
 from dpbook.posterior import exact_posterior
@@ -184,7 +186,7 @@ size
 # `run_online` is Algorithm 1: policy, release, SMC update, for $t = 1, \dots, n$.  The
 # SMC and the policy only ever see the releases.
 
-# %%
+# %% caption="The two policies of the stream: their interval and its mean width." name="tbl-02-policies"
 best = best_interval(eps, method="exact")  # eq. (13) on the paper's 50 x 50 grid
 policies = {"adaptive": AdaptivePolicy(best["a"], best["b"]),
             "fixed": FixedPolicy(MU - 10 * SIGMA, MU + 10 * SIGMA)}
@@ -198,7 +200,7 @@ for k, (name, policy) in enumerate(policies.items()):
                             seed=stream_seed(1, k), every=size["every"])
 timings["two online runs (SMC)"] = time.perf_counter() - start
 
-pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best['b']:.3f}]"
+show_table(pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best['b']:.3f}]"
                                             if name == "adaptive" else
                                             f"[{policy.l:.2f}, {policy.r:.2f}]"),
                      "mean width r_t - l_t": float(np.mean(runs[name].r - runs[name].l)),
@@ -206,7 +208,7 @@ pd.DataFrame({name: {"(a*, b*) or [l, r]": (f"[{best['a']:.3f}, {best['b']:.3f}]
                          float(np.mean(runs[name].r - runs[name].l) / eps),
                      "final E[mu | y]": runs[name].smc.history.mean_mu[-1],
                      "final E[sigma | y]": runs[name].smc.history.mean_sigma[-1]}
-              for name, policy in policies.items()}).T
+              for name, policy in policies.items()}).T)
 
 # %% [markdown]
 # The adaptive intervals are much narrower than the fixed one, which is $20\sigma$ wide,
@@ -325,7 +327,7 @@ save(fig, "marginals_fixed",
 # it, and "median diff / sd" the same for the median; "sd ratio" and "IQR ratio" compare
 # the spreads (SMC / exact), the second by the interquartile range.
 
-# %%
+# %% caption="The SMC against the exact posterior at several times t: errors of the mean and the median in exact posterior sds, ratios of the sd and the IQR." name="tbl-02-against-exact"
 def compare(name, t):
     smc, post = runs[name].smc.history.snapshot(t), exact[name, t]
     s_mean, s_sd, s_q = smc.mean(), smc.sd(), smc.quantile([0.25, 0.5, 0.75])
@@ -344,7 +346,7 @@ table = table.set_index(["policy", "t", "parameter"])
 print("largest |diff / sd|:", f"{table['diff / sd'].abs().max():.3f};",
       "sd ratios from", f"{table['sd ratio'].min():.2f} to {table['sd ratio'].max():.2f};",
       "IQR ratios from", f"{table['IQR ratio'].min():.2f} to {table['IQR ratio'].max():.2f}")
-table
+show_table(table)
 
 # %% [markdown]
 # The means and the medians agree to a small fraction of a posterior standard deviation
@@ -373,7 +375,7 @@ table
 # uses the batch form of the sampler (the releases of a fixed policy do not depend on the
 # sampler), recording the wall-clock time of every update for the cost plot at the end.
 
-# %%
+# %% caption="The spread of the SMC's estimates over re-runs on the same releases, in both cases." name="tbl-02-reruns"
 def timed_smc(y, l, r, eps, seed):
     """Algorithm 2 over given releases, timing each update; returns (smc, seconds)."""
     smc = SMC(eps, n_particles=N, n_max=len(y), seed=seed, every=size["every"])
@@ -419,7 +421,8 @@ def spread(case):
     return rows
 
 
-pd.DataFrame([row for case in cases for row in spread(case)]).set_index(["case", "parameter"])
+show_table(pd.DataFrame([row for case in cases for row in spread(case)])
+           .set_index(["case", "parameter"]))
 
 # %% [markdown]
 # In both cases the average of the re-runs is close to the exact posterior mean: the
@@ -451,11 +454,11 @@ save(fig, "hard_case_repeats",
      alt="Two panels of overlaid histogram outlines, one per SMC run, around a "
          "thick black exact density: mu on the left, sigma on the right.")
 
-# %%
+# %% caption="Tail probabilities P(σ > v) of the exact posterior and of each SMC run, in the hard case." name="tbl-02-tails"
 tail = dict(zip((0.5, 0.9, 0.99), post.quantile([0.5, 0.9, 0.99])[:, 1]))
-pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
+show_table(pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
     f"SMC run {k + 1}": float(smc.w[smc.sigma > v].sum())
-    for k, smc in enumerate(hard_runs)}} for q, v in tail.items()}).T
+    for k, smc in enumerate(hard_runs)}} for q, v in tail.items()}).T)
 
 # %% [markdown]
 # With noise of scale $20\sigma/\epsilon$, the exact posterior of $\sigma$ is wide, skewed
@@ -477,7 +480,7 @@ pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
 # $\mathrm{ESS}_t = 1/\sum_i (w^{(i)}_t)^2$ of the weights after step 4, and the
 # **acceptance rate** of the MH moves on $x_{1:t-1}$ (over all $k$ and all particles).
 
-# %%
+# %% caption="Effective sample size and acceptance rate of the moves of the latent values, per stream." name="tbl-02-diagnostics"
 diag_runs = {f"adaptive, ε = {eps:g}": (runs["adaptive"].smc, "smc-adaptive", "-"),
              f"fixed, ε = {eps:g}": (runs["fixed"].smc, "smc-fixed", "-"),
              f"fixed, ε = {eps_hard:g} (hard)": (hard.smc, "smc-fixed", ":")}
@@ -498,10 +501,10 @@ save(fig, "diagnostics", f"n = {n}, N = {N} particles; ESS after the weighting s
      alt="Left: ESS over N against t for three runs, mostly close to one with dips. "
          "Right: acceptance rates against t for the same runs.")
 
-pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
+show_table(pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
                       "mean ESS / N": np.mean(smc.history.ess) / N,
                       "acceptance at t = n": smc.history.acceptance[-1]}
-              for label, (smc, _, _) in diag_runs.items()}).T
+              for label, (smc, _, _) in diag_runs.items()}).T)
 
 # %% [markdown]
 # The weights of one release never collapse: each step adds one observation only, and
@@ -528,7 +531,7 @@ pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
 # particles (quick mode) the fixed part can dominate; at the paper's sizes the linear
 # part does.
 
-# %%
+# %% caption="The cost of a run: measured seconds and the fitted fixed and linear parts." name="tbl-02-cost"
 block = max(n // 20, 1)
 all_seconds = np.array(step_seconds)  # runs x steps
 starts = np.arange(0, n - block + 1, block)
@@ -559,13 +562,13 @@ save(fig, "cost", f"n = {n}, N = {N}; {len(step_seconds)} timed runs; wall clock
      alt="Scatter of milliseconds per update against t, rising linearly, with blue "
          "points along the lower edge and a black fitted line through them.")
 
-pd.Series({"seconds per run of n updates (median over runs)":
+show_table(pd.Series({"seconds per run of n updates (median over runs)":
                float(np.median(np.sum(step_seconds, axis=1))),
            "fitted fixed cost per update (ms)": 1e3 * intercept,
            "fitted cost per particle and latent value (ns)": 1e9 * slope / N,
            "share of the linear part in a run (fit)":
                float(slope * t_axis.sum() / (intercept * n + slope * t_axis.sum()))}
-          ).to_frame("value")
+          ).to_frame("value"))
 
 # %%
 if slope <= 0:  # the lower envelope itself was disturbed: say so rather than explain it
@@ -574,10 +577,12 @@ if slope <= 0:  # the lower envelope itself was disturbed: say so rather than ex
           "measure the cost.")
 
 # %% [markdown]
-# The paper lists two ways to reduce the $O(Nn^2)$ cost, which this implementation does
-# not use: moving only a random subset of fixed size of the $x_k$ at each step, and a
-# Gibbs move for $\theta$ when $p(\theta \mid x_{1:t})$ is tractable (which it is here,
-# and which dpbook does use, but the cost is in the $x$ sweep).
+# The paper lists two ways to reduce the $O(Nn^2)$ cost.  A Gibbs move for $\theta$
+# when $p(\theta \mid x_{1:t})$ is tractable: it is here, and dpbook uses it, but the
+# cost is in the $x$ sweep.  And moving only a random subset of fixed size $m$ of the
+# $x_k$ at each step: `SMC(..., subset=m)` does, at $O(Nm)$ moves per step; this chapter
+# runs Algorithm 3 as written, and {ref}`ch-long-streams` measures the subset's cost and
+# accuracy on long streams.
 #
 # ## Summary
 #
@@ -596,5 +601,5 @@ if slope <= 0:  # the lower envelope itself was disturbed: say so rather than ex
 # of the paper, and {ref}`ch-boxplots` repeats the experiment to compare them with the
 # batch MCMC sampler.  Wall-clock time of the heavy steps of this chapter:
 
-# %%
-pd.Series(timings).to_frame("seconds").round(1)
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-02-timings"
+show_table(pd.Series(timings).to_frame("seconds"))

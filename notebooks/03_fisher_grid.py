@@ -55,12 +55,11 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import display
 from matplotlib.lines import Line2D
 from scipy import optimize
 
 from dpbook.experiment import make_config
-from dpbook.figures import figure_saver, interval_heatmaps, repo_root
+from dpbook.figures import figure_saver, interval_heatmaps, repo_root, show_table
 from dpbook.fisher import fisher_grid, fisher_information, fisher_mc
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -144,16 +143,16 @@ size
 # One interval first, $[-0.5, 0.5]$ at $\epsilon = 5$ and $\theta = (0, 1)$, with the
 # Monte Carlo estimate at this mode's sizes:
 
-# %%
+# %% caption="One interval, [−0.5, 0.5] at ε = 5 and θ = (0, 1): the Fisher information by quadrature (eq. 7) and by Monte Carlo (eq. 8 with Algorithm 4)." name="tbl-03-one-interval"
 a0, b0, eps0 = -0.5, 0.5, 5.0
 exact0 = fisher_information(a0, b0, eps0, method="exact")
 mc0 = fisher_information(a0, b0, eps0, method="mc", M=M, K=K, rng=seed)
 entries = {"F_mumu": (0, 0), "F_musigma": (0, 1), "F_sigmasigma": (1, 1)}
-pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
+show_table(pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
                      "Monte Carlo (eq. 8 + Algorithm 4)": mc0.F[ij],
                      "Monte Carlo standard error": mc0.se[ij],
                      "(MC - exact) / se": (mc0.F[ij] - exact0.F[ij]) / mc0.se[ij]}
-              for name, ij in entries.items()}).T.round(4)
+              for name, ij in entries.items()}).T, digits=4)
 
 # %% [markdown]
 # (The exact $F_{\mu\sigma}$ vanishes, up to rounding, for any interval symmetric about
@@ -184,7 +183,7 @@ pd.DataFrame({name: {"exact (eq. 7, quadrature)": exact0.F[ij],
 # The literal version is still available (`share_samples=False`).  On the interval above
 # both give the same answer up to Monte Carlo error, at very different cost:
 
-# %%
+# %% caption="The sorted-sum Monte Carlo estimate against the literal one on the same interval: value and cost." name="tbl-03-sorted-sums"
 rows = {}
 for label, share in [("shared samples (default)", True), ("fresh samples (literal)", False)]:
     start = time.perf_counter()
@@ -194,7 +193,7 @@ for label, share in [("shared samples (default)", True), ("fresh samples (litera
                    "(MC - exact) / se": (est.F[0, 0] - exact0.F[0, 0]) / est.se[0, 0],
                    "seconds": seconds}
     timings[f"one interval, {label}"] = seconds
-pd.DataFrame(rows).T
+show_table(pd.DataFrame(rows).T)
 
 # %% [markdown]
 # Sharing the random numbers across intervals has a second effect, which matters for an
@@ -289,7 +288,7 @@ save(fig, "heatmaps_mu",
 # would also be about 1, and that of the change between neighbours about
 # $\sqrt 2 \approx 1.41$.
 
-# %%
+# %% caption="How smooth the Monte Carlo objective is over the grid: the spread of z across cells and of its change between neighbours." name="tbl-03-smoothness"
 rows = []
 for eps in EPS:
     S, Shat, se = exact[eps].scores("mu"), mc[eps].scores("mu"), mc[eps].score_se("mu")
@@ -300,7 +299,7 @@ for eps in EPS:
                      np.nanstd(np.diff(z, axis=1))})
 smooth = pd.DataFrame(rows).set_index("eps")
 assert (smooth.iloc[:, -1] < 0.5).all() and np.isclose(np.diff(best_exact[1.0][:2]), step)
-smooth
+show_table(smooth)
 
 # %% [markdown]
 # Both spreads are far below their values for independent errors: within one grid the
@@ -318,7 +317,7 @@ smooth
 # $a < b$ (Nelder-Mead from the grid argmax), to show what the grid's resolution of
 # $6/49 \approx 0.12$ costs.
 
-# %%
+# %% caption="The best interval (a*, b*) per ε: the exact and the Monte Carlo grid maximisers, the paper's values and the continuous optimum." name="tbl-03-best"
 def continuous_best(eps, a, b):
     """Maximise the exact F_mumu over real a < b, parametrised by centre and log width."""
     res = optimize.minimize(lambda p: -exact_mumu(p[0] - np.exp(p[1]) / 2,
@@ -348,7 +347,7 @@ assert all(np.isclose(best_exact[eps][0], -best_exact[eps][1]) for eps in EPS)
 assert (best["exact at MC argmax / max"] > 0.95).all()
 assert (best["exact at paper / max"] > 0.98).all()
 assert all(PAPER_A[eps] < best_exact[eps][1] for eps in EPS[1:])
-best.T
+show_table(best.T)
 
 # %% [markdown]
 # With the exact objective the best interval on the grid is symmetric about the mean for
@@ -411,7 +410,7 @@ save(fig, "symmetric_slice",
 # the curve is very flat compared with those error bars, so the location of the Monte
 # Carlo maximum is decided by a fraction of a standard error.  On the authors' lattice:
 
-# %%
+# %% caption="The authors' symmetric search on their lattice." name="tbl-03-symmetric"
 rows = []
 for eps in EPS:
     k_exact = int(np.argmax(slice_code[eps]))
@@ -426,7 +425,7 @@ for eps in EPS:
                  "exact at paper A / peak": exact_mumu(-PAPER_A[eps], PAPER_A[eps], eps) / peak})
 symmetric = pd.DataFrame(rows).set_index("eps")
 assert (symmetric["exact at MC best A / peak"] > 0.95).all()
-symmetric
+show_table(symmetric)
 
 # %% [markdown]
 # Restricting the search to symmetric intervals is not what separates the paper's values
@@ -443,7 +442,7 @@ symmetric
 # once with the correct noise and once with the code's.  The table repeats it for this
 # chapter's seed and the further seeds used in the next section.
 
-# %%
+# %% caption="The authors' symmetric search with the correct noise scale and with their code's, per seed." name="tbl-03-code-noise"
 sys.path.insert(0, str(repo_root() / "benchmarks"))
 from bench_fisher import symmetric as authors_search  # noqa: E402
 
@@ -470,7 +469,7 @@ if mode == "full":  # the claims of the text below, at the paper's Monte Carlo s
     assert (code_noise.iloc[:, 4] <= code_noise.iloc[:, 2]).all()
     assert (code_noise.iloc[:, -1] > 0.95).all()
 print(f"{len(all_seeds)} seeds: {all_seeds[0]}, ..., {all_seeds[-1]}; M = {M}, K = {K}")
-code_noise.T
+show_table(code_noise.T)
 
 # %% [markdown]
 # At the paper's sizes (full mode) the code's noise moves the Monte Carlo choice to
@@ -489,7 +488,7 @@ code_noise.T
 # search with further seeds, how many different intervals it picks and how much exact
 # information they have.  The second table lists the intervals picked, seed by seed.
 
-# %%
+# %% caption="How flat the objective is near its maximum, per ε: intervals within 1% of the best, distinct Monte Carlo argmaxes over seeds and the exact objective at them." name="tbl-03-flat"
 start = time.perf_counter()
 seeds = all_seeds[1:]
 repeats = {eps: [fisher_grid(eps, method="mc", grid=GRID, lims=LIMS, M=M, K=K, seed=s).best("mu")
@@ -520,7 +519,10 @@ assert (np.diff(flat["intervals within 1%"]) > 0).all() and (flat["exact / max, 
 argmaxes = pd.DataFrame({f"eps = {eps:g}": [interval(*q[:2]) for q in [best_mc[eps],
                                                                       *repeats[eps]]]
                          for eps in EPS}, index=pd.Index(all_seeds, name="seed"))
-display(flat.T, argmaxes)
+show_table(flat.T)
+
+# %% caption="The Monte Carlo argmax (a, b) for each seed and ε." name="tbl-03-argmaxes"
+show_table(argmaxes)
 
 # %% [markdown]
 # Several intervals of quite different widths are within 1% of the best one, more as
@@ -534,8 +536,9 @@ display(flat.T, argmaxes)
 # ambiguity altogether: the `dpbook` experiment runner takes $(a^*, b^*)$ from
 # `best_interval` with the method configured below.
 
-# %%
-{k: v for k, v in make_config().items() if k.startswith("interval_")}
+# %% caption="The interval search in the experiment runner's configuration." name="tbl-03-runner-config"
+show_table(pd.Series({k: v for k, v in make_config().items() if k.startswith("interval_")},
+                     name="value"))
 
 # %% [markdown]
 # ## The trace as score
@@ -547,7 +550,7 @@ display(flat.T, argmaxes)
 # the same score because the standard normal is symmetric) and the $F_{\mu\mu}$ argmax
 # for comparison.
 
-# %%
+# %% caption="The best interval for the trace score against the F_μμ score, per ε." name="tbl-03-trace"
 best_trace = {eps: exact[eps].best("trace") for eps in EPS}
 best_trace_mc = {eps: mc[eps].best("trace") for eps in EPS}
 traces = pd.concat([exact[eps].frame("trace").assign(scaled=lambda d, e=eps:
@@ -590,7 +593,7 @@ trace_table = pd.DataFrame(rows).set_index("eps")
 assert best_trace[1.0][1] <= 0 or best_trace[1.0][0] >= 0  # one-sided at eps = 1
 assert all(best_trace[eps][1] - best_trace[eps][0] >= best_exact[eps][1] - best_exact[eps][0]
            for eps in EPS[1:])
-trace_table.T
+show_table(trace_table.T)
 
 # %% [markdown]
 # At small $\epsilon$ a narrow interval centred at the mean tells almost nothing about
@@ -617,5 +620,5 @@ trace_table.T
 # subject of {ref}`ch-location-scale`.  The run times of this chapter's heavy steps, on
 # this machine and in this mode:
 
-# %%
-pd.Series(timings, name="seconds").to_frame()
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-03-timings"
+show_table(pd.Series(timings, name="seconds").to_frame())

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 
-from dpbook.figures import figure_saver, pit_ecdf_differences
+from dpbook.figures import figure_saver, pit_ecdf_differences, show_table
 from dpbook.fisher import fisher_grid, fisher_information, fisher_mc
 from dpbook.likelihood.normal_laplace import log_density, score
 from dpbook.model.mechanisms import clip, release
@@ -104,7 +104,7 @@ size
 # $G_{[a,b]}(z) = \big(G(z) - G(a)\big)/\big(G(b) - G(a)\big)$, by a one-sample
 # Kolmogorov-Smirnov test.
 
-# %%
+# %% caption="Lemma 1: Kolmogorov-Smirnov tests of the standardised truncated draws against G_[a,b]." name="tbl-04-lemma1"
 def truncated_base_cdf(family, a, b):
     """Distribution function of the base density g truncated to [a, b]."""
     g = FAMILIES[family]
@@ -125,7 +125,7 @@ for family, a, b in lemma1_cases:
                      "kept draws": z.size, "KS statistic": test.statistic,
                      "KS p-value": test.pvalue})
 lemma1 = pd.DataFrame(rows).set_index(["family", "[a, b]", "(m, c)"])
-lemma1
+show_table(lemma1)
 
 # %% [markdown]
 # Under the lemma the p-values are uniformly distributed on $(0, 1)$, so among a dozen
@@ -168,14 +168,14 @@ save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% b
 # so $(T_{m+ca}^{m+cb}(X) - m)/c$ is $T_a^b(Z)$, the clipped base variable, for any
 # location-scale family.  `dpbook.model.mechanisms.clip` satisfies it to rounding error:
 
-# %%
+# %% caption="Clipping commutes with the affine map: the largest discrepancy over z, per (m, c) and [a, b]." name="tbl-04-commutes"
 z = rng.standard_normal(size["samples"]) * 3.0
-pd.DataFrame([{"(m, c)": f"({m:g}, {c:.3g})", "[a, b]": f"[{a:g}, {b:g}]",
+show_table(pd.DataFrame([{"(m, c)": f"({m:g}, {c:.3g})", "[a, b]": f"[{a:g}, {b:g}]",
                "max |T(m + cz) − (m + c T(z))| / c":
                    np.max(np.abs(clip(m + c * z, m + c * a, m + c * b)
                                  - (m + c * clip(z, a, b)))) / c}
               for m, c in THETAS for a, b in [(-0.5, 1.0), (-2.0, 0.3)]]
-             ).set_index(["(m, c)", "[a, b]"])
+             ).set_index(["(m, c)", "[a, b]"]))
 
 # %% [markdown]
 # ## Lemma 2: the release is location-scale too
@@ -195,7 +195,7 @@ pd.DataFrame([{"(m, c)": f"({m:g}, {c:.3g})", "[a, b]": f"[{a:g}, {b:g}]",
 # control** shows that the tests would notice a violation: the same population released
 # with the interval only shifted, $[m + a, m + b]$, not scaled.
 
-# %%
+# %% caption="Lemma 2: two-sample tests of Y against m + cY₀, with the negative control." name="tbl-04-lemma2"
 def released(family, m, c, l, r, eps):
     """Releases (eq. 10) of samples of f(.; m, c) with the interval [l, r]."""
     x = FAMILIES[family].rvs(loc=m, scale=c, size=size["samples"], random_state=rng)
@@ -219,7 +219,7 @@ for family, eps, a, b in lemma2_cases:
                      "control: KS statistic": stats.ks_2samp(y_shift, m + c * y0).statistic,
                      "control: KS p-value": stats.ks_2samp(y_shift, m + c * y0).pvalue})
 lemma2 = pd.DataFrame(rows).set_index(["family", "ε, [a, b]", "(m, c)"])
-lemma2
+show_table(lemma2)
 
 # %% [markdown]
 # For the scaled intervals the p-values spread over $(0, 1)$, as they should under the
@@ -289,7 +289,7 @@ save(fig, "lemma2_qq", f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size[
 #   $(0, 1)$ estimate.  `fisher_mc` draws standardised variates and scales them, so the
 #   theorem holds for the *estimates*, draw by draw, up to rounding.
 
-# %%
+# %% caption="Theorem 3: the information at (m, c) against that at (0, 1) divided by c², by four computations." name="tbl-04-theorem3"
 def quad_fisher(l, r, eps, m, c):
     """int p(y) s(y) s(y)^T dy at theta = (m, c), in the units of y (no standardising)."""
     def integrand(y):
@@ -331,7 +331,7 @@ for i, (a, b, eps) in enumerate(theorem_cases):
             "MC same seed: rel. diff": rel_diff(c**2 * same.F, F0_mc.F)})
 timings["Theorem 3 table"] = time.perf_counter() - start
 theorem = pd.DataFrame(rows).set_index(["ε, [a, b]", "(m, c)"])
-theorem
+show_table(theorem)
 
 # %% [markdown]
 # All four agree.  The exact values and the quadrature in the units of $y$ reproduce
@@ -347,7 +347,7 @@ theorem
 # height and in where they peak.  On the right, the same numbers as $c^2 F_{\mu\mu}$
 # against $h/c$: one curve.
 
-# %%
+# %% caption="F_μμ of symmetric intervals for several scales c: one curve after rescaling." name="tbl-04-rescaling"
 m = THETAS[0][0]
 scales = [0.3, 1.0, 3.0, 10.0]
 h = np.geomspace(1e-3, 1e3, {"quick": 400, "full": 2000}[mode])  # units of the data
@@ -378,7 +378,7 @@ save(fig, "collapse", f"normal, m = {m:g}, exact Fisher information; dots: large
              "against h/c (right), where the curves of one ε fall onto one.",
      alt="Left: curves of F_mu_mu against the half-width on log axes, one colour per "
          "scale. Right: the same curves rescaled by c squared against h over c.")
-pd.DataFrame(rows).set_index(["ε", "c"])
+show_table(pd.DataFrame(rows).set_index(["ε", "c"]))
 
 # %% [markdown]
 # In the units of the data, the best half-width grows in proportion to $c$; in units of
@@ -403,7 +403,7 @@ pd.DataFrame(rows).set_index(["ε", "c"])
 # interesting comparison is with Monte Carlo estimates made at $(m, c)$ from their own
 # random numbers (common to all cells, as in `fisher_grid`).
 
-# %%
+# %% caption="Rankings of the intervals at (m, c) against those at (0, 1): rank correlations and pairs in opposite order." name="tbl-04-rankings"
 eps = 5.0
 m, c = THETAS[0]
 start = time.perf_counter()
@@ -442,14 +442,14 @@ surfaces = {"exact at (0, 1)": base_exact.scores("mu"),
             "exact at (m, c), times c²": c**2 * at_mc_exact,
             "MC at (m, c), own seed, times c²": c**2 * at_mc_mc}
 reference = surfaces["exact at (0, 1)"]
-pd.DataFrame({name: {"Spearman ρ with exact at (0, 1)":
+show_table(pd.DataFrame({name: {"Spearman ρ with exact at (0, 1)":
                      stats.spearmanr(s[valid], reference[valid]).statistic,
                      "Kendall τ with exact at (0, 1)":
                      stats.kendalltau(s[valid], reference[valid]).statistic,
                      "pairs in opposite order": discordant_pairs(s, reference),
                      "best interval [a, b] (grid)": best_cell(s),
                      "largest score": np.nanmax(s)}
-              for name, s in surfaces.items()}).T
+              for name, s in surfaces.items()}).T)
 
 # %% [markdown]
 # The exact scores at $(m, c)$ rank the intervals exactly as at $(0, 1)$: no pair of
@@ -463,7 +463,7 @@ pd.DataFrame({name: {"Spearman ρ with exact at (0, 1)":
 # flatness is discussed in {ref}`ch-fisher-grid`).  The heat maps show the surfaces, and
 # the right panel the differences in units of the Monte Carlo standard error.
 
-# %%
+# %% caption="Monte Carlo at (m, c) against the exact information, in standard errors, over the grid's cells." name="tbl-04-mc-vs-exact"
 fig, axes = plt.subplots(1, 3, figsize=(9, 3.4), layout="constrained")
 half = 0.5 * (base_exact.a_values[1] - base_exact.a_values[0])  # cell edges, not centres
 extent = [base_exact.b_values[0] - half, base_exact.b_values[-1] + half,
@@ -492,9 +492,9 @@ save(fig, "ranking_heatmaps",
      alt="Three heat maps over a and b: the exact and the rescaled Monte Carlo "
          "surfaces with their best cells marked, and the standardised differences.")
 
-pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
+show_table(pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
            "sd of z": float(np.nanstd(z)), "max |z|": float(np.nanmax(np.abs(z)))}
-          ).to_frame("MC at (m, c) vs exact, in standard errors")
+          ).to_frame("MC at (m, c) vs exact, in standard errors"))
 
 # %% [markdown]
 # All cells of the Monte Carlo surface share their random numbers (as in `fisher_grid`),
@@ -516,5 +516,5 @@ pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
 #   (`dpbook.privacy.policies.AdaptivePolicy`) then only evaluates $m + a^* c$ and $m + b^* c$
 #   for each Thompson draw, as used in {ref}`ch-smc` and {ref}`ch-four-eps`.
 
-# %%
-pd.Series(timings).to_frame("seconds").round(1)
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-04-timings"
+show_table(pd.Series(timings).to_frame("seconds"))

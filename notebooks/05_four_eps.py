@@ -62,7 +62,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from dpbook.experiment import book_experiment, store_report
-from dpbook.figures import figure_saver, particle_clouds
+from dpbook.figures import figure_saver, particle_clouds, show_table
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("05_four_eps", mode=mode, seed=seed)
@@ -80,7 +80,7 @@ print(store_report(estimates, STORE, elapsed, computed))
 # interval has width $(b^* - a^*)\sigma$ and the fixed one $20\sigma$.  The Laplace noise
 # scale is this width divided by $\epsilon$.
 
-# %%
+# %% caption="The experiment's configuration in this mode." name="tbl-05-config"
 mu_true, sigma_true = config["mu"], config["sigma"]
 l_c = mu_true - config["fixed_half_width"] * sigma_true
 r_c = mu_true + config["fixed_half_width"] * sigma_true
@@ -92,12 +92,12 @@ intervals = pd.DataFrame(
      for e, iv in ((e, manifest["intervals"][repr(e)]) for e in EPS)]).set_index("eps")
 intervals["fixed / adaptive"] = (intervals["noise scale, fixed [l_c, r_c]"]
                                  / intervals["noise scale, adaptive at true theta"])
-pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "seed",
+show_table(pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_iters", "seed",
                                   "mu", "sigma", "every", "keep_particles")},
-          name="configuration", dtype=object).to_frame().T
+          name="configuration", dtype=object))
 
-# %%
-intervals.round(3)
+# %% caption="The adaptive interval (a*, b*) per ε, and the widths and noise scales of the adaptive and the fixed interval at the true θ." name="tbl-05-intervals"
+show_table(intervals)
 
 # %% [markdown]
 # The adaptive interval is very narrow at $\epsilon = 1$, a small fraction of $\sigma$.
@@ -158,7 +158,7 @@ for eps in EPS:  # one figure per privacy level, so that each is readable in the
 # number of runs that reach each level within $n$ steps, and the posterior mean and
 # standard deviation of $\mu$ at $t = n$, averaged over the runs.
 
-# %%
+# %% caption="How soon the posterior of μ settles: median steps until it stays within σ/2 and σ/10, runs that get there, and the posterior of μ at t = n." name="tbl-05-settle"
 steps = trajectories.steps(methods=tuple(METHODS))
 LEVELS = {"σ/2": sigma_true / 2, "σ/10": sigma_true / 10}
 
@@ -186,7 +186,7 @@ settle = per_run.groupby(["eps", "method"]).agg(
     runs=("run", "count"),
     **{"final sd of mu": ("final sd of mu", "mean"),
        "|final mean - mu|": ("final mean of mu", lambda v: np.mean(np.abs(v - mu_true)))})
-settle.round(2)
+show_table(settle)
 
 # %% [markdown]
 # Where fewer runs than all settle within $n$ steps, the median is taken over the runs
@@ -199,7 +199,7 @@ settle.round(2)
 # the Thompson draw $m$ (shifted by $(a^* + b^*)c/2$, which is zero for symmetric
 # intervals), so this distance reflects the remaining posterior uncertainty about $\mu$.
 
-# %%
+# %% caption="Interval widths in the second half of the stream relative to σ, and the distance of the adaptive interval's centre from μ." name="tbl-05-widths"
 half = config["n"] // 2
 adaptive = steps[steps.method == "smc-adaptive"].assign(
     width=lambda f: (f["r"] - f["l"]) / sigma_true,
@@ -212,7 +212,7 @@ widths = adaptive.groupby("eps").apply(lambda f: pd.Series({
     "fixed width/σ": (r_c - l_c) / sigma_true,
     "median |centre - μ|/σ, t > n/2": f.loc[f.second_half, "offset"].median()}),
     include_groups=False)
-widths.round(3)
+show_table(widths)
 
 # %% [markdown]
 # ## What the run shows
@@ -279,14 +279,14 @@ Markdown("\n".join(lines))
 #   of $\sigma$ under $\sigma^2 \sim \mathcal{IG}(1, 1)$.  Where the data are weak,
 #   the estimate stays between the two.
 
-# %%
+# %% caption="The posterior mean of σ at t = n against the truth and the prior median of σ." name="tbl-05-sigma"
 prior_median_sigma = float(np.sqrt(1 / np.log(2)))  # median of IG(1, 1) is 1/log 2
 sigma_final = (steps.groupby(["eps", "method", "run"])["mean_sigma"].last()
                .groupby(["eps", "method"]).mean().unstack("method")
                .rename(columns=METHODS))
 sigma_final["true σ"] = sigma_true
 sigma_final["prior median of σ"] = prior_median_sigma
-sigma_final.round(3)
+show_table(sigma_final)
 
 # %% [markdown]
 # How the estimates at $t = n$ vary over repeated runs, and how they compare with the

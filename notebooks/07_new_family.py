@@ -58,6 +58,7 @@ from dpbook.figures import (
     paths_frame,
     posterior_paths,
     repo_root,
+    show_table,
 )
 from dpbook.fisher import (
     ThetaGridIntervals,
@@ -145,10 +146,10 @@ gumbel
 # of a clipped release) against finite differences, the density against the distribution
 # function, and the prior.
 
-# %%
+# %% caption="check_family on the Gumbel family: each check and its result." name="tbl-07-checks"
 checks = check_family(gumbel, THETA, rng=rng)
 assert checks["passed"].all(), checks[~checks["passed"]]
-checks
+show_table(checks)
 
 # %% [markdown]
 # ## The information in one release
@@ -159,7 +160,7 @@ checks
 # distribution function and score), and by the paper's Monte Carlo estimate (eq. 8 with
 # Algorithm 4).  They must agree within the Monte Carlo error at the base $\theta=(0,1)$:
 
-# %%
+# %% caption="The Gumbel's Fisher information at the base: exact (quadrature) against Monte Carlo." name="tbl-07-fisher"
 rows = []
 for eps in size["EPS"]:
     for a, b in [(-1.0, 1.0), (-0.5, 2.0)]:
@@ -172,7 +173,7 @@ for eps in size["EPS"]:
                      "exact F_cc": exact[1, 1], "MC F_cc": est.F[1, 1]})
 fisher_check = pd.DataFrame(rows).set_index(["eps", "[a, b]"])
 assert (fisher_check["(MC − exact)/se"].abs() < 4.5).all()
-fisher_check
+show_table(fisher_check)
 
 # %% [markdown]
 # ## The best interval, once for all
@@ -185,7 +186,7 @@ fisher_check
 # about the location as the normal's is ({ref}`ch-fisher-grid`); the line above the
 # table says where the grid maximiser is asymmetric.
 
-# %%
+# %% caption="The best interval per ε for the Gumbel and for the normal." name="tbl-07-best"
 t0 = time.perf_counter()
 grids = {eps: fisher_grid(eps, gumbel, grid=size["grid"]) for eps in size["EPS"]}
 timings["exact Fisher grids"] = time.perf_counter() - t0
@@ -198,10 +199,10 @@ step = 6.0 / (size["grid"] - 1)
 lopsided = [e for e, (a, b) in best.items() if abs(a + b) > step / 2]
 print("asymmetric Gumbel intervals (|a* + b*| above half a grid step) at eps = "
       + (", ".join(f"{e:g}" for e in lopsided) or "none"))
-pd.DataFrame({"Gumbel a*": {e: best[e][0] for e in best},
+show_table(pd.DataFrame({"Gumbel a*": {e: best[e][0] for e in best},
               "Gumbel b*": {e: best[e][1] for e in best},
               "normal a*": {e: normal_best[e]["a"] for e in best},
-              "normal b*": {e: normal_best[e]["b"] for e in best}}).rename_axis("eps")
+              "normal b*": {e: normal_best[e]["b"] for e in best}}).rename_axis("eps"))
 
 # %%
 scaled = pd.concat(g.frame("mu").assign(scaled=lambda d: d.score / d.score.max())
@@ -228,7 +229,7 @@ save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), 
 # individuals from Gumbel$(50, 3)$ releases its values one by one; the adaptive policy
 # draws $(m, c)$ from the SMC posterior and asks for $[m + a^* c, m + b^* c]$; the fixed
 # policy always asks for $[m - 10c, m + 10c]$ at the true $(m, c)$ (Section 6's
-# comparison).  The SMC is `FamilySMC`: the same resample-move algorithm as
+# comparison).  The SMC is `dpbook.smc.SMC`: the same resample-move algorithm as
 # {ref}`ch-smc`, with an independent Metropolis-Hastings move of every latent $x_k$
 # proposed from the family and a random-walk move of $\theta$ (the normal family has a
 # conjugate Gibbs move instead).
@@ -274,7 +275,7 @@ save(fig, "online_run", f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']
 # quantiles should match the exact ones up to the Monte Carlo error of $N$ particles,
 # which we measure by running the SMC again on the same releases with other seeds.
 
-# %%
+# %% caption="Posterior quantiles for the Gumbel: the exact grid against the SMC, with the SMC's spread over seeds." name="tbl-07-posterior"
 Q = [0.1, 0.5, 0.9]
 rows = []
 t0 = time.perf_counter()
@@ -296,7 +297,7 @@ posterior_check["(SMC − exact)/sd"] = ((posterior_check["SMC"] - posterior_che
 z = posterior_check["(SMC − exact)/sd"].abs()
 print(f"largest |SMC − exact| = {z.max():.2f} SMC standard deviations over "
       f"{len(z)} quantiles (sd from {size['reruns']} reruns, itself uncertain)")
-posterior_check
+show_table(posterior_check)
 
 # %% [markdown]
 # ## Thirty runs: adaptive against fixed
@@ -308,7 +309,7 @@ posterior_check
 # defined in a notebook is shipped to the worker processes by value, and a hash of its
 # source is part of the store's configuration: edit the class and the store is redone.
 
-# %%
+# %% caption="Repeated runs for the Gumbel: bias and RMSE, adaptive against fixed." name="tbl-07-runs"
 out = repo_root() / "results" / f"ch07-{mode}-seed{seed}"
 experiment = dict(family=gumbel, theta=THETA, eps=size["EPS"], runs=size["runs"],
                   n=size["n"], particles=size["N"], seed=seed, interval_grid=size["grid"],
@@ -320,7 +321,7 @@ timings[f"{size['runs']}-run comparison ({len(est)} tasks; "
         + ("read from the store" if read_only else "computed now") + ")"] = \
     est["seconds"].sum()
 summary = summarize(est).set_index(["eps", "method"])
-summary
+show_table(summary)
 
 # %%
 errors = (est.assign(**{p: est[f"{p}_hat"] - truth for p, truth in zip(gumbel.params, THETA)})
@@ -343,10 +344,10 @@ save(fig, "boxplots", f"{size['runs']} runs per ε and policy, n = {size['n']}, 
      alt="Box plots of the estimation errors of the location (left) and the scale "
          "(right), one box per policy at each epsilon, with a line at zero.")
 
-# %%
+# %% caption="RMSE of the location with the fixed interval over that with the adaptive one, per ε." name="tbl-07-ratio"
 rmse = summary["loc_rmse"].unstack("method")
 ratio = (rmse["smc-fixed"] / rmse["smc-adaptive"]).rename("RMSE(fixed) / RMSE(adaptive)")
-display(ratio.to_frame().round(2))
+display(show_table(ratio))
 widths = {e: best[e][1] - best[e][0] for e in best}
 print(f"adaptive RMSE of the location is smaller at {int((ratio > 1).sum())} of "
       f"{len(ratio)} eps values; interval widths in scales: fixed 20, adaptive "
@@ -398,11 +399,11 @@ print(f"{tg.evaluations} Fisher matrices in {tg.seconds:.1f} s, once; each Thomp
 # The mechanism is one argument.  With Gaussian noise of standard deviation
 # $(r - l)/\epsilon$ instead of Laplace noise of that scale, the best Gumbel interval is:
 
-# %%
-pd.DataFrame({m: {eps: tuple(round(best_interval(eps, gumbel, mechanism=m,
+# %% caption="The best Gumbel interval per ε with the Laplace and with the Gaussian mechanism." name="tbl-07-mechanisms"
+show_table(pd.DataFrame({m: {eps: tuple(round(best_interval(eps, gumbel, mechanism=m,
                                                         grid=size["grid"])[k], 3)
                              for k in ("a", "b"))
-                  for eps in size["EPS"]} for m in ("laplace", "gaussian")}).rename_axis("eps")
+                  for eps in size["EPS"]} for m in ("laplace", "gaussian")}).rename_axis("eps"))
 
 # %% [markdown]
 # ## Timings
@@ -411,5 +412,5 @@ pd.DataFrame({m: {eps: tuple(round(best_interval(eps, gumbel, mechanism=m,
 # the sum of the tasks' compute times as the store recorded them when they ran (the
 # table says whether that was now or in an earlier execution).
 
-# %%
-pd.Series(timings, name="seconds").to_frame()
+# %% caption="Wall-clock seconds of this chapter's heavy steps." name="tbl-07-timings"
+show_table(pd.Series(timings, name="seconds").to_frame())

@@ -67,7 +67,7 @@ import seaborn as sns
 from IPython.display import Markdown
 
 from dpbook import streams
-from dpbook.figures import GREEK, METHOD_COLOURS, figure_saver, posterior_paths
+from dpbook.figures import GREEK, METHOD_COLOURS, figure_saver, posterior_paths, show_table
 from dpbook.privacy.population import normal_population
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -135,13 +135,13 @@ save(g.figure, "cost", f"N = {N} particles, m = {M}; slopes averaged over ε",
          "the subset SMC a little less steeply, the marginal SMC and the online gradient "
          "rise about linearly to the longest streams.")
 
-# %%
+# %% caption="The cost of each method: wall and CPU seconds at the longest n measured, and the fitted exponent." name="tbl-09-cost"
 table = slopes.merge(cpu_slopes[["method", "eps", "slope", "at_n_max"]],
                      on=["method", "eps"], suffixes=("_wall", "_cpu"))
 for n in (10**5, 10**6):
     table[f"wall at n = {n:.0e}"] = streams.extrapolate(slopes, n)
-table.rename(columns={"at_n_max_wall": "wall s", "at_n_max_cpu": "CPU s",
-                      "n_max": "measured to n"}).round(2)
+show_table(table.rename(columns={"at_n_max_wall": "wall s", "at_n_max_cpu": "CPU s",
+                      "n_max": "measured to n"}))
 
 # %%
 ratio = {eps: (table.query("method == 'smc' and eps == @eps")["wall at n = 1e+05"].iat[0]
@@ -165,7 +165,7 @@ Markdown(
 # per particle per release seen so far, for the proposals that pass the screen.  The
 # rest is Algorithm 1's own work (the Thompson draw and the interval) and bookkeeping.
 
-# %%
+# %% caption="Where the marginal SMC's time goes, per stream (seconds)." name="tbl-09-time-split"
 def time_split(run):
     post = run.run.smc
     split = dict(post.timing)
@@ -175,8 +175,8 @@ def time_split(run):
                               / max(1, post.moves * len(post.history.moves))})
 
 
-pd.DataFrame({f"{policy}, ε = {eps:g}": time_split(run)
-              for (m, policy, eps), run in runs.items() if m == "smc-marginal"}).round(2)
+show_table(pd.DataFrame({f"{policy}, ε = {eps:g}": time_split(run)
+              for (m, policy, eps), run in runs.items() if m == "smc-marginal"}))
 
 # %% [markdown]
 # ## Accuracy against the exact posterior
@@ -189,7 +189,7 @@ pd.DataFrame({f"{policy}, ε = {eps:g}": time_split(run)
 # online gradient's estimate is compared with each quartile, so its error at the median
 # is that of a point estimate, and the two others say where it sits in the posterior.
 
-# %%
+# %% caption="Errors of each method's quartiles against the exact posterior, in exact IQRs." name="tbl-09-errors"
 # a 61 x 61 grid: on these streams at t = 10^4 its quartiles are within 0.001
 # interquartile ranges of a 201 x 201 grid's, at a third of the cost
 accuracy = pd.concat([streams.against_exact(run, [t for t in SIZES["exact_at"]
@@ -198,7 +198,7 @@ accuracy = pd.concat([streams.against_exact(run, [t for t in SIZES["exact_at"]
                       for (m, policy, eps), run in runs.items()], ignore_index=True)
 errors = accuracy.assign(param=accuracy.param.map(GREEK)).pivot_table(
     index=["t", "method", "policy", "eps"], columns=["param", "quartile"], values="error")
-errors.round(3)
+show_table(errors)
 
 # %%
 posteriors = accuracy[accuracy.method != "online-gradient"]
@@ -215,7 +215,7 @@ Markdown("Largest error over both parameters, the three quartiles and both ε, i
 # marginal SMC ({func}`dpbook.marginal.marginal_posterior`) with other seeds, beside
 # the quartiles of the online run that released them.
 
-# %%
+# %% caption="The hard stream analysed again with other seeds: quartiles per method and seed." name="tbl-09-again"
 from dpbook.marginal import marginal_posterior  # noqa: E402
 from dpbook.posterior import exact_posterior  # noqa: E402
 from dpbook.smc import smc_posterior  # noqa: E402
@@ -235,7 +235,7 @@ offline = [{"method": name, "seed": s, **streams.quartiles(fit(y, l, r, hard_eps
 exact = exact_posterior(y, l, r, hard_eps)
 again = pd.DataFrame(online + offline + [{"method": "exact", "seed": "",
                                           **streams.quartiles(exact)}])
-again.set_index(["method", "seed"]).round(3)
+show_table(again.set_index(["method", "seed"]))
 
 # %%
 iqr_sigma = float(np.diff(exact.quantile([0.25, 0.75])[:, 1])[0])
@@ -326,10 +326,11 @@ save(g.figure, "intervals", f"intervals at {len(checkpoints)} checkpoints",
          "settles on the truth with a width far below the fixed one's, the online "
          "gradient's midpoint climbs from below to the truth.")
 
-# %%
+# %% caption="The longest streams at t = n: the median, its error and the IQR, per ε and run." name="tbl-09-end"
 end = paths[paths.t == paths.t.max()].assign(
     error=lambda d: d.q50 - d.param.map({"μ": MU, "σ": SIGMA}), iqr=lambda d: d.q75 - d.q25)
-end.pivot_table(index=["eps", "run"], columns="param", values=["q50", "error", "iqr"]).round(4)
+show_table(end.pivot_table(index=["eps", "run"], columns="param",
+                           values=["q50", "error", "iqr"]), digits=4)
 
 # %%
 stat = end.pivot_table(index=["param", "eps"], columns="run", values=["iqr", "error"])

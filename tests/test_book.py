@@ -281,3 +281,65 @@ def test_browser_check_wants_the_provenance_box(tmp_path):
         box, [nb.as_uri(), (tmp_path / "gone.py").as_uri()])[0]
     assert "provenance box without Re-execute" in check_pages.provenance_problems(
         box.replace("Re-execute", ""), [nb.as_uri(), py.as_uri()])
+
+
+def test_every_dotted_dpbook_name_in_the_pages_resolves():
+    # a module or function renamed in the package must not leave the pages behind
+    root = Path(__file__).resolve().parents[1]
+    pages = [*sorted((root / "book").glob("*.md")), *sorted((root / "notebooks").glob("*.py")),
+             root / "README.md"]
+    names = {(p.name, m) for p in pages for m in
+             re.findall(r"\bdpbook(?:\.[A-Za-z_]\w*)+", p.read_text())}
+    assert len(names) > 30
+    bad = []
+    for page, name in sorted(names):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            bad.append(f"{page}: {name}")
+    assert not bad, "names that do not resolve: " + "; ".join(bad)
+
+
+def test_chapter_code_lines_fit_the_page():
+    # the code a page shows is at most 100 characters a line (ruff's E501, which the
+    # chapters skip only for their cell headers, where table captions live)
+    root = Path(__file__).resolve().parents[1]
+    long = [f"{p.name}:{i}" for p in sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if len(line) > 100 and not line.startswith("# %%")]
+    assert not long, f"code lines longer than 100 characters: {', '.join(long)}"
+
+
+def test_tables_get_the_caption_of_their_cell():
+    import nbformat
+
+    from dpbook.figures import TABLE_KEY
+
+    def cell(source, meta=None, table=True):
+        c = nbformat.v4.new_code_cell(source, metadata=meta or {})
+        out = nbformat.v4.new_output("display_data",
+                                     data={"text/markdown": "| a |\n|--:|\n| 1 |\n"},
+                                     metadata={TABLE_KEY: True} if table else {})
+        c.outputs = [out]
+        return c
+
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("show_table(x)", {"caption": "Two\n words.", "name": "tbl-x"}),
+        cell("print(1)", table=False)])
+    assert run_chapters.caption_tables(nb) == []
+    md = nb.cells[0].outputs[0]["data"]["text/markdown"]
+    assert md.startswith(":::{table} Two words.\n:name: tbl-x\n:align: center\n\n| a |")
+    assert md.endswith(":::\n")
+    assert nb.cells[1].outputs[0]["data"]["text/markdown"].startswith("| a |")  # not a table
+    bad = nbformat.v4.new_notebook(cells=[cell("show_table(y)"),
+                                          cell("z = 1", {"caption": "c"}, table=False)])
+    problems = run_chapters.caption_tables(bad)
+    assert len(problems) == 2 and "without a caption" in problems[0]
+    assert "has a caption and 0 tables" in problems[1]

@@ -197,6 +197,42 @@ def test_narrow_prior_study(tmp_path, capsys):
     assert df.mu_true.abs().max() < 5  # drawn from N(0, 1), not N(0, 10^4)
 
 
+def test_calibration_store_made_before_the_versions_is_migrated(tmp_path, monkeypatch):
+    # the code before dpbook.versions keyed a calibration store by the source hashes of
+    # the algorithm modules and of dpbook/calibration: code with that code's numbers
+    # (version 1 of the calibration) reads such a store; once the version moved on (2:
+    # MHAAR's walk under other priors), it is set aside
+    import json
+
+    from dpbook.experiment.config import config_hash
+    from dpbook.experiment.store import StoreWarning
+    from dpbook.versions import VERSIONS
+
+    now = VERSIONS["calibration"]
+    monkeypatch.setitem(VERSIONS, "calibration", 1)
+    first = cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False)
+    path = tmp_path / "s" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["config"].update(algorithm="b1681e7a1935cb81",
+                              calibration_code="1ef9e988c8cb1e3a")
+    path.write_text(json.dumps(manifest))
+    sha = config_hash(manifest["config"])
+    for f in (tmp_path / "s" / "tasks").glob("*.npz"):
+        with np.load(f) as z:
+            arrays = {k: z[k] for k in z.files}
+        np.savez_compressed(f, **{**arrays, "config_sha": np.array(sha)})
+    monkeypatch.setattr(cal.study, "run_replication", lambda spec: pytest.fail("recomputed"))
+    again = cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False)
+    pd.testing.assert_frame_equal(first.drop(columns="seconds"),
+                                  again.drop(columns="seconds"))
+    path.write_text(json.dumps(manifest))  # the legacy manifest again, then today's code
+    monkeypatch.setitem(VERSIONS, "calibration", now)
+    monkeypatch.undo()
+    assert VERSIONS["calibration"] == now > 1
+    with pytest.warns(StoreWarning, match="moved to"):
+        cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False)
+
+
 def test_store_of_older_code_is_set_aside(tmp_path):
     # a store written by code that did not record a setting this code records (here:
     # the prior, added later) and had another fingerprint is moved aside, not refused

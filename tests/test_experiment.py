@@ -362,13 +362,103 @@ def test_rmse_ratios_paired_bootstrap():
     pd.testing.assert_frame_equal(r, ex.rmse_ratios(est, B=500, rng=1))
 
 
-def test_long_stream_configurations_also_hash_their_modules():
-    # the paper's configuration keeps its hash when only marginal/ or gradient.py change;
-    # one that runs them does not
+def test_fingerprints_follow_the_versions_of_the_algorithms_used(monkeypatch):
+    # a configuration's fingerprint changes with the versions of the algorithms its
+    # store holds (dpbook.versions), not with those of others, and not with the source
     from dpbook.experiment import make_config
+    from dpbook.versions import VERSIONS
 
-    paper = make_config(runs=1, n=10)
-    long = make_config(runs=1, n=10, methods=["smc-marginal-adaptive"])
-    assert paper["algorithm"] == ex.config.algorithm_fingerprint()
-    assert long["algorithm"] == ex.config.algorithm_fingerprint(("marginal", "gradient"))
-    assert long["algorithm"] != paper["algorithm"]
+    def fps():
+        return [make_config(runs=1, n=10, **kw)["algorithm"] for kw in (
+            {}, dict(methods=["smc-marginal-adaptive"]),
+            dict(family="laplace"), dict(mechanism="gaussian"))]
+
+    paper, long, laplace, gauss = fps()
+    assert paper == ex.config.algorithm_fingerprint() and laplace == gauss  # generic model
+    assert len({paper, long, laplace}) == 3
+    monkeypatch.setitem(VERSIONS, "marginal", 2)
+    assert fps() == [paper, fps()[1], laplace, gauss] and fps()[1] != long
+    monkeypatch.setitem(VERSIONS, "generic-model", 2)  # other families' code only
+    assert fps()[0] == paper and fps()[2] != laplace and fps()[3] != gauss
+    monkeypatch.setitem(VERSIONS, "smc", 2)
+    assert fps()[0] != paper
+
+
+# the source hash of the paper's algorithm modules at the commit before dpbook.versions
+LEGACY = "b1681e7a1935cb81"
+
+
+def _as_legacy(store: Path, **extra):
+    """Rewrite a store as the code before the versions wrote it: the source hash in the
+    manifest, and that configuration's hash in every task file."""
+    path = store / "manifest.json"
+    m = json.loads(path.read_text())
+    m["config"].update(algorithm=LEGACY, **extra)
+    path.write_text(json.dumps(m))
+    sha = ex.config.config_hash(m["config"])
+    for f in (store / "tasks").glob("*.npz"):
+        with np.load(f) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["config_sha"] = np.array(sha)
+        np.savez_compressed(f, **arrays)
+
+
+def test_store_made_before_the_versions_is_migrated_not_recomputed(ref, tmp_path,
+                                                                   monkeypatch):
+    from dpbook.versions import VERSIONS
+
+    out, df = ref
+    store = tmp_path / "paper"
+    shutil.copytree(out, store)
+    _as_legacy(store)
+    cfg = {k: v for k, v in SMALL.items() if k != "progress"}
+    assert ex.is_complete(store, **cfg)
+    monkeypatch.setattr(ex.runner, "run_task", lambda spec: pytest.fail("recomputed"))
+    est, tr = ex.ensure_results(out=store, progress=False, workers=1, **cfg)
+    assert_same_estimates(df, est)
+    assert tr.config["algorithm"] == ex.config.algorithm_fingerprint()
+    assert not list(tmp_path.glob("paper.stale-*"))
+    _run(store, workers=1)  # resuming writes the manifest in today's terms
+    assert json.loads((store / "manifest.json").read_text())["config"]["algorithm"] == \
+        ex.config.algorithm_fingerprint()
+    # ... while the versions are those of the code before them
+    shutil.rmtree(store)
+    shutil.copytree(out, store)
+    _as_legacy(store)
+    monkeypatch.setitem(VERSIONS, "mhaar", VERSIONS["mhaar"] + 1)
+    assert not ex.is_complete(store, **cfg)
+    assert ex.runner.set_aside_if_stale(store, ex.make_config(**cfg)) == \
+        tmp_path / f"paper.stale-{LEGACY}"
+
+
+def test_original_code_releases_with_the_authors_noise_scale(tmp_path):
+    # the same data and noise draws, released with scale (r - l)/(eps sqrt 2): for the
+    # fixed interval y - T(x) shrinks by sqrt 2, so T(x) = y_s - (y - y_s)/(sqrt 2 - 1)
+    # must lie in [l_c, r_c] for every individual; the methods analyse at eps
+    cfg = dict(eps=(2.0,), runs=1, n=60, particles=50, mhaar_iters=100, interval_grid=6,
+               methods=["smc-fixed", "mhaar"], progress=False, workers=1)
+    ex.run_experiment(out=tmp_path / "c", **cfg)
+    ex.run_experiment(out=tmp_path / "s", original_code=True, **cfg)
+    assert "original_code" not in ex.make_config(**{k: v for k, v in cfg.items()
+                                                    if k not in ("progress", "workers")})
+    res_c, res_s = ex.load_results(tmp_path / "c")[1], ex.load_results(tmp_path / "s")[1]
+    assert res_s.config["original_code"] is True
+    for method in ("smc-fixed", "mhaar"):
+        a, b = res_c.get(method, 2.0, 0), res_s.get(method, 2.0, 0)
+        np.testing.assert_array_equal(a["l"], b["l"])
+        x = b["y"] - (a["y"] - b["y"]) / (2 ** 0.5 - 1)
+        assert np.all((x >= a["l"] - 1e-9) & (x <= a["r"] + 1e-9))
+        assert not np.allclose(a["y"], b["y"])
+    with pytest.raises(ValueError, match="original_code must be True or False"):
+        ex.make_config(original_code="yes")
+
+
+def test_run_online_analyses_at_the_eps_it_is_given():
+    from dpbook.privacy.online import run_online
+    from dpbook.privacy.policies import FixedPolicy
+    from dpbook.privacy.population import normal_population
+
+    pop = normal_population(5, 0.0, 1.0, 2.0 * 2 ** 0.5, seed=1)
+    assert run_online(pop, FixedPolicy(-5, 5), 5, n_particles=10, eps=2.0).smc.eps == 2.0
+    pop = normal_population(5, 0.0, 1.0, 2.0, seed=1)
+    assert run_online(pop, FixedPolicy(-5, 5), 5, n_particles=10).smc.eps == 2.0

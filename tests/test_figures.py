@@ -66,3 +66,33 @@ def test_marginals_against_exact_draws_each_panel_once():
     grid = figures.marginals_against_exact(cloud.frame(), dens, truth={"mu": 50, "sigma": 3})
     assert grid.axes.shape == (2, 1) and grid.axes[1, 0].get_xlim()[0] >= 0
     plt.close(grid.figure)
+
+
+def test_tables_for_readers():
+    import numpy as np
+    import pandas as pd
+
+    from dpbook.figures import TABLE_KEY, format_table, show_table
+
+    df = pd.DataFrame({"eps": [1.0, 2.0, 0.5], "runs": [30.0, 30.0, 30.0],
+                       "rmse": [0.123456, 1.5, np.nan], "n": [1000, 100000, 5],
+                       "method": ["a", "b", None]})
+    text, align = format_table(df)
+    assert list(text.columns) == ["eps", "runs", "rmse", "n", "method"]  # no 0..n index
+    assert list(text.eps) == ["1", "2", "0.5"] and list(text.runs) == ["30"] * 3
+    assert list(text.rmse) == ["0.123", "1.500", ""]  # 3 significant digits at the median
+    assert list(text.n) == ["1,000", "100,000", "5"] and text.method.iat[2] == ""
+    assert align == ["right"] * 4 + ["left"]
+    # a named index becomes a column; column levels are joined
+    wide = pd.DataFrame([[1.23456, 2.0]], columns=pd.MultiIndex.from_tuples(
+        [("μ", "bias"), ("μ", "RMSE")]), index=pd.Index([5.0], name="eps"))
+    assert list(format_table(wide)[0].columns) == ["eps", "μ bias", "μ RMSE"]
+    # a mixed column is formatted cell by cell
+    mixed = format_table(pd.Series({"n": 200, "sigma": 10 ** 0.5, "family": "normal"},
+                                   dtype=object).to_frame("value"))[0]
+    assert list(mixed.value) == ["200", "3.16", "normal"]
+    data, meta = show_table(df)._repr_mimebundle_()
+    assert meta == {TABLE_KEY: True}
+    assert data["text/markdown"].splitlines()[:3] == [
+        "| eps | runs | rmse | n | method |", "|--:|--:|--:|--:|:--|",
+        "| 1 | 30 | 0.123 | 1,000 | a |"]

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from conftest import shipped_family
 
-from dpbook.fisher import ThetaGridIntervals, adaptive_policy, best_interval, fisher_grid, fisher_mc
+from dpbook.fisher import ThetaGridIntervals, best_interval, fisher_grid, fisher_mc
 from dpbook.fisher.normal_mc import fisher_grid as fisher_grid_normal
 from dpbook.fisher.normal_mc import fisher_mc as fisher_mc_normal
 from dpbook.model.families import available, get_family
 from dpbook.model.mechanisms import get_mechanism
-from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
+from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy, adaptive_policy
 
 
 def _exact(l, r, eps, theta, fam, mech):

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from dpbook.model.mechanisms import release
-from dpbook.privacy.policies import thompson_index
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.resampling import systematic_keyed
+from dpbook.smc.resampling import systematic_keyed, thompson_index
 
 
 def _data(n=30, eps=2.0, seed=0, width=8.0):

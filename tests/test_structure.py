@@ -7,6 +7,8 @@
    handed a population) and the runners that build populations (the experiment's
    tasks, the calibration study) import
    ``dpbook.privacy.population``; every other module sees releases only.
+5. Layers: a module imports only from its own layer or the layers below it
+   (:data:`LAYERS`, from the utilities up to the book's figures and the command line).
 """
 
 import ast
@@ -101,3 +103,32 @@ def test_privacy_boundary_whole_package():
             assert "dpbook.privacy.population" not in deps, \
                 f"{name} imports the population (it may only see releases)"
     assert seen == len(MODULES) > 30
+
+
+# The layers of the package, lowest first: a module may import from its own layer and
+# those below.  The algorithms do not know the online loop (Algorithm 1) that drives
+# them, nor the runners that store their results, nor the book.
+LAYERS = (
+    {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions"},  # utilities
+    {"dpbook.model", "dpbook.families", "dpbook.mechanisms"},  # Sections 2-4's model
+    {"dpbook.backends", "dpbook.likelihood"},  # what the algorithms evaluate
+    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior", "dpbook.marginal",
+     "dpbook.gradient"},  # the algorithms
+    {"dpbook.privacy"},  # Algorithm 1: the population, the policies, the online loop
+    {"dpbook.streams", "dpbook.experiment", "dpbook.calibration"},  # runners and stores
+    {"dpbook.figures", "dpbook.cli"},  # the book's figures, the command line
+)
+
+
+def _layer(name):
+    for i, layer in enumerate(LAYERS):
+        if name in layer or any(name.startswith(p + ".") for p in layer - {"dpbook"}):
+            return i
+    raise AssertionError(f"{name} is in no layer of LAYERS: add it there")
+
+
+def test_modules_import_only_downwards():
+    for name, path in MODULES.items():
+        for dep in _dpbook_deps(name, path):
+            assert _layer(dep) <= _layer(name), \
+                f"{name} (layer {_layer(name)}) imports {dep} (layer {_layer(dep)})"

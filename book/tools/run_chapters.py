@@ -175,7 +175,10 @@ def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
                   "executed": started.strftime("%Y-%m-%d %H:%M UTC"),
                   "seconds": round(seconds, 1), "code": code_version()}
         nb = nbformat.read(output, as_version=4)
-        finish(nb, source, record)
+        problems = finish(nb, source, record)
+        if problems:
+            error = "; ".join(problems)
+            nb.metadata.pop("dpbook", None)  # not a finished chapter: it runs again
         nbformat.write(nb, output)
     log.unlink(missing_ok=True)
     return source.stem, seconds, error
@@ -320,9 +323,39 @@ def provenance_markdown(source: Path, record: dict) -> str:
             f"{items}\n```\n")
 
 
+def caption_tables(nb) -> list[str]:
+    """Wrap every table output (dpbook.figures.show_table) in a numbered MyST table
+    directive with the caption and label of its cell's metadata (``# %% caption="..."
+    name="tbl-..."`` in the chapter source); the problems found: a table without a
+    caption, a caption without a table."""
+    from dpbook.figures import TABLE_KEY
+
+    problems = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        caption, name = cell.metadata.get("caption"), cell.metadata.get("name")
+        tables = [o for o in cell.get("outputs", [])
+                  if o.get("metadata", {}).get(TABLE_KEY) and "text/markdown" in o.get("data", {})]
+        first = cell.source.strip().splitlines()[:1]
+        where = f"the cell starting {first[0][:50]!r}" if first else "an empty cell"
+        if tables and not caption:
+            problems.append(f"a table without a caption in {where}")
+        if caption and len(tables) != 1:
+            problems.append(f"{where} has a caption and {len(tables)} tables")
+        if not caption or len(tables) != 1:
+            continue
+        label = f":name: {name}\n" if name else ""
+        body = tables[0]["data"]["text/markdown"]
+        tables[0]["data"]["text/markdown"] = \
+            f":::{{table}} {' '.join(caption.split())}\n{label}:align: center\n\n{body}:::\n"
+    return problems
+
+
 def finish(nb, source: Path, record: dict):
-    """Hide papermill's parameter cells from the page, append the provenance box and
-    keep the cache record in the notebook's metadata."""
+    """Hide papermill's parameter cells from the page, caption its tables
+    (:func:`caption_tables`), append the provenance box and keep the cache record in the
+    notebook's metadata.  Returns the tables' problems."""
     import nbformat
 
     for cell in nb.cells:
@@ -330,10 +363,12 @@ def finish(nb, source: Path, record: dict):
         if ("parameters" in tags or "injected-parameters" in tags) and \
                 "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
+    problems = caption_tables(nb)
     box = nbformat.v4.new_markdown_cell(provenance_markdown(source, record))
     box.metadata["tags"] = ["dpbook-provenance"]
     nb.cells.append(box)
     nb.metadata["dpbook"] = record
+    return problems
 
 
 def stores_being_filled(root: Path, since: float) -> list[tuple[str, int, int]]:

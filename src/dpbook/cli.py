@@ -598,6 +598,10 @@ def add_experiment_parser(subparsers):
                    help="latent values moved per step by the smc-subset methods (Section "
                         "4's subset rejuvenation; required with them); at a step t <= M "
                         "every latent value is moved, so M >= n is the plain SMC")
+    p.add_argument("--original-code", action="store_true",
+                   help="release with the authors' code's noise scale, (r - l)/(eps "
+                        "sqrt 2), while analysing with (r - l)/eps (reproduction notes, "
+                        "item 1; a store of its own)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_experiment)
@@ -637,6 +641,7 @@ def cmd_experiment(args):
                         interval_method=args.interval_method,
                         progress=not args.no_progress, workers=getattr(args, "workers", None),
                         keep_particles=getattr(args, "keep_particles", 1),
+                        original_code=args.original_code,
                         **({} if args.subset is None else {"subset": args.subset}))
     out = Path(args.out)
     summ = summarize(df)

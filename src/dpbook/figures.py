@@ -10,6 +10,10 @@ import subprocess
 from functools import cache, lru_cache
 from pathlib import Path
 
+import numpy as np
+
+from dpbook.experiment.store import repo_root
+
 DPI = 150
 # Smallest text, in CSS pixels, that a figure may show in the book's page column at a
 # 1280-px window (book/tools/check_pages.py measures it; the saver records each figure's
@@ -38,15 +42,6 @@ def eps_colours(eps_values) -> dict:
     cmap = sns.color_palette("flare", as_cmap=True)
     lo, hi = math.log(0.5), math.log(20.0)
     return {e: cmap(min(max((math.log(e) - lo) / (hi - lo), 0.0), 1.0)) for e in eps_values}
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The folder holding pyproject.toml above ``start`` (default: the working directory)."""
-    start = Path.cwd() if start is None else Path(start)
-    for p in (start, *start.parents):
-        if (p / "pyproject.toml").exists():
-            return p
-    return start
 
 
 @lru_cache(maxsize=8)
@@ -426,3 +421,102 @@ def figure_saver(chapter: str, **stamp):
                        f"{full} ({tag}).", alt))
 
     return save
+
+
+def _column_format(values, digits):
+    """A formatter for one numeric column: integers as integers, values that have at most
+    ``digits`` significant digits as they are (0.5, 10), others with the decimals that
+    give their median magnitude ``digits`` significant digits; blank for NaN."""
+    v = np.asarray(values, dtype=float)
+    fin = v[np.isfinite(v)]
+    if fin.size == 0:
+        return lambda x: ""
+    if np.all(fin == np.round(fin)) and np.all(np.abs(fin) < 2**53):
+        big = np.abs(fin).max() >= 1e4
+        return lambda x: "" if not np.isfinite(x) else (f"{int(x):,}" if big else f"{int(x)}")
+    short = all(float(f"{x:.{digits}g}") == x for x in fin)
+    if short:
+        return lambda x: "" if not np.isfinite(x) else f"{x:g}"
+    mag = np.median(np.abs(fin[fin != 0])) if np.any(fin != 0) else 1.0
+    dec = int(min(6, max(0, digits - 1 - math.floor(math.log10(mag)))))
+    return lambda x: "" if not np.isfinite(x) else f"{x:.{dec}f}"
+
+
+def _cell(x, digits):
+    """One cell of a text or mixed column: numbers as in a numeric column, to ``digits``
+    significant digits; empty for None or NaN."""
+    if x is None or isinstance(x, bool | np.bool_):
+        return "" if x is None else str(x)
+    if isinstance(x, int | float | np.integer | np.floating):
+        if not np.isfinite(x):
+            return "" if np.isnan(x) else str(x)
+        return f"{int(x)}" if float(x) == round(float(x)) and abs(x) < 2**53 else \
+            f"{float(x):.{digits}g}"
+    return str(x)
+
+
+def format_table(df, digits=3):
+    """The table as strings, for readers: the index as ordinary columns (none for a
+    default 0..n-1 index), column levels joined, integer-valued columns as integers,
+    other numbers to ``digits`` significant digits (chosen per column), empty cells
+    blank.  Returns (DataFrame of str, list of 'right'/'left' alignments)."""
+    import pandas as pd
+
+    out = df.copy()
+    if isinstance(out.columns, pd.MultiIndex):
+        out.columns = [" ".join(str(p) for p in c if str(p).strip()) for c in out.columns]
+    if not (isinstance(out.index, pd.RangeIndex) and out.index.start == 0
+            and out.index.step == 1 and out.index.name is None):
+        names = [n if n is not None else "" for n in out.index.names]
+        out = out.reset_index(names=names if len(set(names)) == len(names) else None)
+    cells, align = {}, []
+    for name in out.columns:
+        col = out[name]
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            fmt = _column_format(col.to_numpy(dtype=float), digits)
+            cells[str(name)] = [fmt(float(x)) for x in col.to_numpy(dtype=float)]
+            align.append("right")
+        else:  # text, or a mix: numbers one by one
+            cells[str(name)] = [_cell(x, digits) for x in col]
+            align.append("left")
+    return pd.DataFrame(cells), align
+
+
+TABLE_KEY = "dpbook-table"  # output metadata that marks a table for the book's build
+
+
+class Table:
+    """A table as a notebook output: a Markdown pipe table (text/markdown, marked with
+    :data:`TABLE_KEY` in the output's metadata) and an HTML table (text/html, for
+    Jupyter).  The caption and label live in the code cell's metadata (``caption``,
+    ``name``: in the chapter source ``# %% caption="..." name="tbl-..."``), beside the
+    table, not in its code; the book's build (``book/tools/run_chapters.py``) wraps the
+    table in a numbered MyST table directive with them."""
+
+    def __init__(self, df, digits: int):
+        self.text, self.align = format_table(df, digits)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        def row(cells):
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        rule = "|" + "|".join("--:" if a == "right" else ":--" for a in self.align) + "|"
+        body = "\n".join([row(self.text.columns), rule,
+                          *(row(r) for r in self.text.itertuples(index=False))])
+        data = {"text/markdown": body + "\n",
+                "text/html": self.text.to_html(index=False, escape=True),
+                "text/plain": self.text.to_string(index=False)}
+        return data, {TABLE_KEY: True}
+
+
+def show_table(df, digits: int = 3) -> Table:
+    """Show a DataFrame (or Series) as a table for readers: its numbers formatted by
+    :func:`format_table`; its caption and label come from the cell's metadata (see
+    :class:`Table`)."""
+    import pandas as pd
+
+    if isinstance(df, pd.Series):
+        df = df.to_frame(df.name if df.name is not None else "value")
+        if df.index.name is None:
+            df = df.rename_axis("")
+    return Table(df, digits)

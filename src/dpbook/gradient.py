@@ -29,6 +29,7 @@ from numba import njit
 
 from dpbook.fisher import fisher_information
 from dpbook.likelihood import normal_laplace, quadrature
+from dpbook.likelihood.normal_laplace import normal_cdf_diff
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
 from dpbook.smc.algorithm import History
@@ -61,20 +62,6 @@ def _Phi(z):
 
 
 @njit(cache=True)
-def _dPhi(lo, hi):
-    """Phi(hi) - Phi(lo) for lo <= hi, from the tail on the side both lie (no
-    cancellation of two values near 1).  The twin of the density kernel's private
-    ``_nb_dphi`` in :mod:`dpbook.likelihood.normal_laplace`: making that one public would
-    change the likelihood module's source, and with it the fingerprint of every stored
-    experiment (chapters 5 and 8 would recompute 75 CPU-minutes for the same numbers)."""
-    if lo >= 0.0:
-        return 0.5 * (math.erfc(lo / _SQRT2) - math.erfc(hi / _SQRT2))
-    if hi <= 0.0:
-        return 0.5 * (math.erfc(-hi / _SQRT2) - math.erfc(-lo / _SQRT2))
-    return 0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2))
-
-
-@njit(cache=True)
 def _score_normal_laplace(y, l, r, b, m, s):
     """(ok, d/dm, d/ds) of log p(y | m, s) for the normal family and the Laplace
     mechanism: the derivatives of the density's closed form (the four terms of
@@ -99,14 +86,14 @@ def _score_normal_laplace(y, l, r, b, m, s):
     g_s = -_phi(zl) * zl / s * el + _phi(zr) * zr / s * er
     if y > l:
         e = math.exp(dm + h)
-        d = _dPhi(zl - k, zu - k)
+        d = normal_cdf_diff(zl - k, zu - k)
         p += e * d
         g_m += e * (d / b - (_phi(zu - k) - _phi(zl - k)) / s)
         g_s += e * (d * k / b - _phi(zu - k) * (zu / s + 1.0 / b)
                     + _phi(zl - k) * (zl / s + 1.0 / b))
     if y < r:
         e = math.exp(h - dm)
-        d = _dPhi(-zr - k, -zu - k)
+        d = normal_cdf_diff(-zr - k, -zu - k)
         p += e * d
         g_m += e * (-d / b + (_phi(-zu - k) - _phi(-zr - k)) / s)
         g_s += e * (d * k / b + _phi(-zu - k) * (zu / s - 1.0 / b)

@@ -4,7 +4,8 @@ numbers on every executor.
 
 A store (default ``results/calibration``) is keyed by the settings that change one
 replication's result (particles, exact-posterior grid, MHAAR iterations, the fixed
-interval, root seed, family, its prior, mechanism, and the code); it holds any set of
+interval, root seed, family, its prior, mechanism, and the versions of the algorithms
+it runs: :mod:`dpbook.versions`); it holds any set of
 replications (method, eps, n, rep), so a study with more replications, eps values or
 stream lengths reuses what is there.  Replication ``rep`` at (eps, n) has the seed
 ``SeedSequence(seed, spawn_key=(6, E, n, rep))`` (E the bit pattern of eps, as in the
@@ -14,21 +15,20 @@ experiment): every method sees the same theta and the same sensitive data at the
 
 from __future__ import annotations
 
-import hashlib
 import time
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from dpbook.calibration.replication import METHODS, check_study_model, replicate, summarize_pit
-from dpbook.experiment.config import algorithm_fingerprint, eps_code
+from dpbook.experiment.config import config_algorithms, eps_code
 from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
 from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
 from dpbook.experiment.tasks import set_threads
 from dpbook.validation import check_count, check_eps, check_interval, check_store_path
+from dpbook.versions import fingerprint
 
 CALIBRATION_CODE = 6  # spawn-key code of the replications' seeds
 FORMAT = 1
@@ -80,16 +80,15 @@ def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-30
         raise ValueError(f"the calibration study takes families without options; "
                          f"{fam.name} has {', '.join(fam.options)}")
     l, r = check_interval(*interval)
-    here = Path(__file__).parent
-    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(here.glob("*.py"))))
-    return {"study": "calibration", "format": FORMAT,
+    config = {"study": "calibration", "format": FORMAT,
             "particles": check_count("particles", particles),
             "grid": check_count("grid", grid),
             "mhaar_iters": check_count("mhaar_iters", mhaar_iters),
             "interval": [float(l), float(r)], "seed": check_count("seed", seed, minimum=0),
             "family": fam.name, "prior": list(astuple(fam.prior)),
-            "mechanism": check_mechanism(mechanism),
-            "algorithm": algorithm_fingerprint(), "calibration_code": code.hexdigest()[:16]}
+            "mechanism": check_mechanism(mechanism)}
+    config["algorithm"] = fingerprint(config_algorithms(config))
+    return config
 
 
 def run_replication(spec: dict) -> dict:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from dpbook.validation import check_count, check_eps, check_memory
+from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM, VERSIONS, fingerprint
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar")  # Section 6's, the default
 # for long streams (chapter 9): the marginal SMC on theta, the online gradient method and
@@ -173,7 +173,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
-                subset=None) -> dict:
+                subset=None, original_code=False) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -182,6 +182,9 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     choose the population; for the normal family ``mu`` and ``sigma`` give theta.
     ``subset``: the latent values moved per step by the smc-subset methods (required
     with them, and recorded only then, so other configurations keep their keys).
+    ``original_code``: release with the authors' code's noise scale, (r - l)/(eps
+    sqrt 2), while every method analyses with the paper's (r - l)/eps (reproduction
+    notes, item 1); recorded only when True.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -223,8 +226,6 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         "every": EVERY,
         "algorithm": None,
     }
-    config["algorithm"] = algorithm_fingerprint(
-        _LONG_STREAM_MODULES if set(LONG_STREAM_METHODS) & set(config["methods"]) else ())
     if set(SUBSET_METHODS) & set(config["methods"]):
         if subset is None:
             raise ValueError("the smc-subset methods need subset, the number of latent "
@@ -234,6 +235,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         config["subset"] = check_subset(subset)
     elif subset is not None:
         raise ValueError("subset goes with the smc-subset methods")
+    if original_code is not False:
+        if original_code is not True:
+            raise ValueError(f"original_code must be True or False, got {original_code!r}")
+        config["original_code"] = True
     _check_task_memory(config)
     from dpbook.model.families import as_family
 
@@ -246,6 +251,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         del config["mu"], config["sigma"], config["fixed_half_width"]
     if pop["family"] != "normal" or pop["mechanism"] != "laplace":
         config.update(pop)  # the paper's configuration keeps its keys unchanged
+    long = set(LONG_STREAM_METHODS) & set(config["methods"])
+    generic = (pop["family"], pop["mechanism"]) != ("normal", "laplace")
+    config["algorithm"] = algorithm_fingerprint((*(LONG_STREAM if long else ()),
+                                                 *(GENERIC_MODEL if generic else ())))
     return config
 
 
@@ -271,28 +280,72 @@ def config_params(config) -> tuple:
     return tuple(config.get("params", ("mu", "sigma")))
 
 
-# The modules whose code decides the numbers in a store.  A store made by other code is
-# stale: its results cannot be mixed with new ones (see ensure_results).
-_ALGORITHM_MODULES = ("model", "privacy", "smc", "mhaar", "fisher", "likelihood",
-                      "posterior", "rng", "validation", "backends")
-_LONG_STREAM_MODULES = ("marginal", "gradient")
+# Stores made before dpbook.versions carried a hash of the source text of the algorithm
+# modules (and calibration studies one of dpbook/calibration): these are the hashes of
+# the commit that introduced the versions (dcc0e6d), whose numbers are the version-1
+# numbers the golden test records.  Such a store is read as a version-1 store (a
+# migration, not a recompute) as long as the versions it uses are still 1.
+LEGACY_SOURCE_HASHES = {"b1681e7a1935cb81": (), "273ecca4a283fdcb": LONG_STREAM}
+LEGACY_CALIBRATION_CODE = "1ef9e988c8cb1e3a"
+LEGACY_VERSIONS = dict.fromkeys(VERSIONS, 1)
 
 
 def algorithm_fingerprint(extra=()) -> str:
-    """A short hash of the source of the modules that produce the estimates, and of the
-    ``extra`` modules (those of the long-stream methods, for the configurations that
-    run them: the paper's stores keep their hash when only those change)."""
-    import hashlib
+    """The fingerprint (:func:`dpbook.versions.fingerprint`) of the Section 6
+    experiment's algorithms and of ``extra`` ones (names in
+    :data:`dpbook.versions.VERSIONS`: the long-stream methods, the generic model)."""
+    return fingerprint((*CORE, "experiment", *extra))
 
-    h = hashlib.sha256()
-    here = Path(__file__).parent.parent
-    for name in (*_ALGORITHM_MODULES, *extra):
-        paths = sorted((here / name).rglob("*.py")) if (here / name).is_dir() else \
-            [here / f"{name}.py"]
-        for path in paths:
-            h.update(str(path.relative_to(here)).encode())
-            h.update(path.read_bytes() if path.exists() else b"")
-    return h.hexdigest()[:16]
+
+def config_algorithms(config) -> tuple:
+    """The versioned algorithms whose numbers a configuration's store holds."""
+    generic = (config.get("family", "normal"), config.get("mechanism", "laplace")) != \
+        ("normal", "laplace")
+    if config.get("study") == "calibration":
+        names = (*CORE, "calibration")
+    else:
+        long = set(LONG_STREAM_METHODS) & set(config.get("methods", ()))
+        names = (*CORE, "experiment", *(LONG_STREAM if long else ()))
+    return names + (GENERIC_MODEL if generic else ())
+
+
+def _legacy_algorithm(config) -> str | None:
+    """The source hash a store of this configuration carried before the versions, if
+    the versions it uses are still those of that code (else None)."""
+    names = config_algorithms(config)
+    if any(VERSIONS[k] != LEGACY_VERSIONS[k] for k in names):
+        return None
+    long = tuple(k for k in LONG_STREAM if k in names)
+    return next(h for h, extra in LEGACY_SOURCE_HASHES.items() if extra == long)
+
+
+def migrate_config(config: dict) -> dict:
+    """A configuration read from a store, in today's terms: one made before the
+    versions, by code whose numbers are today's (see :data:`LEGACY_SOURCE_HASHES`),
+    gets today's fingerprint; any other is returned unchanged."""
+    old = config.get("algorithm")
+    if old not in LEGACY_SOURCE_HASHES or old != _legacy_algorithm(config):
+        return config
+    if config.get("study") == "calibration" and \
+            config.get("calibration_code") != LEGACY_CALIBRATION_CODE:
+        return config
+    new = {k: v for k, v in config.items() if k != "calibration_code"}
+    new["algorithm"] = fingerprint(config_algorithms(config))
+    return new
+
+
+def accepted_hashes(config) -> set:
+    """The configuration hashes a task file of this configuration may carry: today's
+    (:func:`config_hash`) and, while the versions are those of the code before them,
+    the hash the same configuration had then (see :func:`migrate_config`)."""
+    out = {config_hash(config)}
+    old = _legacy_algorithm(config)
+    if old is not None and config.get("algorithm") == fingerprint(config_algorithms(config)):
+        legacy = {**config, "algorithm": old}
+        if config.get("study") == "calibration":
+            legacy["calibration_code"] = LEGACY_CALIBRATION_CODE
+        out.add(config_hash(legacy))
+    return out
 
 
 def config_hash(config) -> str:

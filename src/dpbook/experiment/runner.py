@@ -61,6 +61,7 @@ from dpbook.experiment.store import (
     package_versions,
     prepare_store,
     read_manifest,
+    repo_root,
     store_task,
     update_manifest,
     valid_tasks,
@@ -114,7 +115,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                    interval_method="exact", mu=50.0, sigma=10 ** 0.5, progress=True,
                    workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
                    interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
-                   theta=None, subset=None):
+                   theta=None, subset=None, original_code=False):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
 
     ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
@@ -122,7 +123,9 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     paper's normal with the Laplace mechanism, theta = (mu, sigma)).  A Family object
     that is not a shipped family (say, defined in a notebook) is sent to the workers by
     value (cloudpickle), and a hash of its source is part of the configuration.
-    ``subset`` is the number of latent values moved per step by the smc-subset methods.
+    ``subset`` is the number of latent values moved per step by the smc-subset methods;
+    ``original_code=True`` releases with the authors' code's noise scale (see
+    :func:`make_config`).
 
     Tasks already stored in ``out`` for the same configuration are skipped.  With
     ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
@@ -139,7 +142,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          interval_method=interval_method, mu=mu, sigma=sigma,
                          keep_particles=keep_particles, interval_grid=interval_grid,
                          interval_M=interval_M, interval_K=interval_K, family=family,
-                         mechanism=mechanism, theta=theta, subset=subset)
+                         mechanism=mechanism, theta=theta, subset=subset,
+                         original_code=original_code)
     family_obj = None if config.get("family_registered", True) else family
     out = check_store_path(out)
     tasks = sorted(config_tasks(config), key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))
@@ -306,7 +310,7 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
 
     Several processes (for example two chapters executed side by side) may call this for
     the same store: an exclusive lock on ``out/.lock`` makes the later ones wait and then
-    load.  A store made by other algorithm code (see :func:`algorithm_fingerprint`, and
+    load.  A store made by other versions of the algorithms (:mod:`dpbook.versions`, and
     the source of a family defined outside dpbook) with otherwise the same configuration
     is stale: it is moved aside to
     ``out.stale-<fingerprint>`` (nothing is deleted) and the experiment is rerun.  A store
@@ -332,9 +336,16 @@ BOOK_CONFIGS = {
     "quick": dict(eps=(1, 2, 5, 10), runs=5, n=200, particles=200, mhaar_iters=5_000),
     "full": dict(eps=(1, 2, 5, 10), runs=30, n=1000, particles=1000, mhaar_iters=100_000),
 }
+# The same experiment as the authors' code would have run it (original_code: releases
+# with noise of scale (r - l)/(eps sqrt 2)), for chapter 6: the two SMC methods, and in
+# full mode 10 runs (80 tasks, about 9 CPU-minutes, instead of 240).
+ORIGINAL_CODE = {"quick": dict(methods=("smc-adaptive", "smc-fixed"), original_code=True),
+                 "full": dict(methods=("smc-adaptive", "smc-fixed"), runs=10,
+                              original_code=True)}
 
 
-def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=None):
+def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=None,
+                    original_code=False):
     """The shared store of chapters 5 and 6:
     ``(estimates, trajectories, path, seconds, computed)``.
 
@@ -342,21 +353,23 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=N
     experiment`` writes with its defaults, so it can be computed ahead, e.g. on a Dask
     cluster), ``results/quick`` for the quick mode and ``results/<name>-seed<seed>``
     otherwise.  It is run (or resumed) only when incomplete, on the Dask cluster at
-    ``scheduler`` if given (same numbers); see :func:`ensure_results`.  ``seconds`` is
+    ``scheduler`` if given (same numbers); see :func:`ensure_results`.
+    ``original_code=True`` gives the store of :data:`ORIGINAL_CODE` instead
+    (``results/<name>-original-code``).  ``seconds`` is
     the time this call took and ``computed`` says whether it ran tasks (False: the
     store was complete and was only read; the tasks' own compute times are in the
     ``seconds`` column of the estimates).
     """
-    from dpbook.figures import repo_root
-
     if mode not in BOOK_CONFIGS:
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
-    name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}")
+    name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}") \
+        + ("-original-code" if original_code else "")
     path = (repo_root() if root is None else Path(root)) / "results" / name
+    config = {**BOOK_CONFIGS[mode], **(ORIGINAL_CODE[mode] if original_code else {})}
     start = time.perf_counter()
-    computed = not is_complete(path, seed=seed, **BOOK_CONFIGS[mode])
+    computed = not is_complete(path, seed=seed, **config)
     est, tr = ensure_results(out=path, progress=progress, seed=seed, scheduler=scheduler,
-                             **BOOK_CONFIGS[mode])
+                             **config)
     return est, tr, path, time.perf_counter() - start, computed
 
 
@@ -364,8 +377,6 @@ def store_report(estimates, path, seconds, computed) -> str:
     """One line on where a chapter's results came from (:func:`book_experiment`'s
     outputs): the store, the number of tasks, whether they were computed now or read,
     and their own compute time recorded in the store."""
-    from dpbook.figures import repo_root
-
     try:
         where = Path(path).resolve().relative_to(repo_root())
     except ValueError:

@@ -33,10 +33,21 @@ import numpy as np
 from dpbook.experiment.config import (
     METHOD_ORDER,
     Task,
+    accepted_hashes,
     config_hash,
     config_params,
     config_tasks,
+    migrate_config,
 )
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The folder holding pyproject.toml above ``start`` (default: the working directory)."""
+    start = Path.cwd() if start is None else Path(start)
+    for p in (start, *start.parents):
+        if (p / "pyproject.toml").exists():
+            return p
+    return start
 
 
 def atomic_write_bytes(path: Path, writer):
@@ -75,11 +86,13 @@ def store_task(out: Path, task: Task, result: dict, config: dict):
                        lambda f: np.savez_compressed(f, **arrays))
 
 
-def read_task(path: Path, task: Task, sha: str) -> dict:
+def read_task(path: Path, task: Task, sha) -> dict:
     """The estimates row of a task file, checked: ValueError naming the file and the
     problem if it is unreadable, is not a dpbook task file, or was made by another
-    configuration (``sha``, see :func:`config_hash`) or for another task.  Nothing is
+    configuration (``sha``: the hash, or the set of hashes, it may carry; see
+    :func:`config_hash` and :func:`accepted_hashes`) or for another task.  Nothing is
     ever unpickled (a store may come from someone else)."""
+    shas = {sha} if isinstance(sha, str) else set(sha)
     try:
         if path.stat().st_size == 0:
             raise ValueError("the file is empty")
@@ -106,9 +119,9 @@ def read_task(path: Path, task: Task, sha: str) -> dict:
     except (OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
         raise ValueError(f"{path}: unreadable ({type(e).__name__}: "
                          f"{str(e).splitlines()[0] if str(e) else 'truncated'})") from None
-    if file_sha != sha:
+    if file_sha not in shas:
         raise ValueError(f"{path}: made by another configuration (hash {file_sha}, "
-                         f"this one {sha})")
+                         f"this one {min(shas)})")
     if not isinstance(row, dict) or any(row.get(f.name) != getattr(task, f.name)
                                         for f in dataclasses.fields(task)):
         raise ValueError(f"{path}: holds another task than its name says")
@@ -121,7 +134,7 @@ def valid_tasks(out: Path, config: dict, quarantine: bool = False, tasks=None) -
     :func:`read_task`.  A file that fails is never used: it is reported (a
     :class:`StoreWarning`) and, with ``quarantine``, moved to ``out/quarantine/`` so that
     its task is recomputed."""
-    sha, rows = config_hash(config), {}
+    sha, rows = accepted_hashes(config), {}
     for task in config_tasks(config) if tasks is None else tasks:
         path = out / "tasks" / task.filename
         if not path.exists():
@@ -211,13 +224,19 @@ def package_versions() -> dict:
 
 
 def read_manifest(out: Path) -> dict | None:
+    """The store's manifest (None if there is none), its configuration in today's terms
+    (:func:`~dpbook.experiment.config.migrate_config`: a store made before the algorithm
+    versions, by code with today's numbers, reads as made by today's code)."""
     p = out / "manifest.json"
     if not p.exists():
         return None
     try:
-        return json.loads(p.read_text())
+        manifest = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"{p} is not a readable manifest: {e}") from None
+    if isinstance(manifest, dict) and isinstance(manifest.get("config"), dict):
+        manifest["config"] = migrate_config(manifest["config"])
+    return manifest
 
 
 def check_same_config(out: Path, manifest: dict | None, config: dict):

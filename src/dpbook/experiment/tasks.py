@@ -31,7 +31,8 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     (``intervals`` are the best intervals per eps, ``threads`` the numba threads)."""
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
-    for k in ("family", "family_options", "family_registered", "mechanism", "subset"):
+    for k in ("family", "family_options", "family_registered", "mechanism", "subset",
+              "original_code"):
         if k in config:
             spec[k] = config[k]
     theta = config_theta(config)
@@ -139,8 +140,11 @@ def run_task(spec: dict) -> dict:
     arrays = {}
     lc, rc = spec["fixed"]
     t0 = time.perf_counter()
-    # the normal/Laplace population is the paper's (bit-identical to earlier stores)
-    pop = family_population(family, theta, n, eps, seed=dss, mechanism=mechanism)
+    # the normal/Laplace population is the paper's (bit-identical to earlier stores); the
+    # authors' code released with noise of scale (r - l)/(eps sqrt 2), i.e. at level
+    # eps sqrt 2, and analysed at eps (original_code: the same data and noise draws)
+    eps_release = eps * math.sqrt(2.0) if spec.get("original_code") else eps
+    pop = family_population(family, theta, n, eps_release, seed=dss, mechanism=mechanism)
     if method != "mhaar":  # Algorithm 1 with an online posterior
         from dpbook.privacy.online import run_online
         from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
@@ -172,7 +176,7 @@ def run_task(spec: dict) -> dict:
         subset = spec["subset"] if method.startswith("smc-subset") else None
         res = run_online(pop, policy, n, n_particles=spec["particles"], seed=online_seed,
                          every=spec["every"], family=family, posterior=posterior,
-                         subset=subset)
+                         subset=subset, eps=eps)
         seconds = time.perf_counter() - t0
         s, h = res.smc.summary(), res.smc.history
         acc = np.asarray(h.acceptance[1:], dtype=float)

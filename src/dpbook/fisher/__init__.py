@@ -10,8 +10,8 @@
 
 from dpbook.fisher.estimates import FisherEstimate, FisherGrid
 from dpbook.fisher.exact import fisher_exact, fisher_information
-from dpbook.fisher.grid import ThetaGridIntervals, adaptive_policy, best_interval, fisher_grid
+from dpbook.fisher.grid import ThetaGridIntervals, best_interval, fisher_grid
 from dpbook.fisher.mc import fisher_mc
 
 __all__ = ["FisherEstimate", "FisherGrid", "fisher_exact", "fisher_information", "fisher_mc",
-           "fisher_grid", "best_interval", "ThetaGridIntervals", "adaptive_policy"]
+           "fisher_grid", "best_interval", "ThetaGridIntervals"]

@@ -50,7 +50,6 @@ from dpbook.fisher.estimates import (
 from dpbook.fisher.exact import fisher_exact
 from dpbook.fisher.mc import fisher_mc_bytes, fisher_mc_pairs, mc_setup
 from dpbook.model.families import as_family
-from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
 from dpbook.validation import check_count, check_eps, check_mc_size, check_memory, check_positive
 
 BASE_LIMS = (-3.0, 3.0)  # the paper's (a, b) range for the base distribution (Section 6)
@@ -296,23 +295,3 @@ class ThetaGridIntervals:
             return (float(np.interp(q[0], self._coords[0], self.l)),
                     float(np.interp(q[0], self._coords[0], self.r)))
         return tuple(float(f([q])[0]) for f in self._interp)
-
-
-def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None,
-                    score="mu", **grid_kw):
-    """The adaptive policy of Section 5 for any family.
-
-    Location-scale: AdaptivePolicy(a*, b*) with (a*, b*) of eq. (13) for the base
-    distribution (best_interval; theta is not needed, Theorem 3; grid_kw go to
-    it: grid, lims, M, K, seed, workers).  Otherwise ThetaGridPolicy over a
-    ThetaGridIntervals centred at theta (default family.default_theta()); grid_kw go to
-    it (theta_grid, span, points, grid, M, K, seed, workers).
-    """
-    from dpbook.model.families import as_family
-
-    fam = as_family(family)
-    if fam.location_scale:
-        best = best_interval(eps, fam, mechanism, None, method, score=score, **grid_kw)
-        return AdaptivePolicy(best["a"], best["b"])
-    return ThetaGridPolicy(ThetaGridIntervals(fam, eps, mechanism, centre=theta, method=method,
-                                              score=score, **grid_kw))

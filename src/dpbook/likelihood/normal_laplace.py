@@ -461,8 +461,10 @@ def _nb_logpdf_log(y, l, r, invb, log2b, mu, sigma):
 
 
 @njit(cache=True)
-def _nb_dphi(lo, hi):
-    """Phi(hi) - Phi(lo) for lo <= hi, without cancellation between the two tails."""
+def normal_cdf_diff(lo, hi):
+    """Phi(hi) - Phi(lo) (0 for hi <= lo), from the tail on the side both lie: no
+    cancellation of two values near 1 (compiled; the online gradient's score uses it
+    too)."""
     if hi <= lo:
         return 0.0
     if lo >= 0.0:
@@ -491,9 +493,9 @@ def _nb_logpdf(y, l, r, invb, log2b, el, er, mu, sigma):
         h = 0.5 * k * k
         acc = 0.5 * math.erfc(-zl / _SQRT2) * el + 0.5 * math.erfc(zr / _SQRT2) * er
         if y > l:
-            acc += math.exp(dm + h) * _nb_dphi(zl - k, zu - k)
+            acc += math.exp(dm + h) * normal_cdf_diff(zl - k, zu - k)
         if y < r:
-            acc += math.exp(h - dm) * _nb_dphi(-zr - k, -zu - k)
+            acc += math.exp(h - dm) * normal_cdf_diff(-zr - k, -zu - k)
         if acc > 1e-100:
             return math.log(acc) - log2b
     return _nb_logpdf_log(y, l, r, invb, log2b, mu, sigma)

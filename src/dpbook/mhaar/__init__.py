@@ -7,6 +7,6 @@
 * :mod:`dpbook.mhaar.simd`: the explicit-vector LLVM helpers of that backend.
 """
 
-from dpbook.mhaar.algorithm import MHAARResult, batch_means_se, mhaar
+from dpbook.mhaar.algorithm import MHAARResult, batch_means_se, effective_sample_size, mhaar
 
-__all__ = ["mhaar", "MHAARResult", "batch_means_se"]
+__all__ = ["mhaar", "MHAARResult", "batch_means_se", "effective_sample_size"]

@@ -64,9 +64,12 @@ Departures from :mod:`dpbook.mhaar.normal_laplace` (the compiled normal/Laplace 
 
 * the random walk moves (mu, log sigma) (any family: log of each positive parameter),
   with the Jacobian in the acceptance ratio, instead of (mu, sigma^2) where proposals
-  sigma'^2 <= 0 are rejected; the target posterior is the same;
+  sigma'^2 <= 0 are rejected (the compiled sampler's walk under Section 6's prior; under
+  other priors it moves (mu, log sigma^2), see its "Other priors"); the target posterior
+  is the same;
 * initial steps from the Gaussian-approximation Fisher information above instead of
-  10/sqrt(n) and 20/sqrt(n) for mu and sigma^2;
+  10/sqrt(n) and 20/sqrt(n) for mu and sigma^2 (under other priors the compiled sampler
+  starts from this pilot combined with the prior's precision);
 * the start is family.guess (for location-scale families: median(y) and the noise-
   corrected spread) instead of (mean(y), sqrt(max(0.01, var(y) - 2 bbar^2)));
 * random numbers come from one numpy Generator (``default_rng(seed)``) in a fixed order
@@ -157,6 +160,30 @@ def batch_means_se(x, n_batches=50):
     return float(means.std(ddof=1) / math.sqrt(n_batches))
 
 
+def effective_sample_size(x):
+    """Effective sample size n / tau of a chain x, tau = -1 + 2 sum_k Gamma_k with
+    Gamma_k = rho_2k + rho_2k+1 the paired autocorrelations (FFT) summed while positive
+    and made non-increasing (Geyer's initial monotone sequence, 1992).  0 for a chain
+    that never moved."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    x = x - x.mean()
+    if n < 4 or not np.any(x):
+        return 0.0
+    f = np.fft.rfft(x, 2 * n)
+    acov = np.fft.irfft(f * np.conj(f), 2 * n)[:n] / n
+    rho = acov / acov[0]
+    m = (n - 1) // 2
+    pairs = rho[0:2 * m:2] + rho[1:2 * m:2]
+    tau, prev = -1.0, math.inf
+    for g in pairs:
+        if g <= 0:
+            break
+        prev = min(g, prev)
+        tau += 2.0 * prev
+    return float(n / max(tau, 1.0 / n))
+
+
 @dataclass
 class MHAARResult:
     """Output of :func:`mhaar` (any family, either backend): the chain of theta and the
@@ -232,6 +259,12 @@ class MHAARResult:
         """Batch-means Monte Carlo standard errors of the kept means, (d,)."""
         k = self.kept()
         return np.array([batch_means_se(k[:, j], n_batches) for j in range(k.shape[1])])
+
+    def ess(self) -> np.ndarray:
+        """Effective sample sizes of the kept samples, (d,)
+        (:func:`effective_sample_size`)."""
+        k = self.kept()
+        return np.array([effective_sample_size(k[:, j]) for j in range(k.shape[1])])
 
     def diagnostics(self, n_batches=50):
         d = {"acceptance": self.acceptance, "acceptance_kept": self.acceptance_kept,
@@ -376,7 +409,7 @@ def _log_weights(mech, y, l, r, b, ib, x):
 # ---------------------------------------------------------------- initial steps
 
 
-def _pilot_steps(fam, mech, y, l, r, b, theta0, positive, rng):
+def pilot_steps(fam, mech, y, l, r, b, theta0, positive, rng):
     """Initial steps 1/sqrt(n I_jj) from a Gaussian approximation (module docstring)."""
     n = y.size
     rows = -(-PILOT_DRAWS // n)
@@ -486,7 +519,7 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     theta = np.array(fam.check_theta(*fam.guess(y, l, r, eps, mechanism)), dtype=float)
     theta0 = theta.copy()
     if steps is None:
-        steps = _pilot_steps(fam, mech, y, l, r, b, theta, positive, rng)
+        steps = pilot_steps(fam, mech, y, l, r, b, theta, positive, rng)
     log_steps = np.log(steps)
     steps = np.exp(log_steps)
 

@@ -28,7 +28,7 @@ class OnlineRun:
 
 
 def run_online(population: Population, policy, n, n_particles=1000, seed=0, every=20,
-               family=None, posterior=None, subset=None):
+               family=None, posterior=None, subset=None, eps=None):
     """Run Algorithm 1 for n individuals; return the released (y, l, r) and the SMC.
 
     ``seed`` (int or SeedSequence) drives the SMC and the Thompson draws; the privacy
@@ -38,7 +38,9 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     posterior with ``update(y, l, r)`` and ``thompson_draw(rng)`` (for example
     :class:`dpbook.marginal.MarginalSMC`, built for the population's eps and mechanism);
     the policy's draws still come from ``seed``.  ``subset``: latent values the SMC
-    moves per step (subset rejuvenation, :class:`dpbook.smc.SMC`; None: all).
+    moves per step (subset rejuvenation, :class:`dpbook.smc.SMC`; None: all).  ``eps``:
+    the privacy level the SMC assumes (default the population's; another reproduces an
+    analysis with the wrong noise scale, as the authors' code's).
     """
     if posterior is not None and subset is not None:
         raise ValueError("subset is an option of the latent SMC; give it to the posterior "
@@ -47,8 +49,8 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     smc_ss, policy_ss = ss.spawn(2)
     mechanism = getattr(population, "mechanism", "laplace")
     smc = posterior if posterior is not None else SMC(
-        population.eps, family, mechanism, n_particles=n_particles, n_max=n, seed=smc_ss,
-        every=every, subset=subset)
+        population.eps if eps is None else eps, family, mechanism, n_particles=n_particles,
+        n_max=n, seed=smc_ss, every=every, subset=subset)
     policy_rng = np.random.default_rng(policy_ss)
     y, l, r = np.empty(n), np.empty(n), np.empty(n)
     for t in range(n):

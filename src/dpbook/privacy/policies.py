@@ -8,7 +8,9 @@
   solved on a grid of theta once (:class:`dpbook.fisher.ThetaGridIntervals`) and
   interpolated at the Thompson draw;
 * :class:`FixedPolicy` -- the paper's non-adaptive comparison: the same [l_c, r_c]
-  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]).
+  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]);
+* :func:`adaptive_policy` -- the adaptive policy of a family, whichever of the first two
+  it needs.
 
 A policy sees only the estimator's posterior approximation, never the population.
 """
@@ -18,18 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from dpbook.validation import check_interval, missing_method
-
-
-def thompson_index(w, rng: np.random.Generator) -> int:
-    """Step 1 of Section 5.1: the index i with probability w^(i) (normalised weights).
-
-    The inverse cdf with one ``rng.random()``, which is what ``rng.choice(len(w), p=w)``
-    computes, bit for bit and with the same draw, without its checks of w (the online
-    loop calls it once per individual).
-    """
-    cdf = w.cumsum()
-    cdf /= cdf[-1]
-    return int(cdf.searchsorted(rng.random(), side="right"))
 
 
 class Policy:
@@ -101,3 +91,24 @@ class ThetaGridPolicy(Policy):
     def next_interval(self, posterior, rng: np.random.Generator):
         theta = np.atleast_1d(posterior.thompson_draw(rng))
         return self.intervals.interval(*theta)
+
+
+def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None,
+                    score="mu", **grid_kw):
+    """The adaptive policy of Section 5 for any family.
+
+    Location-scale: AdaptivePolicy(a*, b*) with (a*, b*) of eq. (13) for the base
+    distribution (best_interval; theta is not needed, Theorem 3; grid_kw go to
+    it: grid, lims, M, K, seed, workers).  Otherwise ThetaGridPolicy over a
+    ThetaGridIntervals centred at theta (default family.default_theta()); grid_kw go to
+    it (theta_grid, span, points, grid, M, K, seed, workers).
+    """
+    from dpbook.fisher.grid import ThetaGridIntervals, best_interval
+    from dpbook.model.families import as_family
+
+    fam = as_family(family)
+    if fam.location_scale:
+        best = best_interval(eps, fam, mechanism, None, method, score=score, **grid_kw)
+        return AdaptivePolicy(best["a"], best["b"])
+    return ThetaGridPolicy(ThetaGridIntervals(fam, eps, mechanism, centre=theta, method=method,
+                                              score=score, **grid_kw))

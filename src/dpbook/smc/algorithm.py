@@ -23,8 +23,7 @@ import numpy as np
 from dpbook.backends import backend
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism, clip, get_mechanism
-from dpbook.privacy.policies import thompson_index
-from dpbook.smc.resampling import ess, systematic
+from dpbook.smc.resampling import ess, systematic, thompson_index
 from dpbook.smc.sweep import (
     KIND,
     PARALLEL_MIN,

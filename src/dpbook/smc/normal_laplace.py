@@ -37,9 +37,8 @@ from numba.extending import intrinsic
 
 from dpbook import rng as _rng
 from dpbook.model.families import as_family
-from dpbook.privacy.policies import thompson_index
 from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
-from dpbook.smc.resampling import systematic_keyed
+from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
@@ -370,7 +369,7 @@ class NormalLaplaceSMC(SMC):
 
     @property
     def theta(self):
-        """The particles as an (N, 2) array of (mu, sigma) (a copy), as FamilySMC.theta."""
+        """The particles as an (N, 2) array of (mu, sigma) (a copy), as SMC.theta."""
         return np.column_stack([self.mu, self.sigma])
 
     @property

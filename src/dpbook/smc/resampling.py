@@ -43,6 +43,18 @@ def systematic_keyed(key, purpose, t, w, out):
         out[i] = j
 
 
+def thompson_index(w, rng: np.random.Generator) -> int:
+    """Step 1 of Section 5.1: the index i with probability w^(i) (normalised weights).
+
+    The inverse cdf with one ``rng.random()``, which is what ``rng.choice(len(w), p=w)``
+    computes, bit for bit and with the same draw, without its checks of w (the online
+    loop calls it once per individual).
+    """
+    cdf = w.cumsum()
+    cdf /= cdf[-1]
+    return int(cdf.searchsorted(rng.random(), side="right"))
+
+
 def ess(w) -> float:
     """Effective sample size 1 / sum w_i^2 of normalised weights (Kong, Liu & Wong 1994)."""
     return float(1.0 / (w @ w))
