@@ -86,7 +86,7 @@ def test_posterior_cli_smc_subset(write_csv, capsys):
     assert json.loads(capsys.readouterr().out)["mu"] == full["mu"]
     for bad, needle in ((["--method", "smc-subset", "--subset", "0"], "subset"),
                         (["--method", "smc-subset"], "needs --subset"),
-                        (["--method", "smc", "--subset", "4"], "goes with")):
+                        (["--method", "smc", "--subset", "4"], "does not apply")):
         assert main([*base, *bad, path]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, err

@@ -11,6 +11,7 @@ Bad input gives one line ``dpbook: error: <what is wrong>`` and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -36,21 +37,42 @@ class _UsageError(Exception):
     pass
 
 
+def _ascii(text):
+    """Python's float() and int() read the digits of every script ('\u0665' as 5); dpbook
+    reads ASCII numerals only, as its CSV reader does (see the README)."""
+    if not text.isascii():
+        raise argparse.ArgumentTypeError(f"{text!r} is not written with ASCII digits "
+                                         f"(dpbook reads ASCII numerals only)")
+
+
 def _finite_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    v = _any_float(text)
     if not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     return v
 
 
 def _any_float(text):
+    _ascii(text)
     try:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _int(text):
+    _ascii(text)
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _seed(text):
+    v = _int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"a seed must be an integer >= 0, got {text!r}")
+    return v
 
 
 def add_family_arguments(p):
@@ -67,7 +89,8 @@ def add_family_arguments(p):
             if opt not in seen:
                 seen.add(opt)
                 p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}",
-                               type=_finite_float if typ is float else typ, default=None,
+                               type=_finite_float if typ is float else
+                               _int if typ is int else typ, default=None,
                                help=f"{text} (default {default})")
     p.add_argument("--mechanism", choices=available_mechanisms(), default="laplace",
                    help="privacy mechanism (default laplace)")
@@ -123,20 +146,47 @@ def _theta_from_args(args, family):
     return (0.0, 1.0) if family.location_scale else tuple(family.default_theta())
 
 
+def _only_where_used(args, what, options):
+    """Options that change nothing for this run must not pass without a word: each of
+    ``options``, {dest: (default, used, users)}, left unset takes its default; given on
+    the command line where ``used`` is False, it is a one-line error naming the option,
+    ``what`` it does not apply to (e.g. '--method exact') and ``users``, what it is
+    for.  (The parser's defaults are None, so a value given equal to the default counts
+    as given.)"""
+    for dest, (default, used, users) in options.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+        elif not used:
+            raise _UsageError(f"--{dest.replace('_', '-')} does not apply to {what} "
+                              f"(it is for {users})")
+
+
 def _matrix_lines(F, params):
     w = max(len(p) for p in params)
     return [f"  F[{p:<{w}}, {q:<{w}}] = {F[i, j]:.6g}" for i, p in enumerate(params)
             for j, q in enumerate(params) if j >= i]
 
 
+def _mc_options(args):
+    """--M, --K and --seed are options of the Monte Carlo method only."""
+    mc = args.method == "mc"
+    _only_where_used(args, f"--method {args.method}", {
+        "M": (1000, mc, "--method mc"), "K": (10000, mc, "--method mc"),
+        "seed": (0, mc, "--method mc: the exact method draws no random numbers")})
+    if mc:
+        from dpbook.validation import check_mc_size
+
+        check_mc_size("M", args.M)
+        check_mc_size("K", args.K)
+
+
 def cmd_fisher(args):
-    from dpbook.validation import check_count, check_eps, check_interval
+    from dpbook.validation import check_eps, check_interval
 
     family, mechanism = family_from_args(args)
+    _mc_options(args)
     check_eps(args.eps)
     check_interval(args.a, args.b, name="interval [a, b]", ends=("a", "b"))
-    check_count("M", args.M)
-    check_count("K", args.K)
     theta = _theta_from_args(args, family)
     rng = np.random.default_rng(args.seed)
     from dpbook.fisher import fisher_information
@@ -167,6 +217,12 @@ def cmd_best_interval(args):
     from dpbook.validation import check_count, check_eps, check_interval
 
     family, mechanism = family_from_args(args)
+    _mc_options(args)
+    if args.theta is not None and family.location_scale:
+        raise _UsageError(f"--theta does not apply to the location-scale family "
+                          f"{family.name}: its best interval is computed at theta = (0, 1) "
+                          f"and moves with location and scale (--theta is for the "
+                          f"families that are not location-scale)")
     check_eps(args.eps)
     check_count("grid", args.grid, 2)
     theta = _theta_from_args(args, family)
@@ -235,6 +291,16 @@ def read_releases(path):
         raise ValueError(f"{path} is empty") from None
     except pd.errors.ParserError as e:
         raise ValueError(f"{path} is not a valid CSV file: {str(e).splitlines()[0]}") from None
+    # the cells as written (pandas would read True as a boolean, 1 in a numeric column,
+    # and an empty cell as NaN), and the header's names before pandas renames a
+    # repeated one (y, y.1)
+    raw = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False)
+    names = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False,
+                        header=None, nrows=1).iloc[0].tolist() if len(raw.columns) else []
+    twice = [c for c in ("y", "l", "r") if names.count(c) > 1]
+    if twice:
+        raise ValueError(f"{path}: column {twice[0]} appears {names.count(twice[0])} times "
+                         f"in the header; which one holds the data is ambiguous")
     missing = [c for c in ("y", "l", "r") if c not in df.columns]
     if missing:
         raise ValueError(f"{path} lacks column(s) {', '.join(missing)} (header must be y,l,r)")
@@ -242,6 +308,7 @@ def read_releases(path):
         raise ValueError(f"{path} has no data rows")
     cols = {}
     for c in ("y", "l", "r"):
+        _check_cells(path, c, raw[c])
         vals = pd.to_numeric(df[c], errors="coerce")
         bad = vals.isna() & df[c].notna() | df[c].isna()
         if bad.any():
@@ -252,6 +319,33 @@ def read_releases(path):
     from dpbook.validation import check_observations
 
     return check_observations(cols["y"], cols["l"], cols["r"])
+
+
+# an ASCII decimal number as CSV files and most tools write it (or inf: refused later,
+# with the supported range); [0-9], as \d would match the digits of every script
+_NUMBER = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity)",
+                     re.IGNORECASE)
+
+
+def _check_cells(path, column, cells):
+    """ValueError naming the line and column of the first cell of ``column`` (strings as
+    written in the file) that is not an ASCII number: an empty cell, a boolean, digits of
+    another script (Python's float() reads them, pandas and most tools do not: dpbook
+    reads ASCII numerals only) or other text."""
+    text = cells.str.strip()
+    ok = text.str.fullmatch(_NUMBER).to_numpy(dtype=bool)
+    if ok.all():
+        return
+    i = int(np.flatnonzero(~ok)[0])
+    cell, where = cells.iloc[i], f"{path}, line {i + 2}: column {column}"
+    if not cell.strip():
+        raise ValueError(f"{where} is empty")
+    if cell.strip().lower() in ("true", "false"):
+        raise ValueError(f"{where} holds the boolean {cell!r}, not a number")
+    if not cell.isascii():
+        raise ValueError(f"{where} holds {cell!r}: dpbook reads numbers written with ASCII "
+                         f"digits only")
+    raise ValueError(f"{where} holds a non-number {cell!r}")
 
 
 QUANTILE_LEVELS = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -268,13 +362,22 @@ def cmd_posterior(args):
     from dpbook.validation import check_count, check_eps
 
     family, mechanism = family_from_args(args)
+    m = args.method
+    smc = ("smc", "smc-subset", "smc-marginal", "ibis")
+    _only_where_used(args, f"--method {m}", {
+        "particles": (1000, m in smc, "--method " + ", ".join(smc)),
+        "iters": (100_000, m == "mhaar", "--method mhaar"),
+        "seed": (0, m not in ("exact", "online-gradient"),
+                 "the methods that draw random numbers; exact and online-gradient draw "
+                 "none")})
+    if args.subset is not None and args.method != "smc-subset":
+        raise _UsageError(f"--subset does not apply to --method {args.method} (it is for "
+                          f"--method smc-subset)")
     check_eps(args.eps)
     check_count("particles", args.particles, 2)
     check_count("iters", args.iters)
     y, l, r = read_releases(args.data)
     t0 = time.perf_counter()
-    if args.subset is not None and args.method != "smc-subset":
-        raise _UsageError("--subset goes with --method smc-subset")
     if args.method in ("smc", "smc-subset"):
         from dpbook.smc import smc_posterior
 
@@ -315,6 +418,9 @@ def cmd_posterior(args):
     lines += [f"  {p:<{w}} = {out[p]['median']:.4f} (90% interval [{out[p]['q05']:.4f}, "
               f"{out[p]['q95']:.4f}]; quartiles {out[p]['q25']:.4f}, {out[p]['q75']:.4f}; "
               f"mean {out[p]['mean']:.4f}, sd {out[p]['sd']:.4f})" for p in family.params]
+    if args.subset is not None and args.subset >= len(y):
+        lines.append(f"  --subset {args.subset} >= n = {len(y)}: every latent value was moved "
+                     f"at every step, as --method smc does (the same numbers)")
     lines.append(f"  {out['seconds']:.2f} s")
     _print(out, args.json, lines)
 
@@ -367,7 +473,7 @@ _METHOD_HELP = ("Fisher information by quadrature (exact) or by the paper's Mont
                 "eq. (8) with Algorithm 4 (mc) (default exact)")
 _M_HELP = "mc: releases y per Fisher estimate, eq. (8) (default 1000)"
 _K_HELP = "mc: samples per gradient, Algorithm 4 (default 10000)"
-_SEED_HELP = "seed of the Monte Carlo (default 0)"
+_SEED_HELP = "mc: seed of the Monte Carlo (default 0)"
 _JSON_HELP = "print the result as JSON"
 
 
@@ -384,16 +490,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--a", type=_finite_float, required=True, help="lower end of the interval")
     f.add_argument("--b", type=_finite_float, required=True, help="upper end of the interval")
     f.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
-    f.add_argument("--M", type=int, default=1000, help=_M_HELP)
-    f.add_argument("--K", type=int, default=10000, help=_K_HELP)
-    f.add_argument("--seed", type=int, default=0, help=_SEED_HELP)
+    f.add_argument("--M", type=_int, default=None, help=_M_HELP)
+    f.add_argument("--K", type=_int, default=None, help=_K_HELP)
+    f.add_argument("--seed", type=_seed, default=None, help=_SEED_HELP)
     f.add_argument("--json", action="store_true", help=_JSON_HELP)
     f.set_defaults(func=cmd_fisher)
 
     b = sub.add_parser("best-interval", help="grid search of eq. (13) for (a*, b*)")
     b.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     b.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
-    b.add_argument("--grid", type=int, default=50,
+    b.add_argument("--grid", type=_int, default=50,
                    help="grid points per axis (default 50, Section 6)")
     b.add_argument("--lims", type=_finite_float, nargs=2, action="extend", default=None,
                    help="grid range (default -3 3, or the family's range at theta)")
@@ -404,9 +510,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--score", choices=("mu", "trace"), default="mu",
                    help="score of the Fisher matrix: its first entry (Section 6) or its "
                         "trace (default mu)")
-    b.add_argument("--M", type=int, default=1000, help=_M_HELP)
-    b.add_argument("--K", type=int, default=10000, help=_K_HELP)
-    b.add_argument("--seed", type=int, default=0, help=_SEED_HELP)
+    b.add_argument("--M", type=_int, default=None, help=_M_HELP)
+    b.add_argument("--K", type=_int, default=None, help=_K_HELP)
+    b.add_argument("--seed", type=_seed, default=None, help=_SEED_HELP)
     b.add_argument("--json", action="store_true", help=_JSON_HELP)
     b.set_defaults(func=cmd_best_interval)
 
@@ -422,14 +528,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "efficient for intervals it asked for itself), the MHAAR baseline "
                         "or the exact posterior on a grid")
     q.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
-    q.add_argument("--particles", type=int, default=1000,
-                   help="SMC particles N (default 1000)")
-    q.add_argument("--iters", type=int, default=100_000,
+    q.add_argument("--particles", type=_int, default=None,
+                   help="particles N of smc, smc-subset, smc-marginal, ibis (default 1000)")
+    q.add_argument("--iters", type=_int, default=None,
                    help="MHAAR iterations (default 100000)")
-    q.add_argument("--subset", type=int, default=None, metavar="M",
+    q.add_argument("--subset", type=_int, default=None, metavar="M",
                    help="smc-subset: latent values x_k moved per step (Section 4's subset "
-                        "rejuvenation: O(N M) MH moves per step instead of O(N t))")
-    q.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+                        "rejuvenation: O(N M) MH moves per step instead of O(N t)); at a "
+                        "step t <= M every x_k is moved, so M >= n is --method smc, bit "
+                        "for bit")
+    q.add_argument("--seed", type=_seed, default=None,
+                   help="seed of the methods that draw random numbers (default 0)")
     q.add_argument("--json", action="store_true", help=_JSON_HELP)
     q.add_argument("data", help="CSV file with header y,l,r")
     q.set_defaults(func=cmd_posterior)
@@ -444,13 +553,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ----------------------------------------------------------------------- experiment
-def _float(text):
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
 def add_experiment_parser(subparsers):
     """Add the ``experiment`` sub-command to an argparse sub-parsers object."""
     p = subparsers.add_parser(
@@ -459,42 +561,43 @@ def add_experiment_parser(subparsers):
                     "MHAAR over eps values and independent runs.")
     from dpbook.experiment import ALL_METHODS, METHODS
 
-    p.add_argument("--eps", type=_float, nargs="+", action="extend", default=None,
+    p.add_argument("--eps", type=_any_float, nargs="+", action="extend", default=None,
                    metavar="E", help="privacy parameters (default 1 2 5 10)")
-    p.add_argument("--runs", type=int, default=30,
+    p.add_argument("--runs", type=_int, default=30,
                    help="independent runs per method and eps (default 30, Section 6)")
-    p.add_argument("--n", type=int, default=1000,
+    p.add_argument("--n", type=_int, default=1000,
                    help="individuals per run (default 1000)")
-    p.add_argument("--particles", type=int, default=1000,
+    p.add_argument("--particles", type=_int, default=None,
                    help="SMC particles N (default 1000)")
-    p.add_argument("--mhaar-iters", type=int, default=100_000,
+    p.add_argument("--mhaar-iters", type=_int, default=None,
                    help="MHAAR iterations (default 100000; 20 auxiliary draws each)")
     p.add_argument("--methods", default=",".join(METHODS),
                    help="comma-separated methods (default: the paper's " + ",".join(METHODS)
                         + "; also, for long streams: " + ",".join(ALL_METHODS[len(METHODS):])
                         + ")")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_seed, default=0,
                    help="root seed; every task's seed is derived from it (default 0)")
     p.add_argument("--out", default="results/paper", metavar="DIR",
                    help="result store; finished tasks there are skipped (default "
                         "results/paper)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a Dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=_int, default=None,
                    help="local worker processes (default: every core)")
-    p.add_argument("--interval-method", choices=("exact", "mc"), default="exact",
+    p.add_argument("--interval-method", choices=("exact", "mc"), default=None,
                    help="Fisher information for the best intervals (eq. 13): exact "
                         "quadrature or the paper's Monte Carlo (default exact)")
-    p.add_argument("--theta", type=_float, nargs="+", action="extend", default=None,
+    p.add_argument("--theta", type=_any_float, nargs="+", action="extend", default=None,
                    metavar="V",
                    help="true parameter values (default: the paper's mu = 50, "
                         "sigma^2 = 10 for the normal, else the family's default)")
     add_family_arguments(p)
-    p.add_argument("--keep-particles", type=int, default=1,
+    p.add_argument("--keep-particles", type=_int, default=1,
                    help="store particles for the first K runs (default 1)")
-    p.add_argument("--subset", type=int, default=None, metavar="M",
+    p.add_argument("--subset", type=_int, default=None, metavar="M",
                    help="latent values moved per step by the smc-subset methods (Section "
-                        "4's subset rejuvenation; required with them)")
+                        "4's subset rejuvenation; required with them); at a step t <= M "
+                        "every latent value is moved, so M >= n is the plain SMC")
     p.add_argument("--original-code", action="store_true",
                    help="release with the authors' code's noise scale, (r - l)/(eps "
                         "sqrt 2), while analysing with (r - l)/eps (reproduction notes, "
@@ -506,10 +609,23 @@ def add_experiment_parser(subparsers):
 
 
 def cmd_experiment(args):
-    from dpbook.experiment import PAPER, read_manifest, run_experiment, summarize
+    from dpbook.experiment import ALL_METHODS, PAPER, read_manifest, run_experiment, summarize
+    from dpbook.validation import check_store_path
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
+    from dpbook.experiment.config import ADAPTIVE_METHODS
+
+    methods = {m.strip() for m in args.methods.split(",")}
+    what = f"--methods {','.join(sorted(methods))}"
+    smc = sorted(m for m in ALL_METHODS if m.startswith("smc"))
+    _only_where_used(args, what, {
+        "particles": (1000, bool(methods & set(smc)), "the SMC methods, " + ", ".join(smc)),
+        "mhaar_iters": (100_000, "mhaar" in methods, "the mhaar method"),
+        "interval_method": ("exact", bool(methods & set(ADAPTIVE_METHODS)),
+                            "the adaptive methods' best intervals, eq. (13): "
+                            + ", ".join(ADAPTIVE_METHODS))})
+    check_store_path(args.out, "--out")
     if args.theta is None:
         extra = {}
     elif family.name == "normal":  # the paper's configuration keys
@@ -574,13 +690,13 @@ def add_calibrate_parser(subparsers):
                         "interval, MHAAR, the exact grid posterior, the naive one (y taken "
                         "for x), or the exact one with the original code's noise scale")
     p.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
-    p.add_argument("--n", type=int, default=200, help="individuals per replication "
+    p.add_argument("--n", type=_int, default=200, help="individuals per replication "
                    "(default 200)")
-    p.add_argument("--reps", type=int, default=100, help="replications (default 100)")
-    p.add_argument("--particles", type=int, default=500, help="SMC particles (default 500)")
-    p.add_argument("--grid", type=int, default=61,
+    p.add_argument("--reps", type=_int, default=100, help="replications (default 100)")
+    p.add_argument("--particles", type=_int, default=500, help="SMC particles (default 500)")
+    p.add_argument("--grid", type=_int, default=61,
                    help="exact posterior grid points per axis (default 61)")
-    p.add_argument("--mhaar-iters", type=int, default=10_000,
+    p.add_argument("--mhaar-iters", type=_int, default=10_000,
                    help="MHAAR iterations, the last 20%% kept (default 10000)")
     p.add_argument("--interval", type=_finite_float, nargs=2, default=(-300.0, 300.0),
                    metavar=("L", "R"), help="the fixed interval of every method but "
@@ -592,12 +708,12 @@ def add_calibrate_parser(subparsers):
     p.add_argument("--prior-scale2", type=_finite_float, nargs=2, default=None,
                    metavar=("SHAPE", "SCALE"), help="prior of the squared scale: "
                    "IG(SHAPE, SCALE) (default Section 6's, 1 1)")
-    p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="root seed (default 0)")
     p.add_argument("--out", default="results/calibration", metavar="DIR",
                    help="store; replications there are reused (default results/calibration)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a Dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=_int, default=None,
                    help="local worker processes (default: every core)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help=_JSON_HELP)
@@ -609,9 +725,11 @@ def cmd_calibrate(args):
     from dataclasses import asdict
 
     from dpbook.calibration import calibration_summary, run_calibration, study_family
+    from dpbook.validation import check_store_path
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
+    check_store_path(args.out, "--out")
     prior = {}
     if args.prior_loc is not None:
         prior.update(zip(("loc_mean", "loc_var"), args.prior_loc))
@@ -646,26 +764,93 @@ def cmd_calibrate(args):
     return result
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+def _one_line(message, category) -> str:
     text = str(message).splitlines()[0] if str(message) else category.__name__
-    print(f"dpbook: warning: {text}", file=sys.stderr)
+    return f"dpbook: warning: {text}"
+
+
+class _Warnings:
+    """How the command line shows warnings: one line each.  dpbook's own warnings (a
+    result that may be poor, a store file set aside) are shown as they come; numpy's and
+    scipy's numeric warnings (overflow, invalid value) are held back and shown once each
+    at the end of a command that succeeds: a command that ends in an error prints only
+    its one line, since the error says what is wrong."""
+
+    def __init__(self):
+        self.held = []
+
+    def show(self, message, category, filename, lineno, file=None, line=None):
+        text = _one_line(message, category)
+        if issubclass(category, RuntimeWarning) and not category.__module__.startswith(
+                "dpbook"):
+            if text not in self.held:
+                self.held.append(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def flush(self):
+        for text in self.held:
+            print(text, file=sys.stderr)
+        self.held.clear()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (pool workers stopped,
+    finished tasks kept)."""
+
+
+@contextlib.contextmanager
+def _signals():
+    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`_Terminated`, once: a repeat
+    while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to the
+    process and to its group; a second KeyboardInterrupt inside the clean-up was a
+    39-line 'release unlocked lock' traceback).  SIGTERM's default action would end the
+    process at once and leave the pool's workers and resource tracker running."""
+    import signal
+
+    got = []
+
+    def handler(signum, frame):
+        if got:
+            return
+        got.append(signum)
+        raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    try:
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave the signals alone
+        old = {}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _interrupted(args, e) -> str:
+    what = "terminated" if isinstance(e, _Terminated) else "interrupted"
+    out = getattr(args, "out", None) if args is not None else None
+    if out is None:
+        return f"dpbook: {what}"
+    return (f"dpbook: {what}; the results stored so far are kept in {out}, and the same "
+            f"command resumes from them")
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    with warnings.catch_warnings():
-        warnings.showwarning = _one_line_warning  # a user sees one line, not a stack
+    shown, args = _Warnings(), None
+    with warnings.catch_warnings(), _signals():
+        warnings.showwarning = shown.show  # a user sees one line, not a stack
         try:
-            args = parser.parse_args(argv)
+            args = build_parser().parse_args(argv)
             args.func(args)
         except (_UsageError, ValueError) as e:
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             print(f"dpbook: error: {msg}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:
-            print("dpbook: interrupted; the results stored so far are kept, and the same "
-                  "command resumes from them", file=sys.stderr)
-            return 130
+        except KeyboardInterrupt as e:
+            print(_interrupted(args, e), file=sys.stderr)
+            return 143 if isinstance(e, _Terminated) else 130
+        shown.flush()
     return 0
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dpbook.privacy.online import OnlineRun, run_online
-from dpbook.validation import check_count
+from dpbook.validation import check_count, seed_sequence
 
 METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
 QUARTILES = (0.25, 0.5, 0.75)
@@ -147,7 +147,7 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
     if checkpoints is None:
         checkpoints = [k * 10**e for e in range(int(math.log10(n)) + 1) for k in (1, 2, 5)]
         checkpoints = sorted({c for c in checkpoints if c <= n} | {n})
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss = seed_sequence(seed)
 
     def fresh():  # ss before any spawn: run_online spawns (posterior, policy) from it
         return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +36,32 @@ def check_eps(eps) -> float:
     return v
 
 
+def _not_real(name: str, value) -> str | None:
+    """Why a scalar that ``float()`` would take means something else, or None: a boolean
+    (True is not the number 1), a complex number (its imaginary part would be dropped) or
+    text with characters outside ASCII (``float()`` reads the digits of every script, a
+    CSV reader and most other tools do not: dpbook reads ASCII numerals only)."""
+    if isinstance(value, (bool, np.bool_)):
+        return f"{name} must be a number, not a boolean (got {value!r})"
+    if isinstance(value, (complex, np.complexfloating)):
+        return f"{name} must be a real number, got the complex number {value!r}"
+    if isinstance(value, (str, bytes)) and not value.isascii():
+        return f"{name} must be written with ASCII digits, got {value!r}"
+    if isinstance(value, np.ndarray) and value.dtype.kind in "bc":
+        return _not_real(name, value.reshape(-1)[0]) if value.size else None
+    return None
+
+
+def refuse_not_real(name: str, value):
+    """ValueError if the scalar ``value`` is a boolean, a complex number or non-ASCII
+    text (see :func:`_not_real`)."""
+    why = _not_real(name, value)
+    if why:
+        raise ValueError(why)
+
+
 def check_positive(name: str, value) -> float:
+    refuse_not_real(name, value)
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -58,9 +84,54 @@ def check_count(name: str, value, minimum: int = 1) -> int:
     return v
 
 
+def check_mc_size(name: str, value) -> int:
+    """M or K of the Monte Carlo Fisher information (eq. 8, Algorithm 4): an integer
+    >= 2, as its standard error is a spread over at least two draws (with one, every
+    result carried a NaN standard error)."""
+    try:
+        return check_count(name, value, 2)
+    except ValueError:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            raise ValueError(f"{name} must be at least 2 (the Monte Carlo standard error "
+                             f"needs two draws), got {value!r}") from None
+        raise
+
+
+def _short(values) -> str:
+    text = repr(values)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def refuse_not_real_array(name: str, values):
+    """ValueError if ``values`` (an array, a sequence or a scalar) holds a boolean, a
+    complex number or non-ASCII text (see :func:`_not_real`); numpy would turn the first
+    two into numbers (True as 1, 1+2j as 1) without a word."""
+    kind = getattr(getattr(values, "dtype", None), "kind", None)
+    if kind in ("b", "c"):
+        raise ValueError(f"{name} must be real numbers, got "
+                         f"{'booleans' if kind == 'b' else 'complex numbers'}")
+    if kind in ("f", "i", "u"):
+        return
+    if kind is None and isinstance(values, (int, float)) and not isinstance(values, bool):
+        return
+    try:
+        items = np.asarray(values, dtype=object)
+    except (TypeError, ValueError):
+        return  # left to the conversion, which names the problem
+    for v in items.flat:
+        why = _not_real(name, v)
+        if why:
+            raise ValueError(why)
+
+
 def check_finite(name: str, values) -> np.ndarray:
-    """Values as a float array; reject non-finite values and magnitudes above MAX_ABS."""
-    a = np.asarray(values, dtype=float)
+    """Values as a float array; reject non-finite values and magnitudes above MAX_ABS,
+    and values that are not real numbers (booleans, complex numbers, non-ASCII text)."""
+    refuse_not_real_array(name, values)
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be numbers, got {_short(values)}") from None
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got a non-finite value")
     if a.size and np.max(np.abs(a)) > MAX_ABS:
@@ -93,6 +164,8 @@ def check_interval(l, r, name: str = "interval", ends=("l", "r")):
 def check_finite_number(name: str, value) -> float:
     """A single finite number as a float (the scalar case of check_finite, without numpy:
     the online loop calls it three times per individual)."""
+    if type(value) not in (float, np.float64):  # the online loop's cases, kept fast
+        refuse_not_real(name, value)
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -136,20 +209,67 @@ def check_observations(y, l, r):
             np.ascontiguousarray(r, dtype=float))
 
 
-def as_generator(rng) -> np.random.Generator:
+def as_generator(rng, name: str = "rng") -> np.random.Generator:
     """A Generator from what ``numpy.random.default_rng`` accepts: a Generator (used as
     it is), a BitGenerator, an int seed >= 0, a SeedSequence, or None (fresh entropy);
-    ValueError otherwise."""
+    ValueError naming the argument (``name``) otherwise."""
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
             isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
-        try:
-            return np.random.default_rng(rng)
-        except ValueError as e:
-            raise ValueError(f"rng: {e}") from None
-    raise ValueError(f"rng must be a numpy Generator, a BitGenerator, an int seed >= 0, a "
-                     f"SeedSequence or None, got {type(rng).__name__}")
+        if rng is not None and not isinstance(rng, (np.random.SeedSequence,
+                                                    np.random.BitGenerator)):
+            check_seed(rng, name)
+        return np.random.default_rng(rng)
+    raise ValueError(f"{name} must be a numpy Generator, a BitGenerator, an int seed >= 0, "
+                     f"a SeedSequence or None, got {_short(rng)}")
+
+
+def check_seed(seed, name: str = "seed"):
+    """``seed`` unchanged if it is an int >= 0 (not a boolean) or a numpy SeedSequence;
+    ValueError naming ``name`` otherwise (numpy's own errors are a TypeError for 1.5 and
+    a message without the argument's name for -1)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) \
+            and seed >= 0:
+        return seed
+    raise ValueError(f"{name} must be an int >= 0 or a numpy SeedSequence, got "
+                     f"{_short(seed)}")
+
+
+def seed_sequence(seed, name: str = "seed") -> np.random.SeedSequence:
+    """``seed`` as a numpy SeedSequence: a SeedSequence unchanged, an int >= 0 (see
+    :func:`check_seed`) or None (fresh entropy)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    return np.random.SeedSequence(None if seed is None else check_seed(seed, name))
+
+
+def check_store_path(out, name: str = "out") -> Path:
+    """A store directory as a Path; ValueError for an empty path (``Path("")`` is the
+    current directory, where a store would be written among other files) or a
+    non-path."""
+    if not isinstance(out, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a directory path, got {_short(out)}")
+    text = os.fspath(out)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text.strip():
+        raise ValueError(f"{name} must name a directory, got an empty path {text!r} (use "
+                         f"'.' for the current directory)")
+    return Path(text)
+
+
+def missing_method(obj, method: str) -> NotImplementedError:
+    """The error of a method that a subclass of one of dpbook's interfaces (Family,
+    Mechanism, Policy) did not define: it names the class and the method (a bare
+    NotImplementedError says neither)."""
+    base = next((c.__name__ for c in type(obj).__mro__[1:]
+                 if c.__module__.startswith("dpbook.") and method in vars(c)), "its base")
+    return NotImplementedError(
+        f"{type(obj).__name__} does not define {method}(), which this computation needs; "
+        f"a subclass of {base} must define it (see the book's 'Extending dpbook')")
 
 
 def available_memory() -> int:

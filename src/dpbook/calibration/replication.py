@@ -47,7 +47,7 @@ from dpbook.posterior import GridPosterior, exact_posterior
 from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population
-from dpbook.validation import as_generator, check_eps, check_interval
+from dpbook.validation import as_generator, check_eps, check_interval, seed_sequence
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code")
 PARAMS = ("mu", "sigma")
@@ -135,7 +135,7 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
     eps = check_eps(eps)
     l, r = check_interval(l, r)
     fam = check_study_model(method, family, mechanism)
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss = seed_sequence(seed)
     theta_seed, data_seed, algo_seed = ss.spawn(3)
     mu, sigma = (float(v) for v in draw_theta(np.random.default_rng(theta_seed),
                                               prior=fam.prior))

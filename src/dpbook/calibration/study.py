@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
 from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
 from dpbook.experiment.tasks import set_threads
-from dpbook.validation import check_count, check_eps, check_interval
+from dpbook.validation import check_count, check_eps, check_interval, check_store_path
 from dpbook.versions import fingerprint
 
 CALIBRATION_CODE = 6  # spawn-key code of the replications' seeds
@@ -159,7 +158,7 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
     tasks = list(dict.fromkeys(tasks))
     for m in {t.method for t in tasks}:
         check_study_model(m, config["family"], mechanism)
-    out = Path(out)
+    out = check_store_path(out)
     aside = set_aside_if_stale(out, config)
     if aside is not None:
         warnings.warn(f"{out} was made by other dpbook code; moved to {aside}, its "

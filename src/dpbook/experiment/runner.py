@@ -68,7 +68,7 @@ from dpbook.experiment.store import (
     write_estimates,
 )
 from dpbook.experiment.tasks import run_task, task_spec
-from dpbook.validation import check_count
+from dpbook.validation import check_count, check_store_path
 
 
 def _best_intervals(config: dict, manifest: dict | None, family_obj=None) -> dict:
@@ -145,7 +145,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          mechanism=mechanism, theta=theta, subset=subset,
                          original_code=original_code)
     family_obj = None if config.get("family_registered", True) else family
-    out = Path(out)
+    out = check_store_path(out)
     tasks = sorted(config_tasks(config), key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))
 
     def prepare(manifest):

@@ -51,6 +51,9 @@ def repo_root(start: Path | None = None) -> Path:
 
 
 def atomic_write_bytes(path: Path, writer):
+    """Write ``path`` through a temporary file renamed over it (``os.replace``); a file
+    that cannot be written or replaced (read-only or immutable, a directory in its
+    place, a full disk) is a ValueError naming it, not a traceback."""
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
         with open(tmp, "wb") as f:
@@ -58,9 +61,11 @@ def atomic_write_bytes(path: Path, writer):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        raise ValueError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def write_json(path: Path, obj):
@@ -91,6 +96,14 @@ def read_task(path: Path, task: Task, sha) -> dict:
     try:
         if path.stat().st_size == 0:
             raise ValueError("the file is empty")
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic[:1] == b"\x80":  # a pickle's protocol opcode
+            raise ValueError("it is a pickle of Python objects, not a dpbook task file "
+                             "(dpbook never loads pickles)")
+        if magic != b"PK\x03\x04":  # np.savez_compressed writes a zip archive
+            raise ValueError("it is not a dpbook task file (not a zip archive of arrays): "
+                             "damaged, or written by something else")
         with np.load(path, allow_pickle=False) as z:
             if not {"row_json", "config_sha"} <= set(z.files):
                 raise ValueError("it is not a dpbook task file of this version (keys "

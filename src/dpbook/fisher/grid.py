@@ -50,7 +50,7 @@ from dpbook.fisher.estimates import (
 from dpbook.fisher.exact import fisher_exact
 from dpbook.fisher.mc import fisher_mc_bytes, fisher_mc_pairs, mc_setup
 from dpbook.model.families import as_family
-from dpbook.validation import check_count, check_eps, check_memory, check_positive
+from dpbook.validation import check_count, check_eps, check_mc_size, check_memory, check_positive
 
 BASE_LIMS = (-3.0, 3.0)  # the paper's (a, b) range for the base distribution (Section 6)
 
@@ -96,7 +96,7 @@ def fisher_grid(eps, family=None, mechanism="laplace", theta=None, method="exact
     grid = check_count("grid", grid, 2)
     mem = grid * grid * (2 * 8 * 2 * 2 + 16)  # F and its standard errors, per cell
     if method == "mc":
-        mem += fisher_mc_bytes(check_count("M", M, 1), check_count("K", K, 1))
+        mem += fisher_mc_bytes(check_mc_size("M", M), check_mc_size("K", K))
     check_memory(f"a {grid} x {grid} grid of Fisher informations", mem)
     impl = backend("fisher_grid", family, mechanism) if path == "auto" else None
     if impl is not None and (theta is None or tuple(theta) == (0.0, 1.0)):
@@ -122,8 +122,8 @@ def _fisher_grid_generic(eps, family, mechanism, theta, method, grid, lims, M, K
     if method == "exact":
         F[ia, ib] = _exact_pairs(A, B, eps, fam, mech, theta)
         return FisherGrid(eps, method, vals, vals.copy(), F, **meta)
-    M = check_count("M", M, 1)
-    K = check_count("K", K, 1)
+    M = check_mc_size("M", M)
+    K = check_mc_size("K", K)
     if workers is None:
         workers = os.cpu_count() or 1
     workers = check_count("workers", workers, 1)

@@ -29,9 +29,9 @@ from dpbook.model.families import as_family
 from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
 from dpbook.validation import (
     as_generator,
-    check_count,
     check_eps,
     check_interval,
+    check_mc_size,
     check_memory,
 )
 
@@ -358,8 +358,8 @@ def _fisher_mc_generic(l, r, eps, theta=None, family=None, mechanism="laplace", 
                          "intervals")
     l, r = float(l), float(r)
     fam, mech, theta = mc_setup(family, mechanism, theta)
-    M = check_count("M", M, 1)
-    K = check_count("K", K, 1)
+    M = check_mc_size("M", M)
+    K = check_mc_size("K", K)
     path = _resolve_path(check_path(path), mech, fam.dim)
     rng = as_generator(rng)
     xy, v = _draw_family_base(rng, fam, mech, theta, M)
@@ -379,7 +379,7 @@ def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
     arrays (F, se, se_tr, se_o, se_o_tr) over c."""
     d = fam.dim
     path = _resolve_path(check_path(path), mech, d)
-    rng = as_generator(seed)
+    rng = as_generator(seed, "seed")
     xy, v = _draw_family_base(rng, fam, mech, theta, M)
     xs, gs = _sorted_family_samples(fam.sample(rng, *theta, size=K), fam, theta)
     n = A.size
@@ -439,7 +439,7 @@ def fisher_mc(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000, K
     draw order: M normals, M Laplace, K normals) unless ``path`` names a generic path
     ('sorted' or 'dense', see the module docstring).
     """
-    M, K = check_count("M", M, 1), check_count("K", K, 1)
+    M, K = check_mc_size("M", M), check_mc_size("K", K)
     check_memory(f"the Monte Carlo Fisher information with M = {M}, K = {K}",
                  fisher_mc_bytes(M, K))
     impl = backend("fisher_mc", family, mechanism) if path == "auto" else None

@@ -121,6 +121,7 @@ from dpbook.validation import (
     check_eps,
     check_finite,
     check_interval,
+    check_mc_size,
     check_positive,
 )
 
@@ -531,8 +532,8 @@ def fisher_mc(l, r, eps, mu=0.0, sigma=1.0, M=1000, K=10000, rng=None, share_sam
         raise ValueError("fisher_mc takes scalar l and r; use fisher_grid for many intervals")
     l, r = float(l), float(r)
     mu, sigma = _check_theta(mu, sigma)
-    M = check_count("M", M, 1)
-    K = check_count("K", K, 1)
+    M = check_mc_size("M", M)
+    K = check_mc_size("K", K)
     rng = as_generator(rng)
     zp, v = _draw_y_base(rng, M)
     if not share_samples:
@@ -587,12 +588,12 @@ def fisher_grid(eps, method="exact", grid=50, lims=(-3.0, 3.0), M=1000, K=10000,
                                f"{(A.size, 2, 2)}")
         F[ia, ib] = Fe
         return FisherGrid(eps, method, vals, vals.copy(), F)
-    M = check_count("M", M, 1)
-    K = check_count("K", K, 1)
+    M = check_mc_size("M", M)
+    K = check_mc_size("K", K)
     if workers is None:
         workers = os.cpu_count() or 1
     workers = check_count("workers", workers, 1)
-    rng = as_generator(seed)
+    rng = as_generator(seed, "seed")
     zp, v = _draw_y_base(rng, M)
     shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
     out = run_cells(A, B, eps, 0.0, 1.0, zp, v, shared, workers)

@@ -43,6 +43,7 @@ from dpbook.validation import (
     check_eps,
     check_finite,
     check_interval,
+    refuse_not_real_array,
 )
 
 __all__ = [
@@ -66,6 +67,7 @@ _SQRT_PI_2 = math.sqrt(math.pi / 2.0)
 
 
 def _check_positive_array(name, values) -> np.ndarray:
+    refuse_not_real_array(name, values)
     a = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
         raise ValueError(f"{name} must be positive and finite")
@@ -75,6 +77,7 @@ def _check_positive_array(name, values) -> np.ndarray:
 def _check_eps_array(eps) -> np.ndarray:
     if np.ndim(eps) == 0:
         return np.asarray(check_eps(eps))
+    refuse_not_real_array("eps", eps)
     try:
         e = np.asarray(eps, dtype=float)
     except (TypeError, ValueError):

@@ -78,7 +78,7 @@ class MarginalSMC(ParticlePosterior):
             raise ValueError(f"delayed must be True or False, got {delayed!r}")
         self.delayed = bool(delayed)
         self.evaluations = 0  # proposals whose exact target was computed
-        self.rng = as_generator(seed)
+        self.rng = as_generator(seed, "seed")
         self.params = tuple(self.family.params)
         self.positive = np.array(self.family.positive, dtype=bool)
         self.compiled = backend("loglik_particles", self.family, self.mechanism)

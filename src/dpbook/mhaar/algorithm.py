@@ -127,6 +127,7 @@ from dpbook.validation import (
     check_eps,
     check_memory,
     check_observations,
+    check_seed,
 )
 
 TARGET_ACCEPT = 0.1  # the Robbins-Monro rule of the module docstring
@@ -444,14 +445,6 @@ def pilot_steps(fam, mech, y, l, r, b, theta0, positive, rng):
 # ---------------------------------------------------------------- the sampler
 
 
-def _check_seed(seed):
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        return int(seed)
-    raise ValueError(f"seed must be a non-negative int or a numpy SeedSequence, got {seed!r}")
-
-
 def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=20, seed=0,
           burn_fraction=0.8, steps=None, adapt=True, generic=False, **backend_options):
     """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(theta | y_{1:n}), any family.
@@ -486,6 +479,7 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     MHAARResult
     """
     n_iter, n_aux = check_count("n_iter", n_iter, 1), check_count("n_aux", n_aux, 2)
+    check_seed(seed)
     # the chain, its steps and acceptances; n x N auxiliary draws and their weights
     check_memory(f"MHAAR with {n_iter} iterations and {n_aux} auxiliary draws for "
                  f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)
@@ -509,7 +503,7 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
         burn_fraction = float("nan")
     if not 0.0 <= burn_fraction < 1.0:
         raise ValueError(f"burn_fraction must be in [0, 1), got {burn_fraction!r}")
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     n, d = y.size, fam.dim
     positive = np.array(fam.positive, dtype=bool)
     if steps is not None:

@@ -159,7 +159,13 @@ from dpbook.mhaar.simd import (
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.validation import check_count, check_eps, check_observations, check_positive
+from dpbook.validation import (
+    check_count,
+    check_eps,
+    check_observations,
+    check_positive,
+    check_seed,
+)
 
 _BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
 _FAST_EPS_MAX = 600.0  # shifted exponents lie in [-eps, 0]; exp(-600) is far from underflow
@@ -639,7 +645,7 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
         ib = ib * LOG2E
         off = off * LOG2E
     adapt_start = int(math.floor(ADAPT_START_FRACTION * n_iter)) if adapt else n_iter + 1
-    key = np.uint64(_rng.seed_to_key(seed))
+    key = np.uint64(_rng.seed_to_key(check_seed(seed)))
     # (n_iter, 2) in column-major order: the kernel writes each column as one array,
     # and MHAARResult's means over a column sum it as the 1-d arrays they are
     samples = np.empty((n_iter, 2), order="F")

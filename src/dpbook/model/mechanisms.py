@@ -24,6 +24,7 @@ from dpbook.validation import (
     check_finite,
     check_interval,
     check_one_interval,
+    missing_method,
 )
 
 MECHANISMS = ("laplace", "gaussian")
@@ -105,24 +106,24 @@ class Mechanism:
     kink = False  # density not differentiable at 0 (quadrature splits there)
 
     def logpdf(self, v, scale):
-        raise NotImplementedError
+        raise missing_method(self, "logpdf")
 
     def pdf(self, v, scale):
         return np.exp(self.logpdf(v, scale))
 
     def cdf(self, v, scale):
-        raise NotImplementedError
+        raise missing_method(self, "cdf")
 
     def sample(self, rng: np.random.Generator, size=None):
         """Standard noise V (scale 1)."""
-        raise NotImplementedError
+        raise missing_method(self, "sample")
 
     def variance(self, scale):
-        raise NotImplementedError
+        raise missing_method(self, "variance")
 
     def tail(self, scale, tol=1e-16):
         """A half-width h with P(|b V| > h) < tol (for quadrature ranges)."""
-        raise NotImplementedError
+        raise missing_method(self, "tail")
 
     def __repr__(self):
         return f"<mechanism {self.name}>"

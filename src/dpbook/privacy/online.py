@@ -14,6 +14,7 @@ import numpy as np
 
 from dpbook.privacy.population import Population
 from dpbook.smc import SMC
+from dpbook.validation import seed_sequence
 
 
 @dataclass
@@ -44,7 +45,7 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     if posterior is not None and subset is not None:
         raise ValueError("subset is an option of the latent SMC; give it to the posterior "
                          "object passed as posterior= instead")
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss = seed_sequence(seed)
     smc_ss, policy_ss = ss.spawn(2)
     mechanism = getattr(population, "mechanism", "laplace")
     smc = posterior if posterior is not None else SMC(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbook.validation import check_interval
+from dpbook.validation import check_interval, missing_method
 
 
 class Policy:
@@ -33,7 +33,7 @@ class Policy:
     name = ""
 
     def next_interval(self, posterior, rng: np.random.Generator):
-        raise NotImplementedError
+        raise missing_method(self, "next_interval")
 
 
 class FixedPolicy(Policy):

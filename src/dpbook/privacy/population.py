@@ -13,7 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from dpbook.model.mechanisms import check_mechanism, release_one
-from dpbook.validation import check_count, check_eps, check_finite, check_positive
+from dpbook.validation import (
+    check_count,
+    check_eps,
+    check_finite,
+    check_positive,
+    seed_sequence,
+)
 
 
 class Population:
@@ -60,7 +66,7 @@ def normal_population(n, mu, sigma, eps, seed=None, mechanism="laplace") -> Popu
     n = check_count("n", n)
     sigma = check_positive("sigma", sigma)
     mu = float(check_finite("mu", mu))
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss = seed_sequence(seed)
     data_ss, noise_ss = ss.spawn(2)
     x = np.random.default_rng(data_ss).normal(mu, sigma, size=n)
     return Population(x, eps, np.random.default_rng(noise_ss), mechanism)
@@ -79,7 +85,7 @@ def family_population(family, theta, n, eps, seed=None, mechanism="laplace") -> 
     fam = as_family(family)
     theta = fam.check_theta(*((theta,) if np.ndim(theta) == 0 else tuple(theta)))
     n = check_count("n", n)
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss = seed_sequence(seed)
     data_ss, noise_ss = ss.spawn(2)
     x = np.asarray(fam.sample(np.random.default_rng(data_ss), *theta, size=n), float)
     return Population(x, eps, np.random.default_rng(noise_ss), mechanism)

@@ -38,6 +38,7 @@ from dpbook.validation import (
     check_memory,
     check_observations,
     check_release,
+    check_seed,
 )
 
 # Optimal random-walk scaling for a d-dimensional Gaussian target (Roberts, Gelman &
@@ -244,11 +245,7 @@ class SMC(ParticlePosterior):
         self.every = check_count("every", every, 1)
         self.n_theta_moves = check_count("n_theta_moves", n_theta_moves, 1)
         check_smc_memory(self.N, self.n_max)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer,
-                                                           np.random.SeedSequence)):
-            raise ValueError(f"seed must be an int or a numpy SeedSequence, got {seed!r}")
-        if not isinstance(seed, np.random.SeedSequence) and seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_seed(seed)
         self._rng = np.random.default_rng(seed)
         N, d = self.N, self.family.dim
         self._pos = np.array(self.family.positive, dtype=bool)

@@ -39,7 +39,7 @@ from dpbook import rng as _rng
 from dpbook.model.families import as_family
 from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
-from dpbook.validation import check_count, check_eps, check_release
+from dpbook.validation import check_count, check_eps, check_release, check_seed
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
 # with subset rejuvenation, the x_k moved at time t from numpy's Generator([key, t, 7]);
@@ -338,7 +338,7 @@ class NormalLaplaceSMC(SMC):
         self.every = check_count("every", every, 1)
         self.subset = check_subset(subset)
         check_smc_memory(self.N, self.n_max)
-        self._key = np.uint64(_rng.seed_to_key(seed))
+        self._key = np.uint64(_rng.seed_to_key(check_seed(seed)))
         self._moved = np.ones(self.n_max, np.uint8)  # which x_k the sweep moves
         self._family = as_family(family)
         p = self._family.prior

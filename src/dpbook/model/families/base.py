@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.validation import MAX_ABS
+from dpbook.validation import MAX_ABS, missing_method, refuse_not_real
 
 # The primitives that take theta after one leading argument (x, q, u or rng): each
 # subclass's own definitions are wrapped so that theta is checked before they run.
@@ -106,19 +106,19 @@ class Family:
     # ------------------------------------------------------------------ the model
     def logpdf(self, x, *theta):
         """log p_theta(x), vectorised (log pmf for a discrete family)."""
-        raise NotImplementedError
+        raise missing_method(self, "logpdf")
 
     def score(self, x, *theta):
         """grad_theta log p_theta(x): a tuple with one array per parameter."""
-        raise NotImplementedError
+        raise missing_method(self, "score")
 
     def sample(self, rng: np.random.Generator, *theta, size=None):
         """x ~ P_theta; ``size`` as in numpy (None: the broadcast shape of theta)."""
-        raise NotImplementedError
+        raise missing_method(self, "sample")
 
     def cdf(self, x, *theta):
         """P_theta(X <= x)."""
-        raise NotImplementedError
+        raise missing_method(self, "cdf")
 
     def sf(self, x, *theta):
         """P_theta(X > x) (override for accuracy in the upper tail)."""
@@ -126,7 +126,7 @@ class Family:
 
     def ppf(self, q, *theta):
         """The quantile function (used for quadrature ranges and default intervals)."""
-        raise NotImplementedError
+        raise missing_method(self, "ppf")
 
     def cdf_grad(self, x, *theta):
         """grad_theta P_theta(X <= x) (the clipped masses' score in Fisher's identity).
@@ -156,11 +156,11 @@ class Family:
     # ------------------------------------------------------------------ the prior
     def log_prior(self, *theta):
         """log eta(theta), a density w.r.t. Lebesgue measure on theta as named."""
-        raise NotImplementedError
+        raise missing_method(self, "log_prior")
 
     def sample_prior(self, rng: np.random.Generator, size):
         """theta ~ eta as a (size, d) array."""
-        raise NotImplementedError
+        raise missing_method(self, "sample_prior")
 
     def gibbs(self, rng: np.random.Generator, theta, x):
         """A conjugate draw theta ~ p(theta | x_{1:t}) for every particle, or None.
@@ -187,6 +187,7 @@ class Family:
                              f"({', '.join(self.params)}), got {len(theta)}")
         out = []
         for name, pos, v in zip(self.params, self.positive, theta):
+            refuse_not_real(name, v)
             try:
                 f = float(v)
             except (TypeError, ValueError):
@@ -203,7 +204,7 @@ class Family:
 
     def guess(self, y, l, r, eps, mechanism):
         """A rough theta from released data (starts MHAAR, centres posterior grids)."""
-        raise NotImplementedError
+        raise missing_method(self, "guess")
 
     def fixed_interval(self, *theta):
         """The non-adaptive comparison interval [l_c, r_c] for true theta (Section 6
@@ -222,7 +223,7 @@ class Family:
 
     def default_theta(self):
         """The theta used by the command line when none is given."""
-        raise NotImplementedError
+        raise missing_method(self, "default_theta")
 
     def describe(self) -> str:
         prior = getattr(self, "prior", None)
@@ -251,22 +252,22 @@ class LocationScaleFamily(Family):
 
     # base distribution g (theta = (0, 1))
     def base_logpdf(self, z):
-        raise NotImplementedError
+        raise missing_method(self, "base_logpdf")
 
     def base_dlogpdf(self, z):
-        raise NotImplementedError
+        raise missing_method(self, "base_dlogpdf")
 
     def base_cdf(self, z):
-        raise NotImplementedError
+        raise missing_method(self, "base_cdf")
 
     def base_sf(self, z):
         return 1.0 - self.base_cdf(z)
 
     def base_ppf(self, q):
-        raise NotImplementedError
+        raise missing_method(self, "base_ppf")
 
     def base_sample(self, rng, size=None):
-        raise NotImplementedError
+        raise missing_method(self, "base_sample")
 
     # the family, by shifting and scaling
     def logpdf(self, x, m, c):
