@@ -154,18 +154,23 @@ def smc_subset():
     return {"theta": smc.theta, "w": smc.w, "mean_mu": smc.history.mean_mu}
 
 
+def _generic_models():
+    """(name, family, mechanism, generic=) of the generic-path cases: the normal family
+    forced onto that path, another family with the Gaussian mechanism, a heavy tail."""
+    from dpbook.model.families import get_family
+
+    return (("normal", "normal", "laplace", True), ("laplace", "laplace", "gaussian", False),
+            ("student_t", get_family("student_t", df=3.0), "laplace", False))
+
+
 @case("rng", "population", "smc", *GENERIC_MODEL)
 def smc_generic():
     """The latent SMC for other models (and the normal one forced onto that path)."""
-    from dpbook.model.families import get_family
     from dpbook.smc import smc_posterior
 
     y, l, r = _normal_releases(60, 2.0, 35.0, 65.0)
     out = {}
-    for name, fam, mech, generic in (("normal", "normal", "laplace", True),
-                                     ("laplace", "laplace", "gaussian", False),
-                                     ("student_t", get_family("student_t", df=3.0), "laplace",
-                                      False)):
+    for name, fam, mech, generic in _generic_models():
         smc = smc_posterior(y, l, r, 2.0, family=fam, mechanism=mech, n_particles=64,
                             seed=5, generic=generic)
         _put(out, name, {"theta": smc.theta, "w": smc.w})
@@ -216,15 +221,11 @@ def posterior_exact():
 
 @case("rng", "population", "posterior", *GENERIC_MODEL)
 def posterior_generic():
-    from dpbook.model.families import get_family
     from dpbook.posterior import exact_posterior
 
     y, l, r = _normal_releases(40, 2.0, 35.0, 65.0)
     out = {}
-    for name, fam, mech, generic in (("normal", "normal", "laplace", True),
-                                     ("laplace", "laplace", "gaussian", False),
-                                     ("student_t", get_family("student_t", df=3.0), "laplace",
-                                      False)):
+    for name, fam, mech, generic in _generic_models():
         post = exact_posterior(y, l, r, 2.0, family=fam, mechanism=mech, grid=(21, 21),
                                generic=generic)
         _put(out, name, {"quantile": post.quantile([0.05, 0.5, 0.95]),
