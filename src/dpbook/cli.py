@@ -265,6 +265,19 @@ def cmd_best_interval(args):
 
 def read_releases(path):
     """Read DATA.csv with header y,l,r (one release per row, time order)."""
+    cols = read_csv_columns(path, ("y", "l", "r"), expected="header must be y,l,r")
+    from dpbook.validation import check_observations
+
+    return check_observations(cols["y"], cols["l"], cols["r"])
+
+
+def read_csv_columns(path, columns, expected=None):
+    """The named numeric columns of a CSV file with a header, as float arrays: the one
+    reader of ``dpbook posterior`` (y, l, r) and ``dpbook stream`` (a column of values).
+    ValueError naming the file, and the line and column of a bad cell: a file that is
+    not UTF-8 CSV text, a missing column (the message lists the file's columns), a
+    column named twice, no data rows, a cell that is not an ASCII number (empty, a
+    boolean, other text)."""
     import pandas as pd
 
     try:
@@ -297,17 +310,19 @@ def read_releases(path):
     raw = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False)
     names = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False,
                         header=None, nrows=1).iloc[0].tolist() if len(raw.columns) else []
-    twice = [c for c in ("y", "l", "r") if names.count(c) > 1]
+    twice = [c for c in columns if names.count(c) > 1]
     if twice:
         raise ValueError(f"{path}: column {twice[0]} appears {names.count(twice[0])} times "
                          f"in the header; which one holds the data is ambiguous")
-    missing = [c for c in ("y", "l", "r") if c not in df.columns]
+    missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ValueError(f"{path} lacks column(s) {', '.join(missing)} (header must be y,l,r)")
+        there = ", ".join(str(c) for c in names) or "none"
+        raise ValueError(f"{path} lacks column(s) {', '.join(missing)} "
+                         f"({expected or 'its columns: ' + there})")
     if len(df) == 0:
         raise ValueError(f"{path} has no data rows")
     cols = {}
-    for c in ("y", "l", "r"):
+    for c in columns:
         _check_cells(path, c, raw[c])
         vals = pd.to_numeric(df[c], errors="coerce")
         bad = vals.isna() & df[c].notna() | df[c].isna()
@@ -316,9 +331,7 @@ def read_releases(path):
             raise ValueError(f"{path}, line {row}: column {c} holds a non-number "
                              f"{df[c].iloc[row - 2]!r}")
         cols[c] = vals.to_numpy(dtype=float)
-    from dpbook.validation import check_observations
-
-    return check_observations(cols["y"], cols["l"], cols["r"])
+    return cols
 
 
 # an ASCII decimal number as CSV files and most tools write it (or inf: refused later,
@@ -362,6 +375,7 @@ def cmd_posterior(args):
     from dpbook.validation import check_count, check_eps
 
     family, mechanism = family_from_args(args)
+    family = prior_from_args(family, args)
     m = args.method
     smc = ("smc", "smc-subset", "smc-marginal", "ibis")
     _only_where_used(args, f"--method {m}", {
@@ -547,9 +561,137 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--json", action="store_true", help=_JSON_HELP)
     fl.set_defaults(func=cmd_families)
 
+    add_prior_arguments(q)
     add_experiment_parser(sub)
     add_calibrate_parser(sub)
+    add_stream_parser(sub)
     return p
+
+
+def add_prior_arguments(p):
+    p.add_argument("--prior-loc", type=_finite_float, nargs=2, default=None,
+                   metavar=("MEAN", "VAR"), help="prior of the location: N(MEAN, VAR) "
+                   "(default Section 6's, 0 10000)")
+    p.add_argument("--prior-scale2", type=_finite_float, nargs=2, default=None,
+                   metavar=("SHAPE", "SCALE"), help="prior of the squared scale: "
+                   "IG(SHAPE, SCALE) (default Section 6's, 1 1)")
+
+
+def prior_from_args(family, args):
+    """The family with the prior of --prior-loc / --prior-scale2 (location-scale
+    families), or the family itself when neither is given."""
+    hyper = {}
+    if getattr(args, "prior_loc", None) is not None:
+        hyper.update(loc_mean=args.prior_loc[0], loc_var=args.prior_loc[1])
+    if getattr(args, "prior_scale2", None) is not None:
+        hyper.update(scale2_shape=args.prior_scale2[0], scale2_scale=args.prior_scale2[1])
+    if not hyper:
+        return family
+    if not family.location_scale:
+        raise _UsageError(f"--prior-loc and --prior-scale2 set the prior of a "
+                          f"location-scale family, not of {family.name}")
+    return family.with_prior(**hyper)
+
+
+# ----------------------------------------------------------------------- stream
+STREAM_METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
+
+
+def add_stream_parser(subparsers):
+    p = subparsers.add_parser(
+        "stream", help="Algorithm 1 over a file of sensitive values: release each one "
+                       "through an interval and update the posterior",
+        description="Run Algorithm 1 over a column of a CSV file of sensitive values: "
+                    "each value, in file order (or --shuffle), is clipped to the interval "
+                    "the policy asks for and released with noise of scale (r - l)/eps; "
+                    "the online posterior absorbs the release.  Prints the final "
+                    "posterior's quartiles; --released writes the releases (y, l, r), "
+                    "which `dpbook posterior` reads back.")
+    p.add_argument("values", help="CSV file with a header")
+    p.add_argument("--column", required=True, help="the column of sensitive values")
+    p.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
+    add_family_arguments(p)
+    p.add_argument("--method", choices=STREAM_METHODS, default="smc-marginal",
+                   help="online posterior: the latent SMC of Algorithms 2-3 (O(n^2 N)), "
+                        "the same moving M latent values per step (smc-subset, with "
+                        "--subset M), the marginal SMC on theta (default: O(n log n) for "
+                        "long streams) or the online gradient estimate (a point estimate)")
+    p.add_argument("--policy", choices=("adaptive",), default=None,
+                   help="adaptive: Thompson sampling and eq. (13) (the default unless "
+                        "--interval is given)")
+    p.add_argument("--interval", type=_finite_float, nargs=2, default=None,
+                   metavar=("L", "R"), help="a fixed interval [L, R] for everyone")
+    add_prior_arguments(p)
+    p.add_argument("--particles", type=_int, default=None,
+                   help="particles of the SMC methods (default 1000)")
+    p.add_argument("--subset", type=_int, default=None, metavar="M",
+                   help="smc-subset: latent values moved per step")
+    p.add_argument("--shuffle", action="store_true",
+                   help="release the values in a random order (from --seed)")
+    p.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the order (--shuffle), the privacy noise and the "
+                        "algorithm (default 0)")
+    p.add_argument("--released", default=None, metavar="OUT.csv",
+                   help="write the releases (y, l, r) here, in release order")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p.set_defaults(func=cmd_stream)
+    return p
+
+
+def cmd_stream(args):
+    from dpbook.streams import run_stream
+
+    t0 = time.perf_counter()
+    family, mechanism = family_from_args(args)
+    family = prior_from_args(family, args)
+    if args.policy is not None and args.interval is not None:
+        raise _UsageError("give --policy adaptive or --interval L R, not both")
+    if args.subset is not None and args.method != "smc-subset":
+        raise _UsageError(f"--subset does not apply to --method {args.method} (it is for "
+                          f"--method smc-subset)")
+    if args.method == "smc-subset" and args.subset is None:
+        raise _UsageError("--method smc-subset needs --subset M (latent values moved per "
+                          "step)")
+    if args.particles is not None and args.method == "online-gradient":
+        raise _UsageError("--particles does not apply to --method online-gradient (it "
+                          "has no particles)")
+    if args.released is not None and not args.released.strip():
+        raise _UsageError("--released needs a file name")
+    values = read_csv_columns(args.values, (args.column,))[args.column]
+    from dpbook.validation import MAX_ABS
+
+    bad = ~(np.abs(values) <= MAX_ABS)  # inf, or beyond the supported range
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{args.values}, line {i + 2}: column {args.column} holds "
+                         f"{float(values[i])!r}, outside the supported range [-{MAX_ABS:g}, "
+                         f"{MAX_ABS:g}] (rescale the data)")
+    policy = "adaptive" if args.interval is None else tuple(args.interval)
+    run, out = run_stream(values, args.eps, method=args.method, policy=policy,
+                          family=family, mechanism=mechanism,
+                          n_particles=1000 if args.particles is None else args.particles,
+                          subset=args.subset, seed=args.seed, shuffle=args.shuffle,
+                          progress=not args.no_progress and sys.stderr.isatty()
+                          and len(values) > 2000)
+    if args.released is not None:
+        from dpbook.experiment.store import atomic_write_bytes
+
+        text = "y,l,r\n" + "".join(f"{a!r},{b!r},{c!r}\n" for a, b, c in
+                                    zip(run.y.tolist(), run.l.tolist(), run.r.tolist()))
+        atomic_write_bytes(Path(args.released), lambda f: f.write(text.encode()))
+        out["released"] = args.released
+    out["seconds"] = time.perf_counter() - t0
+    q = out["quartiles"]
+    head = (f"{'estimate' if args.method == 'online-gradient' else 'posterior'} "
+            f"({args.method}, {out['policy']} interval, n = {out['n']}, eps = {args.eps})")
+    lines = [head + ":"]
+    lines += [f"  {p:<6} quartiles {q[p + '_q25']:.4f}, {q[p + '_q50']:.4f}, "
+              f"{q[p + '_q75']:.4f}" for p in family.params]
+    if args.released is not None:
+        lines.append(f"  releases written to {args.released}")
+    lines.append(f"  {out['seconds']:.2f} s")
+    _print(out, args.json, lines)
 
 
 # ----------------------------------------------------------------------- experiment
@@ -702,12 +844,7 @@ def add_calibrate_parser(subparsers):
                    metavar=("L", "R"), help="the fixed interval of every method but "
                    "smc-adaptive; it must not depend on theta (default -300 300)")
     add_family_arguments(p)
-    p.add_argument("--prior-loc", type=_finite_float, nargs=2, default=None,
-                   metavar=("MEAN", "VAR"), help="prior of the location: N(MEAN, VAR) "
-                   "(default Section 6's, 0 10000)")
-    p.add_argument("--prior-scale2", type=_finite_float, nargs=2, default=None,
-                   metavar=("SHAPE", "SCALE"), help="prior of the squared scale: "
-                   "IG(SHAPE, SCALE) (default Section 6's, 1 1)")
+    add_prior_arguments(p)
     p.add_argument("--seed", type=_seed, default=0, help="root seed (default 0)")
     p.add_argument("--out", default="results/calibration", metavar="DIR",
                    help="store; replications there are reused (default results/calibration)")

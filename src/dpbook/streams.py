@@ -226,3 +226,62 @@ def against_exact(run: TimedRun, at, eps, family=None, mechanism="laplace",
                                  exact=float(q[i, j]), exact_iqr=float(iqr),
                                  error=(value - q[i, j]) / iqr))
     return pd.DataFrame(rows).assign(method=run.clock.method.iat[0])
+
+
+def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=None,
+               mechanism="laplace", n_particles=1000, subset=None, seed=0, shuffle=False,
+               progress=False):
+    """Algorithm 1 over a column of sensitive values (``dpbook stream``): each value, in
+    the given order (or a random one, ``shuffle``), is released once through the
+    interval the ``policy`` asks for, and the online posterior ``method``
+    (:func:`online_posterior`) absorbs the release.  Returns ``(run, summary)``: the
+    :class:`~dpbook.privacy.online.OnlineRun` (the releases y, l, r and the posterior)
+    and {"n", "eps", "method", "policy", "family", "mechanism", "quartiles"} with the
+    final posterior's quartiles per parameter (the online gradient's estimate for all
+    three).
+
+    The values go into the population (:class:`dpbook.privacy.population.Population`),
+    the only object that sees them; the posterior and the policy see the releases.
+    ``seed`` fixes the order (with ``shuffle``), the privacy noise and the algorithm's
+    draws, three independent streams.  ``progress``: show a bar on stderr.
+    """
+    from dpbook.model.families import as_family
+    from dpbook.privacy.population import Population
+    from dpbook.validation import check_eps, check_finite
+
+    eps = check_eps(eps)
+    x = check_finite("values", values).ravel()
+    if x.size == 0:
+        raise ValueError("no values to release")
+    fam = as_family(family)
+    if isinstance(policy, str) and policy == "adaptive" and not fam.location_scale:
+        raise ValueError(f"the adaptive policy of a stream needs a location-scale family, "
+                         f"not {fam.name}: give a fixed interval")
+    order_ss, noise_ss, algo_ss = seed_sequence(seed).spawn(3)
+    if shuffle:
+        x = x[np.random.default_rng(order_ss).permutation(x.size)]
+    population = Population(x, eps, np.random.default_rng(noise_ss), mechanism=mechanism)
+    post_ss, online_ss = algo_ss.spawn(2)
+    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
+                                 n_max=x.size, subset=subset, seed=post_ss)
+    rule = stream_policy(policy, posterior, eps, fam, mechanism)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=x.size, unit="release", desc=method, leave=False,
+                   dynamic_ncols=True, smoothing=0.1)
+    try:
+        run = run_online(population, rule, x.size, seed=online_ss, family=fam,
+                         posterior=posterior, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = {"n": int(x.size), "eps": eps, "method": method,
+               "policy": "adaptive" if isinstance(policy, str) else
+               ("fixed" if isinstance(policy, (tuple, list)) else type(policy).__name__),
+               "family": fam.describe(), "mechanism": str(mechanism),
+               "quartiles": quartiles(run.smc)}
+    if isinstance(policy, (tuple, list)):
+        summary["interval"] = [float(v) for v in policy]
+    return run, summary

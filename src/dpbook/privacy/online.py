@@ -28,7 +28,7 @@ class OnlineRun:
 
 
 def run_online(population: Population, policy, n, n_particles=1000, seed=0, every=20,
-               family=None, posterior=None, subset=None, eps=None):
+               family=None, posterior=None, subset=None, eps=None, progress=None):
     """Run Algorithm 1 for n individuals; return the released (y, l, r) and the SMC.
 
     ``seed`` (int or SeedSequence) drives the SMC and the Thompson draws; the privacy
@@ -40,7 +40,8 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     the policy's draws still come from ``seed``.  ``subset``: latent values the SMC
     moves per step (subset rejuvenation, :class:`dpbook.smc.SMC`; None: all).  ``eps``:
     the privacy level the SMC assumes (default the population's; another reproduces an
-    analysis with the wrong noise scale, as the authors' code's).
+    analysis with the wrong noise scale, as the authors' code's).  ``progress``: an
+    object whose ``update(1)`` is called after each release (a tqdm bar, say).
     """
     if posterior is not None and subset is not None:
         raise ValueError("subset is an option of the latent SMC; give it to the posterior "
@@ -57,4 +58,6 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
         l[t], r[t] = policy.next_interval(smc, policy_rng)
         y[t] = population.release(l[t], r[t])
         smc.update(y[t], l[t], r[t])
+        if progress is not None:
+            progress.update(1)
     return OnlineRun(y=y, l=l, r=r, smc=smc)
