@@ -581,3 +581,19 @@ def test_theta_of_the_fisher_information_must_be_real(family, bad, which):
         fisher_exact(-1.0, 1.0, 1.0, theta=tuple(theta), family=family)
     with pytest.raises(ValueError, match="must be"):
         fisher_mc(-1.0, 1.0, 1.0, theta=tuple(theta), family=family, M=5, K=5, rng=0)
+
+
+def test_seed_sequences_take_lists_of_ints_as_numpy_does():
+    # the chapters key their streams with [seed, key, ...]; numpy's SeedSequence takes
+    # such entropy, and so must every dpbook function that makes one from a seed
+    from dpbook.privacy.population import normal_population
+    from dpbook.validation import seed_sequence
+
+    ss = seed_sequence([2023, 0])
+    assert (ss.generate_state(4) == np.random.SeedSequence([2023, 0]).generate_state(4)).all()
+    a = normal_population(5, 0.0, 1.0, 1.0, seed=[7, 1])
+    b = normal_population(5, 0.0, 1.0, 1.0, seed=[7, 1])
+    assert [a.release(-9, 9) for _ in range(5)] == [b.release(-9, 9) for _ in range(5)]
+    for bad in ([], [1, -1], [1.5], [True]):
+        with pytest.raises(ValueError, match="seed"):
+            seed_sequence(bad)

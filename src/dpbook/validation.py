@@ -240,9 +240,17 @@ def check_seed(seed, name: str = "seed"):
 
 def seed_sequence(seed, name: str = "seed") -> np.random.SeedSequence:
     """``seed`` as a numpy SeedSequence: a SeedSequence unchanged, an int >= 0 (see
-    :func:`check_seed`) or None (fresh entropy)."""
+    :func:`check_seed`), a non-empty list or tuple of them (entropy, as
+    ``numpy.random.SeedSequence`` takes it: the chapters key streams that way) or None
+    (fresh entropy)."""
     if isinstance(seed, np.random.SeedSequence):
         return seed
+    if isinstance(seed, (list, tuple)):
+        if not seed:
+            raise ValueError(f"{name} must not be an empty list")
+        for k in seed:
+            check_seed(k, f"each entry of {name}")
+        return np.random.SeedSequence(seed)
     return np.random.SeedSequence(None if seed is None else check_seed(seed, name))
 
 
