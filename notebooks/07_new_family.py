@@ -125,7 +125,7 @@ size
 # random-walk move of $\theta$ given the latent $x_{1:t}$ are inherited.  A family that
 # is not location-scale subclasses `Family` instead and writes `logpdf`, `score`,
 # `sample`, `cdf`, `ppf`, `log_prior` and `sample_prior` directly
-# (`dpbook/families/poisson.py` is an example in under 100 lines).
+# (`src/dpbook/model/families/poisson.py` is an example in under 100 lines).
 
 # %%
 class Gumbel(LocationScaleFamily):

@@ -246,10 +246,10 @@ def seed_sequence(seed, name: str = "seed") -> np.random.SeedSequence:
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, (list, tuple)):
-        if not seed:
-            raise ValueError(f"{name} must not be an empty list")
-        for k in seed:
-            check_seed(k, f"each entry of {name}")
+        if not seed or not all(isinstance(k, (int, np.integer)) and
+                               not isinstance(k, (bool, np.bool_)) and k >= 0 for k in seed):
+            raise ValueError(f"{name} must be an int >= 0, a non-empty list of them or a "
+                             f"numpy SeedSequence, got {_short(seed)}")
         return np.random.SeedSequence(seed)
     return np.random.SeedSequence(None if seed is None else check_seed(seed, name))
 
