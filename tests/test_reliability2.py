@@ -597,3 +597,12 @@ def test_seed_sequences_take_lists_of_ints_as_numpy_does():
     for bad in ([], [1, -1], [1.5], [True]):
         with pytest.raises(ValueError, match="seed"):
             seed_sequence(bad)
+    from dpbook.smc import SMC
+
+    for generic in (False, True):  # the compiled SMC and the numpy one
+        a = SMC(1.0, n_particles=8, n_max=2, seed=[2023, 3], generic=generic)
+        b = SMC(1.0, n_particles=8, n_max=2, seed=np.random.SeedSequence([2023, 3]),
+                generic=generic)
+        for s in (a, b):
+            s.update(0.5, -1.0, 1.0)
+        assert np.array_equal(a.theta, b.theta)

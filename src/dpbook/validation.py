@@ -226,16 +226,23 @@ def as_generator(rng, name: str = "rng") -> np.random.Generator:
 
 
 def check_seed(seed, name: str = "seed"):
-    """``seed`` unchanged if it is an int >= 0 (not a boolean) or a numpy SeedSequence;
-    ValueError naming ``name`` otherwise (numpy's own errors are a TypeError for 1.5 and
-    a message without the argument's name for -1)."""
+    """``seed`` unchanged if it is an int >= 0 (not a boolean), a non-empty list or tuple
+    of them (entropy, as numpy's SeedSequence takes it: the chapters key their streams
+    with [seed, key, ...]) or a numpy SeedSequence; ValueError naming ``name``
+    otherwise (numpy's own errors are a TypeError for 1.5 and a message without the
+    argument's name for -1)."""
     if isinstance(seed, np.random.SeedSequence):
         return seed
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) \
-            and seed >= 0:
+    if _seed_int(seed):
         return seed
-    raise ValueError(f"{name} must be an int >= 0 or a numpy SeedSequence, got "
-                     f"{_short(seed)}")
+    if isinstance(seed, (list, tuple)) and seed and all(_seed_int(k) for k in seed):
+        return seed  # entropy, as numpy's SeedSequence takes it ([seed, key, ...])
+    raise ValueError(f"{name} must be an int >= 0, a non-empty list of them or a numpy "
+                     f"SeedSequence, got {_short(seed)}")
+
+
+def _seed_int(k) -> bool:
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and k >= 0
 
 
 def seed_sequence(seed, name: str = "seed") -> np.random.SeedSequence:
@@ -245,12 +252,6 @@ def seed_sequence(seed, name: str = "seed") -> np.random.SeedSequence:
     (fresh entropy)."""
     if isinstance(seed, np.random.SeedSequence):
         return seed
-    if isinstance(seed, (list, tuple)):
-        if not seed or not all(isinstance(k, (int, np.integer)) and
-                               not isinstance(k, (bool, np.bool_)) and k >= 0 for k in seed):
-            raise ValueError(f"{name} must be an int >= 0, a non-empty list of them or a "
-                             f"numpy SeedSequence, got {_short(seed)}")
-        return np.random.SeedSequence(seed)
     return np.random.SeedSequence(None if seed is None else check_seed(seed, name))
 
 
