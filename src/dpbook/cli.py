@@ -441,20 +441,42 @@ def cmd_posterior(args):
 
 def _online_gradient(args, family, mechanism, y, l, r, t0):
     """``dpbook posterior --method online-gradient``: the Section 7 estimate after the
-    releases in file order; a point estimate, without a posterior."""
+    releases in file order; a point estimate, without a posterior.  The releases are all
+    at hand, so it starts where the data are (the family's moment guess): from the
+    prior's median, releases clipped at one end of intervals far from it carry no score
+    and the estimate would stay at its start (issue 29)."""
     from dpbook.gradient import OnlineGradient
 
-    est = OnlineGradient(args.eps, family=family, mechanism=mechanism)
+    start = family.guess(y, l, r, args.eps, mechanism)
+    est = OnlineGradient(args.eps, family=family, mechanism=mechanism, theta0=start)
     for t in range(len(y)):
         est.update(y[t], l[t], r[t])
+    warn_if_stalled(est)
     out = {p: {"estimate": float(v)} for p, v in zip(family.params, est.theta)}
+    out["start"] = [float(v) for v in start]
     out.update(seconds=time.perf_counter() - t0, method=args.method, n=int(len(y)),
                eps=args.eps, family=family.name, mechanism=mechanism)
     lines = [f"estimate (online-gradient, n = {len(y)}, eps = {args.eps}): "
              + ", ".join(f"{p} = {out[p]['estimate']:.4f}" for p in family.params),
-             "  a point estimate: no posterior and no credible interval",
+             "  a point estimate: no posterior and no credible interval; started at "
+             "the releases' moment guess "
+             + ", ".join(f"{p} = {v:.4f}" for p, v in zip(family.params, start)),
              f"  {out['seconds']:.2f} s"]
     _print(out, args.json, lines)
+
+
+def warn_if_stalled(estimator):
+    """A ReliabilityWarning (one line on the command line) when the online gradient
+    never left its start: its estimate is then the start, not an answer."""
+    if getattr(estimator, "stalled", False):
+        from dpbook.validation import ReliabilityWarning
+
+        start = ", ".join(f"{v:.4g}" for v in (estimator.u0[0], math.exp(estimator.u0[1])))
+        warnings.warn(f"the online gradient never moved from its start ({start}): the "
+                      f"releases carried no information at that estimate (all clipped at "
+                      f"one end of intervals far from it); its output is the start, not an "
+                      f"estimate: use a posterior method (smc-marginal)",
+                      ReliabilityWarning, stacklevel=2)
 
 
 def cmd_families(args):
@@ -674,6 +696,7 @@ def cmd_stream(args):
                           subset=args.subset, seed=args.seed, shuffle=args.shuffle,
                           progress=not args.no_progress and sys.stderr.isatty()
                           and len(values) > 2000)
+    warn_if_stalled(run.smc)
     if args.released is not None:
         from dpbook.experiment.store import atomic_write_bytes
 

@@ -128,6 +128,7 @@ class OnlineGradient:
             theta0 = (0.0, math.sqrt(1.0 / math.log(2.0)))  # prior medians (Section 6)
         m0, c0 = self.family.check_theta(*theta0)
         self.u = np.array([m0, math.log(c0)])
+        self.u0 = self.u.copy()
         F0 = fisher_information(self.a, self.b, self.eps, family=self.family,
                                 mechanism=self.mechanism).F
         self.F0_inv = np.linalg.inv(F0)  # base information, theta = (0, 1)
@@ -168,6 +169,18 @@ class OnlineGradient:
             getattr(h, f"sd_{p}").append(math.nan)
         h.ess.append(math.nan)
         h.acceptance.append(math.nan)
+
+    @property
+    def stalled(self) -> bool:
+        """True if releases came but the estimate never left its start (to 1e-9 of the
+        start's scale): every release said nothing at the current estimate, as when all
+        are clipped at the same end of an interval far from it; the estimate is then
+        the start, not an answer."""
+        if self.t == 0:
+            return False
+        c0 = math.exp(self.u0[1])
+        return abs(self.u[0] - self.u0[0]) <= 1e-9 * c0 and \
+            abs(self.u[1] - self.u0[1]) <= 1e-9
 
     def thompson_draw(self, rng=None):
         """The current estimate (the method has no posterior to draw from)."""
