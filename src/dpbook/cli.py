@@ -599,14 +599,21 @@ def add_prior_arguments(p):
                    "IG(SHAPE, SCALE) (default Section 6's, 1 1)")
 
 
-def prior_from_args(family, args):
-    """The family with the prior of --prior-loc / --prior-scale2 (location-scale
-    families), or the family itself when neither is given."""
+def prior_hyperparameters(args) -> dict:
+    """The prior's hyperparameters that --prior-loc / --prior-scale2 set (by name, as
+    LocationScalePrior takes them); empty when neither is given."""
     hyper = {}
     if getattr(args, "prior_loc", None) is not None:
         hyper.update(loc_mean=args.prior_loc[0], loc_var=args.prior_loc[1])
     if getattr(args, "prior_scale2", None) is not None:
         hyper.update(scale2_shape=args.prior_scale2[0], scale2_scale=args.prior_scale2[1])
+    return hyper
+
+
+def prior_from_args(family, args):
+    """The family with the prior of --prior-loc / --prior-scale2 (location-scale
+    families), or the family itself when neither is given."""
+    hyper = prior_hyperparameters(args)
     if not hyper:
         return family
     if not family.location_scale:
@@ -616,10 +623,8 @@ def prior_from_args(family, args):
 
 
 # ----------------------------------------------------------------------- stream
-STREAM_METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
-
-
 def add_stream_parser(subparsers):
+    from dpbook.streams import METHODS
     p = subparsers.add_parser(
         "stream", help="Algorithm 1 over a file of sensitive values: release each one "
                        "through an interval and update the posterior",
@@ -633,7 +638,7 @@ def add_stream_parser(subparsers):
     p.add_argument("--column", required=True, help="the column of sensitive values")
     p.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     add_family_arguments(p)
-    p.add_argument("--method", choices=STREAM_METHODS, default="smc-marginal",
+    p.add_argument("--method", choices=METHODS, default="smc-marginal",
                    help="online posterior: the latent SMC of Algorithms 2-3 (O(n^2 N)), "
                         "the same moving M latent values per step (smc-subset, with "
                         "--subset M), the marginal SMC on theta (default: O(n log n) for "
@@ -890,12 +895,7 @@ def cmd_calibrate(args):
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
     check_store_path(args.out, "--out")
-    prior = {}
-    if args.prior_loc is not None:
-        prior.update(zip(("loc_mean", "loc_var"), args.prior_loc))
-    if args.prior_scale2 is not None:
-        prior.update(zip(("scale2_shape", "scale2_scale"), args.prior_scale2))
-    family = study_family(family, prior or None)
+    family = study_family(family, prior_hyperparameters(args) or None)
     df = run_calibration(args.method, args.eps, args.n, args.reps, out=args.out,
                          particles=args.particles, grid=args.grid,
                          mhaar_iters=args.mhaar_iters, interval=tuple(args.interval),
