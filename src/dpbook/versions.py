@@ -57,7 +57,9 @@ VERSIONS = {
     "calibration": 2,
     "marginal": 1,  # the marginal SMC on theta (IBIS) of the long streams
     "gradient": 1,  # the online gradient estimate (Section 7)
-    "generic-model": 1,  # every family and mechanism but the normal/Laplace pair
+    # every family and mechanism but the normal/Laplace pair; 2: the latent SMC of a
+    # location-scale family runs the compiled engine (dpbook.smc.engine)
+    "generic-model": 2,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from dpbook.model.families.base import LocationScaleFamily
 from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM
 
 EXPERIMENT = (*CORE, "experiment")
@@ -170,10 +171,44 @@ def smc_generic():
 
     y, l, r = _normal_releases(60, 2.0, 35.0, 65.0)
     out = {}
-    for name, fam, mech, generic in _generic_models():
+    for name, fam, mech, _ in _generic_models():
         smc = smc_posterior(y, l, r, 2.0, family=fam, mechanism=mech, n_particles=64,
-                            seed=5, generic=generic)
+                            seed=5, generic=True)
         _put(out, name, {"theta": smc.theta, "w": smc.w})
+    return out
+
+
+class Logistic(LocationScaleFamily):
+    """A family as a user writes it (chapter 7), compiled by the engine."""
+
+    name = "logistic"
+
+    def base_logpdf(self, z):
+        return -z - 2.0 * np.log1p(np.exp(-z))
+
+    def base_dlogpdf(self, z):
+        return -1.0 + 2.0 / (1.0 + np.exp(z))
+
+    def base_ppf(self, q):
+        return np.log(q) - np.log1p(-q)
+
+
+@case("rng", "population", "smc", *GENERIC_MODEL)
+def smc_engine():
+    """The compiled engine of the latent SMC (dpbook.smc.engine): a user's family and a
+    shipped one, both mechanisms, all x_k moved and subset rejuvenation."""
+    from dpbook.model.families import get_family
+    from dpbook.smc import smc_posterior
+
+    y, l, r = _normal_releases(60, 2.0, 35.0, 65.0)
+    out = {}
+    for name, fam, mech, subset in (("logistic", Logistic(), "laplace", None),
+                                    ("laplace", get_family("laplace"), "gaussian", None),
+                                    ("logistic-subset", Logistic(), "gaussian", 9)):
+        smc = smc_posterior(y, l, r, 2.0, family=fam, mechanism=mech, n_particles=64,
+                            seed=5, subset=subset)
+        assert type(smc).__name__ == "CompiledSMC"
+        _put(out, name, {"theta": smc.theta, "w": smc.w, "x": smc.paths()})
     return out
 
 

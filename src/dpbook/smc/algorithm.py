@@ -229,7 +229,10 @@ class SMC(ParticlePosterior):
         # the one place the SMC's backend is chosen: dpbook.backends (copy and pickle
         # call __new__ without arguments and keep the class)
         if cls is SMC and eps is not None and not generic:
-            cls = backend("smc", family, mechanism) or SMC
+            from dpbook.smc.engine import engine_class  # it subclasses SMC
+
+            cls = backend("smc", family, mechanism) or \
+                engine_class(as_family(family), mechanism) or SMC
         return super().__new__(cls)
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
@@ -245,16 +248,10 @@ class SMC(ParticlePosterior):
         self.every = check_count("every", every, 1)
         self.n_theta_moves = check_count("n_theta_moves", n_theta_moves, 1)
         check_smc_memory(self.N, self.n_max)
-        check_seed(seed)
+        self._seed = check_seed(seed)
         self._rng = np.random.default_rng(seed)
-        N, d = self.N, self.family.dim
         self._pos = np.array(self.family.positive, dtype=bool)
-        self.theta = np.asarray(self.family.sample_prior(self._rng, N), float).reshape(N, d)
-        self.w = np.full(N, 1.0 / N)
-        # latent paths and their log g_b(y_k - T(x_k)); two buffers each, so that
-        # resampling and the MH sweep write the new paths without a gather copy
-        self._x = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
-        self._ll = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
+        self.w = np.full(self.N, 1.0 / self.N)
         self._kind = KIND.get(type(self._mech), -1)
         self._invb = np.ones(self.n_max)
         self._lnorm = np.zeros(self.n_max)  # log g_b(0)
@@ -264,6 +261,16 @@ class SMC(ParticlePosterior):
         self._b = np.ones(self.n_max)
         self.t = 0
         self.history = History(self.params)
+        self._allocate()
+
+    def _allocate(self):
+        """The initial particles theta ~ eta and the latent paths (their log-likelihoods
+        log g_b(y_k - T(x_k)) beside them); two buffers each, so that resampling and the
+        MH sweep write the new paths without a gather copy."""
+        N, d = self.N, self.family.dim
+        self.theta = np.asarray(self.family.sample_prior(self._rng, N), float).reshape(N, d)
+        self._x = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
+        self._ll = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
 
     # ------------------------------------------------------------------ helpers
     def paths(self):

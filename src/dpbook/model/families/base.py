@@ -248,6 +248,9 @@ class LocationScaleFamily(Family):
     params = ("loc", "scale")
     positive = (False, True)
     location_scale = True
+    # False: the SMC runs its numpy code without trying the compiled engine
+    # (dpbook.smc.engine), which needs base_logpdf and base_ppf that numba compiles
+    compiled_smc = True
     prior: LocationScalePrior = SECTION6
 
     # base distribution g (theta = (0, 1))

@@ -20,6 +20,7 @@ class StudentT(LocationScaleFamily):
     name = "student_t"
     options = {"df": (float, 5.0, "degrees of freedom of the Student-t family")}
     summary = "Student-t(loc, scale) with fixed df (--df, default 5): heavy tails"
+    compiled_smc = False  # its quantile function is scipy's stdtrit, which numba lacks
 
     def __init__(self, df=5.0):
         self.df = check_positive("df", df)

@@ -1,0 +1,397 @@
+"""The latent SMC (Algorithms 2-3) compiled for any location-scale family.
+
+:class:`CompiledSMC` is what ``dpbook.smc.SMC(eps, family, mechanism)`` returns for a
+location-scale family (Definition 2) that moves theta by random-walk MH (no conjugate
+``gibbs``), with the Laplace or Gaussian mechanism and a
+:class:`~dpbook.model.prior.LocationScalePrior`, when the family's ``base_logpdf`` and
+``base_ppf`` compile (:func:`compiled_family`).  It is the algorithm of
+:class:`dpbook.smc.SMC`, whose numpy code stays the reference it is tested against,
+in one compiled kernel per time step, one particle per loop iteration (in parallel):
+
+1. systematic resampling with the weights of time t-1;
+2. Algorithm 3: for every k < t (or the subset moved at this step) an independent MH
+   move of x_k with proposal x'_k = m + c z, z = G^-1(u) (the family's ``base_ppf`` of
+   a uniform), accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k));
+   then ``n_theta_moves`` random-walk MH moves of (m, log c) targeting
+   eta(theta) prod_k p_theta(x_k) (with the log-Jacobian), with the covariance of
+   :meth:`dpbook.smc.SMC._rw_chol` computed from the particles of time t-1;
+3. propagation x_t = m + c G^-1(u);
+4. weighting by the mechanism's density of y_t - T(x_t) at scale (r_t - l_t)/eps.
+
+Speed comes from the loops over k: the uniforms of particle i at time t are the
+SplitMix64 sequence of its own counter-keyed stream (:mod:`dpbook.rng`), word j a
+function of j alone, so the loop over k has no carried state; the family's
+functions use :mod:`dpbook.vmath` for exp and log; the sum over k of the move's
+target is kept in eight explicit partial sums.  So LLVM vectorises every loop over k,
+and the output is bit-identical for any number of threads and any vector width.
+
+The random streams are not those of the numpy reference (``SMC(..., generic=True)``),
+so the two agree in distribution, not draw by draw.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import math
+import warnings
+
+import numba
+import numpy as np
+from numba import njit, uint64
+
+from dpbook import rng as _rng
+from dpbook import vmath
+from dpbook.model.families.base import Family, LocationScaleFamily
+from dpbook.model.mechanisms import get_mechanism
+from dpbook.model.prior import LocationScalePrior
+from dpbook.smc.algorithm import SMC, subset_draw
+from dpbook.smc.resampling import systematic_keyed
+from dpbook.smc.sweep import KIND
+from dpbook.validation import check_release
+
+# purposes of the keyed streams: rng.stream_key(key, 8 t + purpose, particle)
+P_INIT, P_RESAMPLE, P_MOVE, P_THETA, P_SUBSET = 1, 3, 4, 6, 7
+
+
+class NotCompilable(Exception):
+    """A family primitive that numba cannot compile (the message names it)."""
+
+
+# ------------------------------------------------------------------ the family, compiled
+def _numeric_attributes(family) -> dict:
+    return {k: float(v) for k, v in sorted(vars(family).items())
+            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)}
+
+
+def _state(attrs: dict):
+    """A family's numeric attributes as a one-element structured array: its element (a
+    numba Record, read through a pointer) is what the compiled primitives get as
+    ``self``, so that ``self.df`` compiles."""
+    names = tuple(attrs) or ("_unused",)
+    out = np.zeros(1, dtype=[(n, np.float64) for n in names])
+    for n, v in attrs.items():
+        out[0][n] = v
+    return out
+
+
+def _first_line(e) -> str:
+    lines = [s.strip() for s in str(e).splitlines() if s.strip()]
+    for s in lines:  # numba's message starts with a banner; the reason follows
+        if any(w in s for w in ("Unknown attribute", "Untyped global", "No implementation",
+                                "not supported", "Cannot determine", "Use of unsupported")):
+            return s
+    return lines[0] if lines else type(e).__name__
+
+
+class CompiledFamily:
+    """A location-scale family's base compiled for scalars: ``state`` (its numeric
+    attributes, passed as ``state[0]``), ``logpdf(self, z)`` = log g(z) and
+    ``ppf(self, q)`` = G^-1(q), which the engine's loops inline, and ``logpdf1``,
+    ``ppf1``, the same as functions of their own (called once per particle)."""
+
+    def __init__(self, family):
+        self.state = _state(_numeric_attributes(family))
+        self.logpdf, self.ppf, self.logpdf1, self.ppf1 = _primitives(type(family))
+        self._check(family)
+
+    def _check(self, family):
+        """Compile the primitives now and compare them with the family's numpy code."""
+        for name, fn, arg, want in (
+                ("base_logpdf", self.logpdf1, (-3.0, -1.2, -0.3, 0.0, 0.4, 1.1, 2.5),
+                 family.base_logpdf),
+                ("base_ppf", self.ppf1, (1e-6, 0.02, 0.3, 0.5, 0.77, 0.999),
+                 family.base_ppf)):
+            try:
+                got = np.array([fn(self.state[0], v) for v in arg])
+            except Exception as e:  # numba's typing errors are many classes
+                raise NotCompilable(f"{name}: {_first_line(e)}") from None
+            ref = np.asarray(want(np.array(arg)), float)
+            if not np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True):
+                raise NotCompilable(f"{name}: its compiled form gives {got[0]!r} where the "
+                                    f"numpy one gives {ref[0]!r} at {arg[0]!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _primitives(cls):
+    logpdf = vmath.compile_scalar(cls.base_logpdf)
+    ppf = vmath.compile_scalar(cls.base_ppf)
+    return logpdf, ppf, _outlined(logpdf), _outlined(ppf)
+
+
+def _outlined(fn):
+    @njit(error_model="numpy")
+    def call(state, v):
+        return fn(state, v)
+    return call
+
+
+_COMPILED: dict = {}
+_WARNED: set = set()
+
+
+def compiled_family(family) -> CompiledFamily:
+    """The compiled base of a location-scale family (cached per class and numeric
+    attributes), or :class:`NotCompilable` naming the primitive that does not compile."""
+    key = (type(family), tuple(_numeric_attributes(family).items()))
+    if key not in _COMPILED:
+        try:
+            _COMPILED[key] = CompiledFamily(family)
+        except NotCompilable as e:
+            _COMPILED[key] = e
+    out = _COMPILED[key]
+    if isinstance(out, NotCompilable):
+        raise out
+    return out
+
+
+def engine_class(family, mechanism):
+    """:class:`CompiledSMC` if this model runs on the compiled engine, else None (the
+    numpy SMC runs; a family whose primitive does not compile is named in a warning)."""
+    if not isinstance(family, LocationScaleFamily) or \
+            not isinstance(getattr(family, "prior", None), LocationScalePrior) or \
+            type(get_mechanism(mechanism)) not in KIND or \
+            type(family).gibbs is not Family.gibbs or \
+            not family.compiled_smc:  # a conjugate move is the numpy SMC's
+        return None
+    try:
+        compiled_family(family)
+    except NotCompilable as e:
+        key = (type(family), str(e))
+        if key not in _WARNED:
+            _WARNED.add(key)
+            warnings.warn(f"the {family.name} family runs the numpy SMC, not the compiled "
+                          f"engine: {e}.  To compile, write base_logpdf and base_ppf with "
+                          f"numpy or math functions of one value (no scipy); see "
+                          f"dpbook.smc.engine", stacklevel=4)
+        return None
+    return CompiledSMC
+
+
+# ------------------------------------------------------------------ the kernels
+@njit(cache=True)
+def _uniform(base, j):
+    """Word j of the SplitMix64 sequence from ``base`` as a uniform on (0, 1)."""
+    z = _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
+    return (float(np.int64(z >> uint64(11))) + 0.5) * _rng.TWO53_INV
+
+
+@njit(cache=True, error_model="numpy")
+def _loglik(kind, v, invb):
+    """log g_b(v) up to its normalising constant (the same for every particle at a
+    step): -|v|/b (Laplace) or -(v/b)^2/2 (Gaussian)."""
+    z = v * invb
+    return -abs(z) if kind == 0 else -0.5 * z * z
+
+
+@njit(cache=True)
+def _gamma(state, shape):
+    """Gamma(shape) for any shape > 0 (boosted below 1: G(a) = G(a + 1) U^(1/a))."""
+    if shape >= 1.0:
+        return _rng.gamma(state, shape)
+    state, g = _rng.gamma(state, shape + 1.0)
+    state, u = _rng.uniform(state)
+    return state, g * u ** (1.0 / shape)
+
+
+@njit(cache=True)
+def _init_theta(key, theta, pr):
+    """theta ~ eta: m ~ N(pr[0], pr[1]), c^2 ~ IG(pr[2], pr[3])."""
+    for i in range(theta.shape[0]):
+        s = _rng.stream_key(key, P_INIT, i)
+        s, z = _rng.normal(s)
+        theta[i, 0] = pr[0] + math.sqrt(pr[1]) * z
+        s, g = _gamma(s, pr[2])
+        theta[i, 1] = math.sqrt(pr[3] / g)
+
+
+@njit(cache=True)
+def _log_prior_free(m, c, pr):
+    """log eta(m, c) + log c (the Jacobian of c = exp(phi)), up to a constant:
+    m ~ N(pr[0], pr[1]); c^2 ~ IG(pr[2], pr[3]) gives c^(-2 a - 1) exp(-b / c^2)."""
+    return -0.5 * (m - pr[0]) ** 2 / pr[1] - 2.0 * pr[2] * math.log(c) - pr[3] / (c * c)
+
+
+def make_log_target(logpdf):
+    """The random walk's target for a family's compiled base ``logpdf`` (see below)."""
+
+    @njit(error_model="numpy")
+    def log_target(fs, row, t, m, c, pr, tmp):
+        """sum_k log g((x_k - m)/c) - t log c + the prior's term (``tmp``: t floats of
+        scratch; the sum in eight partial sums, whatever the vector width)."""
+        inv = 1.0 / c
+        for k in range(t):
+            tmp[k] = logpdf(fs, (row[k] - m) * inv)
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        t8 = t - t % 8
+        for k in range(0, t8, 8):
+            a0 += tmp[k]
+            a1 += tmp[k + 1]
+            a2 += tmp[k + 2]
+            a3 += tmp[k + 3]
+            a4 += tmp[k + 4]
+            a5 += tmp[k + 5]
+            a6 += tmp[k + 6]
+            a7 += tmp[k + 7]
+        acc = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+        for k in range(t8, t):
+            acc += tmp[k]
+        return acc - t * math.log(c) + _log_prior_free(m, c, pr)
+
+    return log_target
+
+
+def make_step(logpdf, ppf, ppf1):
+    """The compiled time step (module docstring, steps 2-4) for particles i0 <= i < i1,
+    for a family's compiled base ``logpdf`` and ``ppf`` (inlined in the loops over k)
+    and ``ppf1`` (its outlined twin); one kernel per family class."""
+    log_target = make_log_target(logpdf)
+
+    @njit(nogil=True, error_model="numpy")
+    def step(i0, i1, state, key, t, anc, x_old, ll_old, x_new, ll_new, th_old, th_new, y,
+             l, r, invb, kind, ks, chol, pr, n_moves, logw, acc_x, acc_th):
+        fs = state[0]
+        n_moved = ks.shape[0]
+        tmp = np.empty(max(t, 1))
+        for i in range(i0, i1):
+            a = anc[i]
+            m = th_old[a, 0]
+            c = th_old[a, 1]
+            base = _rng.stream_key(key, 8 * t + P_MOVE, i)
+            nacc = 0
+            if n_moved == t:  # Algorithm 3 as written: every x_k, vectorised over k
+                for k in range(t):
+                    xp = m + c * ppf(fs, _uniform(base, 2 * k))
+                    lp = _loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
+                    ok = vmath.log(_uniform(base, 2 * k + 1)) < lp - ll_old[a, k]
+                    x_new[i, k] = xp if ok else x_old[a, k]
+                    ll_new[i, k] = lp if ok else ll_old[a, k]
+                    nacc += ok
+            else:  # subset rejuvenation: the others are copied
+                for k in range(t):
+                    x_new[i, k] = x_old[a, k]
+                    ll_new[i, k] = ll_old[a, k]
+                for j in range(n_moved):
+                    q = ks[j]
+                    xp = m + c * ppf1(fs, _uniform(base, 2 * j))
+                    lp = _loglik(kind, y[q] - min(max(xp, l[q]), r[q]), invb[q])
+                    if math.log(_uniform(base, 2 * j + 1)) < lp - ll_old[a, q]:
+                        x_new[i, q] = xp
+                        ll_new[i, q] = lp
+                        nacc += 1
+            acc_x[i] = nacc
+            s = _rng.stream_key(key, 8 * t + P_THETA, i)
+            nth = 0
+            if t > 0:  # Algorithm 3 step 4: random walk on (m, log c)
+                row = x_new[i]
+                cur = log_target(fs, row, t, m, c, pr, tmp)
+                for _ in range(n_moves):
+                    s, z1 = _rng.normal(s)
+                    s, z2 = _rng.normal(s)
+                    s, u = _rng.uniform(s)
+                    mp = m + chol[0, 0] * z1
+                    cp = math.exp(math.log(c) + chol[1, 0] * z1 + chol[1, 1] * z2)
+                    if 0.0 < cp < math.inf and math.isfinite(mp):  # else target 0
+                        prop = log_target(fs, row, t, mp, cp, pr, tmp)
+                        if math.log(u) < prop - cur:
+                            m = mp
+                            c = cp
+                            cur = prop
+                            nth += 1
+            acc_th[i] = nth
+            s, u = _rng.uniform(s)  # Algorithm 2 steps 3-4
+            xt = m + c * ppf1(fs, u)
+            x_new[i, t] = xt
+            lw = _loglik(kind, y[t] - min(max(xt, l[t]), r[t]), invb[t])
+            ll_new[i, t] = lw
+            logw[i] = lw
+            th_new[i, 0] = m
+            th_new[i, 1] = c
+
+    return step
+
+
+@functools.lru_cache(maxsize=None)
+def _step_for(logpdf, ppf, ppf1):
+    return make_step(logpdf, ppf, ppf1)
+
+
+def _run(step, n, *args):
+    """``step`` over particles 0..n-1, in as many chunks as numba has threads, on a
+    thread pool (the kernel releases the GIL).  Every particle has its own streams, so
+    the chunks do not change a bit of the output."""
+    k = min(numba.get_num_threads(), max(1, n // 64))
+    if k == 1:
+        step(0, n, *args)
+        return
+    cuts = [n * j // k for j in range(k + 1)]
+    list(_pool().map(lambda j: step(cuts[j], cuts[j + 1], *args), range(k)))
+
+
+@functools.lru_cache(maxsize=None)
+def _pool():
+    return concurrent.futures.ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS,
+                                                 thread_name_prefix="dpbook-smc")
+
+
+# ------------------------------------------------------------------ the SMC
+class CompiledSMC(SMC):
+    """:class:`dpbook.smc.SMC` compiled for a location-scale family (module docstring);
+    created by ``SMC(eps, family, mechanism, ...)``, with the same parameters (``seed``:
+    int, list of ints or SeedSequence, keying counter-based streams)."""
+
+    def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
+                 seed=0, every=20, n_theta_moves=1, generic=False, subset=None):
+        super().__init__(eps, family, mechanism, n_particles=n_particles, n_max=n_max,
+                         seed=seed, every=every, n_theta_moves=n_theta_moves,
+                         subset=subset)
+
+    def _allocate(self):
+        self._cf = compiled_family(self.family)
+        self._step = _step_for(self._cf.logpdf, self._cf.ppf, self._cf.ppf1)
+        self._key = np.uint64(_rng.seed_to_key(self._seed))
+        p = self.family.prior
+        self._pr = np.array([p.loc_mean, p.loc_var, p.scale2_shape, p.scale2_scale])
+        N, n = self.N, self.n_max
+        self._kind = KIND[type(self._mech)]
+        self.theta = np.empty((N, 2))
+        _init_theta(self._key, self.theta, self._pr)
+        self._theta2 = np.empty((N, 2))
+        self._x = [np.zeros((N, n)), np.zeros((N, n))]
+        self._ll = [np.zeros((N, n)), np.zeros((N, n))]
+        self._all = np.arange(n, dtype=np.int64)
+        self._anc = np.arange(N, dtype=np.int64)
+        self._logw = np.zeros(N)
+        self._acc_x = np.zeros(N, np.int64)
+        self._acc_th = np.zeros(N, np.int64)
+
+    def update(self, y, l, r):
+        """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
+        t = self.t
+        y, l, r = check_release(y, l, r, t, self.n_max)
+        self._y[t], self._l[t], self._r[t] = y, l, r
+        self._b[t] = (r - l) / self.eps
+        self._invb[t] = self.eps / (r - l)
+        ks = self._all[:t]
+        chol = np.zeros((2, 2))
+        if t > 0:
+            chol = self._rw_chol(self.theta, self.w, self._x[0][:, :t])
+            systematic_keyed(self._key, P_RESAMPLE, t, self.w, self._anc)
+            if self.subset is not None and self.subset < t:
+                ks = np.sort(subset_draw(np.random.default_rng([int(self._key), t, P_SUBSET]),
+                                         t, self.subset)).astype(np.int64)
+        (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
+        _run(self._step, self.N, self._cf.state, self._key, t, self._anc, x_old, ll_old, x_new, ll_new,
+                   self.theta, self._theta2, self._y, self._l, self._r, self._invb,
+                   self._kind, ks, chol, self._pr, self.n_theta_moves, self._logw,
+                   self._acc_x, self._acc_th)
+        self._x, self._ll = [x_new, x_old], [ll_new, ll_old]
+        self.theta, self._theta2 = self._theta2, self.theta
+        w = np.exp(self._logw - self._logw.max())
+        self.w = w / w.sum()
+        self.t = t + 1
+        if t > 0:
+            self._record(t, self._acc_x.sum() / (ks.size * self.N),
+                         self._acc_th.sum() / (self.n_theta_moves * self.N))
+        else:
+            self._record(t, math.nan, math.nan)

@@ -1,0 +1,212 @@
+"""The compiled engine of the latent SMC (dpbook.smc.engine) and the vectorisable
+elementary functions it compiles a family with (dpbook.vmath)."""
+
+import warnings
+
+import numba
+import numpy as np
+import pytest
+from numba import njit
+from scipy import special
+from test_smc_family import EPS, N_PART, R, Z, _close, _stats
+
+from dpbook import vmath
+from dpbook.model.families import get_family
+from dpbook.model.families.base import LocationScaleFamily
+from dpbook.model.mechanisms import release
+from dpbook.posterior.quadrature import exact_posterior_quadrature
+from dpbook.smc import SMC, smc_posterior
+from dpbook.smc.engine import CompiledSMC, compiled_family, engine_class
+
+
+class Logistic(LocationScaleFamily):
+    """A family written as a user writes one (chapter 7): numpy only."""
+
+    name = "logistic"
+
+    def base_logpdf(self, z):
+        return -z - 2.0 * np.log1p(np.exp(-z))
+
+    def base_dlogpdf(self, z):
+        return -1.0 + 2.0 / (1.0 + np.exp(z))
+
+    def base_cdf(self, z):
+        return special.expit(z)
+
+    def base_ppf(self, q):
+        return np.log(q) - np.log1p(-q)
+
+    def base_sample(self, rng, size=None):
+        return rng.logistic(0.0, 1.0, size)
+
+
+class ScipyLogistic(Logistic):
+    """The same family with scipy in its quantile function: numba cannot compile it."""
+
+    name = "scipy_logistic"
+
+    def base_ppf(self, q):
+        return special.logit(q)
+
+
+# ------------------------------------------------------------------ dpbook.vmath
+def _values(name):
+    e = np.exp(np.linspace(-745.0, 709.0, 40001))
+    return {"exp": np.concatenate([np.linspace(-750.0, 715.0, 40001), [-np.inf, np.inf]]),
+            "log": np.concatenate([e, [0.0, 5e-324, 1e-310, 1.0, 1.0 + 2**-52, np.inf]]),
+            "log1p": np.concatenate([np.linspace(-1.0, 3.0, 40001), e, -e[e < 1.0],
+                                     [np.inf, -1.0]]),
+            "expm1": np.concatenate([np.linspace(-50.0, 50.0, 40001), e[e < 700.0],
+                                     -e[e < 700.0]])}[name]
+
+
+@pytest.mark.parametrize("name, ulps", [("exp", 1), ("log", 2), ("log1p", 3), ("expm1", 4)])
+def test_vmath_agrees_with_numpy(name, ulps):
+    """Within a few units in the last place of numpy's function over its whole range,
+    and the same special values (0, inf, nan)."""
+    f = getattr(vmath, name)
+
+    @njit(error_model="numpy")
+    def evaluate(x, out):
+        for i in range(x.shape[0]):
+            out[i] = f(x[i])
+
+    x = np.concatenate([_values(name), [np.nan, -2.0]])
+    got = np.empty_like(x)
+    evaluate(x, got)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    finite = np.isfinite(want) & (want != 0.0)
+    err = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert err.max() <= ulps, (name, err.max(), x[finite][err.argmax()])
+    np.testing.assert_array_equal(got[~finite], want[~finite])  # nan == nan here
+
+
+def test_vmath_vectorises():
+    """The point of the module: a loop of vmath.log compiles to vector instructions
+    (a loop of math.log does not)."""
+
+    @njit(error_model="numpy")
+    def loop(x, out):
+        for i in range(x.shape[0]):
+            out[i] = vmath.log(x[i]) + vmath.exp(x[i])
+
+    loop(np.ones(8), np.ones(8))
+    llvm = loop.inspect_llvm(loop.signatures[0])
+    assert "x double>" in llvm
+
+
+def test_compile_scalar_takes_numpy_array_code():
+    """np.where, np.minimum, np.asarray (the shipped Laplace family's ppf) and the
+    elementary functions compile for one value, with numpy's results."""
+    fam = get_family("laplace")
+    ppf = vmath.compile_scalar(type(fam).base_ppf)
+
+    @njit
+    def call(q):
+        return ppf(None, q)
+
+    for q in (1e-300, 0.1, 0.5, 0.7, 1 - 1e-16):
+        assert call(q) == pytest.approx(float(fam.base_ppf(q)), rel=1e-15)
+
+
+# ------------------------------------------------------------------ the engine
+def test_which_models_run_the_engine():
+    assert type(SMC(1.0, Logistic())) is CompiledSMC
+    assert type(SMC(1.0, "laplace", "gaussian")) is CompiledSMC
+    assert type(SMC(1.0, Logistic(), generic=True)) is SMC  # the numpy reference
+    assert engine_class(get_family("normal"), "gaussian") is None  # conjugate Gibbs move
+    assert engine_class(get_family("student_t"), "laplace") is None  # scipy's quantiles
+    assert engine_class(get_family("poisson"), "laplace") is None  # not location-scale
+
+
+def test_not_compilable_family_runs_numpy_with_one_warning():
+    """A family numba cannot compile still runs (the numpy SMC), and one warning names
+    the primitive that kept it off the compiled path."""
+    with pytest.warns(UserWarning, match=r"scipy_logistic family runs the numpy SMC.*"
+                                         r"base_ppf.*logit"):
+        s = SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)
+    assert type(s) is SMC
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)  # said once
+
+
+def test_compiled_primitives_match_numpy():
+    cf = compiled_family(Logistic())
+    z = np.linspace(-40.0, 40.0, 101)
+    q = np.linspace(1e-9, 1 - 1e-9, 101)
+    np.testing.assert_allclose([cf.logpdf1(cf.state[0], v) for v in z],
+                               Logistic().base_logpdf(z), rtol=1e-14)
+    np.testing.assert_allclose([cf.ppf1(cf.state[0], v) for v in q],
+                               Logistic().base_ppf(q), rtol=1e-13, atol=1e-15)
+
+
+TRUTH = (1.0, 2.0)
+BOX = ((-7.0, 9.0), (0.05, 16.0))
+
+
+def _data(fam, mech, n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    x = fam.sample(rng, *TRUTH, size=n)
+    l, r = np.full(n, TRUTH[0] - 3 * TRUTH[1]), np.full(n, TRUTH[0] + 3 * TRUTH[1])
+    return release(x, l, r, EPS, rng, mech), l, r
+
+
+@pytest.mark.parametrize("fam, mech", [(Logistic(), "laplace"), (Logistic(), "gaussian"),
+                                       (get_family("laplace"), "laplace")])
+def test_engine_matches_exact_posterior(fam, mech):
+    """Posterior means and sds against the quadrature reference, within Z = 5 standard
+    errors of the average of R = 8 independent runs (as the numpy SMC's test)."""
+    y, l, r = _data(fam, mech)
+    post = exact_posterior_quadrature(y, l, r, EPS, fam, mech, grid=(61, 61), bounds=BOX)
+    assert post.edge < -12, post.edge
+    runs = [smc_posterior(y, l, r, EPS, fam, mech, n_particles=N_PART, seed=s)
+            for s in range(R)]
+    assert all(type(s) is CompiledSMC for s in runs)
+    m, sd = _stats(runs, fam.params)
+    _close(m, post.mean(), f"{fam.name} means")
+    _close(sd, post.sd(), f"{fam.name} sds")
+
+
+def test_engine_agrees_with_numpy_reference_longer_stream():
+    """120 releases, subset rejuvenation too: the engine against the numpy SMC (both
+    random; R runs each), means within Z standard errors of their difference."""
+    fam = Logistic()
+    y, l, r = _data(fam, "laplace", n=120, seed=3)
+    for subset in (None, 15):
+        a = [smc_posterior(y, l, r, EPS, fam, n_particles=500, seed=s, subset=subset)
+             for s in range(R)]
+        b = [smc_posterior(y, l, r, EPS, fam, n_particles=500, seed=50 + s, subset=subset,
+                           generic=True) for s in range(R)]
+        ma, mb = _stats(a, fam.params)[0], _stats(b, fam.params)[0]
+        se = np.sqrt(ma.var(axis=0, ddof=1) / R + mb.var(axis=0, ddof=1) / R)
+        assert np.all(np.abs(ma.mean(axis=0) - mb.mean(axis=0)) < Z * se), (subset, ma, mb)
+
+
+def test_engine_bits_do_not_depend_on_threads():
+    fam = Logistic()
+    y, l, r = _data(fam, "laplace", n=25)
+    before = numba.get_num_threads()
+    out = []
+    try:
+        for k in (1, max(2, before)):
+            numba.set_num_threads(min(k, numba.config.NUMBA_NUM_THREADS))
+            s = smc_posterior(y, l, r, EPS, fam, n_particles=300, seed=7)
+            out.append((s.theta.copy(), s.w.copy(), s.paths()))
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(*out):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_engine_same_seed_same_bits_and_history():
+    fam = Logistic()
+    y, l, r = _data(fam, "gaussian", n=25)
+    a = smc_posterior(y, l, r, EPS, fam, "gaussian", n_particles=200, seed=[4, 2])
+    b = smc_posterior(y, l, r, EPS, fam, "gaussian", n_particles=200, seed=[4, 2])
+    c = smc_posterior(y, l, r, EPS, fam, "gaussian", n_particles=200, seed=[4, 3])
+    assert a.theta.tobytes() == b.theta.tobytes() and a.theta.tobytes() != c.theta.tobytes()
+    h = a.history
+    assert len(h.mean_loc) == 25 and 0.0 < np.nanmean(h.acceptance) < 1.0
+    assert 0.0 < np.nanmean(h.theta_acceptance) < 1.0
