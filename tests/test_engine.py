@@ -7,12 +7,13 @@ import numba
 import numpy as np
 import pytest
 from numba import njit
-from scipy import special
+from scipy import special, stats
 from test_smc_family import EPS, N_PART, R, Z, _close, _stats
 
 from dpbook import vmath
 from dpbook.model.families import get_family
-from dpbook.model.families.base import LocationScaleFamily
+from dpbook.model.families.base import Family, LocationScaleFamily
+from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
 from dpbook.posterior.quadrature import exact_posterior_quadrature
 from dpbook.smc import SMC, smc_posterior
@@ -41,12 +42,13 @@ class Logistic(LocationScaleFamily):
 
 
 class ScipyLogistic(Logistic):
-    """The same family with scipy in its quantile function: numba cannot compile it."""
+    """The same family with scipy.stats in its quantile function: numba cannot compile
+    it."""
 
     name = "scipy_logistic"
 
     def base_ppf(self, q):
-        return special.logit(q)
+        return stats.logistic.ppf(q)
 
 
 # ------------------------------------------------------------------ dpbook.vmath
@@ -80,6 +82,29 @@ def test_vmath_agrees_with_numpy(name, ulps):
     err = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
     assert err.max() <= ulps, (name, err.max(), x[finite][err.argmax()])
     np.testing.assert_array_equal(got[~finite], want[~finite])  # nan == nan here
+
+
+@pytest.mark.parametrize("name, ulps", [("ndtri", 8), ("logit", 4), ("expit", 3)])
+def test_vmath_agrees_with_scipy(name, ulps):
+    f = getattr(vmath, name)
+
+    @njit(error_model="numpy")
+    def evaluate(x, out):
+        for i in range(x.shape[0]):
+            out[i] = f(x[i])
+
+    e = np.exp(np.linspace(-745.0, -1e-9, 20001))
+    x = (np.linspace(-700.0, 700.0, 20001) if name == "expit" else
+         np.concatenate([np.linspace(0.0, 1.0, 20001), e, 1.0 - e[e > 1e-16],
+                         [np.nan, -1.0, 2.0]]))
+    got = np.empty_like(x)
+    evaluate(x, got)
+    with np.errstate(all="ignore"):
+        want = getattr(special, name)(x)
+    finite = np.isfinite(want) & (want != 0.0)
+    err = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert err.max() <= ulps, (name, err.max(), x[finite][err.argmax()])
+    np.testing.assert_array_equal(got[~finite], want[~finite])
 
 
 def test_vmath_vectorises():
@@ -124,7 +149,7 @@ def test_not_compilable_family_runs_numpy_with_one_warning():
     """A family numba cannot compile still runs (the numpy SMC), and one warning names
     the primitive that kept it off the compiled path."""
     with pytest.warns(UserWarning, match=r"scipy_logistic family runs the numpy SMC.*"
-                                         r"base_ppf.*logit"):
+                                         r"base_ppf.*stats"):
         s = SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)
     assert type(s) is SMC
     with warnings.catch_warnings():
@@ -153,8 +178,17 @@ def _data(fam, mech, n=30, seed=0):
     return release(x, l, r, EPS, rng, mech), l, r
 
 
+class NormalRW(Normal):
+    """The normal family moved by the engine's random walk instead of its Gibbs move
+    (its base_ppf is scipy's ndtri, which compile_scalar maps to vmath.ndtri)."""
+
+    name = "normal_rw"
+    gibbs = Family.gibbs
+
+
 @pytest.mark.parametrize("fam, mech", [(Logistic(), "laplace"), (Logistic(), "gaussian"),
-                                       (get_family("laplace"), "laplace")])
+                                       (get_family("laplace"), "laplace"),
+                                       (NormalRW(), "laplace")])
 def test_engine_matches_exact_posterior(fam, mech):
     """Posterior means and sds against the quadrature reference, within Z = 5 standard
     errors of the average of R = 8 independent runs (as the numpy SMC's test)."""
@@ -210,3 +244,21 @@ def test_engine_same_seed_same_bits_and_history():
     h = a.history
     assert len(h.mean_loc) == 25 and 0.0 < np.nanmean(h.acceptance) < 1.0
     assert 0.0 < np.nanmean(h.theta_acceptance) < 1.0
+
+
+def test_engine_in_a_forked_worker_after_the_parent_ran_it():
+    """The kernel's thread pool is per process: a worker forked after the parent ran the
+    engine runs it too (it would wait for its parent's threads, which it has not)."""
+    import multiprocessing
+
+    fam = Logistic()
+    y, l, r = _data(fam, "laplace", n=20)
+    want = smc_posterior(y, l, r, EPS, fam, n_particles=400, seed=2).theta
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_theta_in_worker, (y, l, r)).get(timeout=120)
+    assert got.tobytes() == want.tobytes()
+
+
+def _theta_in_worker(y, l, r):
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    return smc_posterior(y, l, r, EPS, Logistic(), n_particles=400, seed=2).theta

@@ -203,7 +203,10 @@ def ndtri(p):
 
 @njit(inline="always", cache=True, error_model="numpy")
 def logit(p):
-    return log(p) - log1p(-p)
+    """log(p / (1 - p)); near 1/2 as log1p((2p - 1)/(1 - p)), without cancellation."""
+    mid = log1p((2.0 * p - 1.0) / (1.0 - p))
+    far = log(p) - log1p(-p)
+    return mid if 0.25 < p < 0.75 else far
 
 
 @njit(inline="always", cache=True, error_model="numpy")

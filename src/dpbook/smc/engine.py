@@ -34,6 +34,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import math
+import os
 import warnings
 
 import numba
@@ -112,7 +113,7 @@ class CompiledFamily:
                                     f"numpy one gives {ref[0]!r} at {arg[0]!r}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _primitives(cls):
     logpdf = vmath.compile_scalar(cls.base_logpdf)
     ppf = vmath.compile_scalar(cls.base_ppf)
@@ -311,7 +312,7 @@ def make_step(logpdf, ppf, ppf1):
     return step
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _step_for(logpdf, ppf, ppf1):
     return make_step(logpdf, ppf, ppf1)
 
@@ -328,10 +329,17 @@ def _run(step, n, *args):
     list(_pool().map(lambda j: step(cuts[j], cuts[j + 1], *args), range(k)))
 
 
-@functools.lru_cache(maxsize=None)
+_POOLS: dict = {}
+
+
 def _pool():
-    return concurrent.futures.ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS,
-                                                 thread_name_prefix="dpbook-smc")
+    """This process's thread pool (one per process id: a forked worker does not inherit
+    its parent's threads)."""
+    pid = os.getpid()
+    if pid not in _POOLS:
+        _POOLS[pid] = concurrent.futures.ThreadPoolExecutor(
+            numba.config.NUMBA_NUM_THREADS, thread_name_prefix="dpbook-smc")
+    return _POOLS[pid]
 
 
 # ------------------------------------------------------------------ the SMC
@@ -381,10 +389,10 @@ class CompiledSMC(SMC):
                 ks = np.sort(subset_draw(np.random.default_rng([int(self._key), t, P_SUBSET]),
                                          t, self.subset)).astype(np.int64)
         (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
-        _run(self._step, self.N, self._cf.state, self._key, t, self._anc, x_old, ll_old, x_new, ll_new,
-                   self.theta, self._theta2, self._y, self._l, self._r, self._invb,
-                   self._kind, ks, chol, self._pr, self.n_theta_moves, self._logw,
-                   self._acc_x, self._acc_th)
+        _run(self._step, self.N, self._cf.state, self._key, t, self._anc, x_old, ll_old,
+             x_new, ll_new, self.theta, self._theta2, self._y, self._l, self._r,
+             self._invb, self._kind, ks, chol, self._pr, self.n_theta_moves, self._logw,
+             self._acc_x, self._acc_th)
         self._x, self._ll = [x_new, x_old], [ll_new, ll_old]
         self.theta, self._theta2 = self._theta2, self.theta
         w = np.exp(self._logw - self._logw.max())
