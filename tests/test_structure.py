@@ -109,7 +109,8 @@ def test_privacy_boundary_whole_package():
 # those below.  The algorithms do not know the online loop (Algorithm 1) that drives
 # them, nor the runners that store their results, nor the book.
 LAYERS = (
-    {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions"},  # utilities
+    {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions",
+     "dpbook.vmath"},  # utilities
     {"dpbook.model", "dpbook.families", "dpbook.mechanisms"},  # Sections 2-4's model
     {"dpbook.backends", "dpbook.likelihood"},  # what the algorithms evaluate
     {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior", "dpbook.marginal",

@@ -18,6 +18,10 @@ information, likelihood).  Targets are written as
 ``"module:attribute"`` and imported when first asked for, so that importing the model
 never loads an algorithm.
 
+Where no kernel is registered for the exact classes, an *engine* compiled for any model
+may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`)
+compiles any location-scale family whose functions numba can compile.
+
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """
 
@@ -39,6 +43,10 @@ PRIOR_FREE = ("fisher_exact", "fisher_mc", "fisher_grid", "loglik_particles", "s
 PRIOR_ARGUMENT = ("posterior", "mhaar")  # kernels called with prior=family.prior
 
 _REGISTRY: dict = {}
+# Compiled engines for any model: asked, with (family, mechanism), for the class or
+# function to run when no kernel is registered for the exact classes (None: the
+# numpy code)
+ENGINES = {"smc": "dpbook.smc.engine:engine_class"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -63,9 +71,9 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
     key = (algorithm, type(fam), type(get_mechanism(mechanism)))
     target = _REGISTRY.get(key)
     if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        target = getattr(importlib.import_module(module), attr)
-        _REGISTRY[key] = target
+        target = _REGISTRY[key] = _resolve(target)
+    if target is None and algorithm in ENGINES:  # no kernel for these classes
+        return _resolve(ENGINES[algorithm])(fam, mechanism)
     prior = getattr(fam, "prior", None)
     if target is None or not isinstance(prior, LocationScalePrior) or prior.is_section6 \
             or algorithm in PRIOR_FREE:
@@ -73,8 +81,13 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
     return functools.partial(target, prior=prior) if algorithm in PRIOR_ARGUMENT else None
 
 
+def _resolve(target):
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def is_compiled(family=None, mechanism="laplace") -> bool:
-    """Whether the SMC of this model runs a registered (compiled) backend."""
+    """Whether the SMC of this model runs compiled (a registered kernel or the engine)."""
     return backend("smc", family, mechanism) is not None
 
 

@@ -229,10 +229,7 @@ class SMC(ParticlePosterior):
         # the one place the SMC's backend is chosen: dpbook.backends (copy and pickle
         # call __new__ without arguments and keep the class)
         if cls is SMC and eps is not None and not generic:
-            from dpbook.smc.engine import engine_class  # it subclasses SMC
-
-            cls = backend("smc", family, mechanism) or \
-                engine_class(as_family(family), mechanism) or SMC
+            cls = backend("smc", family, mechanism) or SMC
         return super().__new__(cls)
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
