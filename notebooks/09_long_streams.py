@@ -65,10 +65,22 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from IPython.display import Markdown
+from myst_nb import glue
 
 from dpbook import streams
 from dpbook.figures import GREEK, METHOD_COLOURS, figure_saver, posterior_paths, show_table
 from dpbook.privacy.population import normal_population
+
+
+def phrase(key, text):
+    """A computed phrase for the prose (pasted with {glue:md}`key`)."""
+    glue(key, Markdown(text), display=False)
+
+
+def number(key, value):
+    """A computed number for the prose (pasted with {glue:text}`key:format`)."""
+    glue(key, getattr(value, "item", lambda: value)(), display=False)
+
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("09_long_streams", mode=mode, seed=seed)
@@ -98,7 +110,11 @@ for eps in EPS:
 clock = pd.concat([run.clock.assign(policy=policy, eps=eps)
                    for (_, policy, eps), run in runs.items()], ignore_index=True)
 total = clock.groupby(["method", "policy", "eps"]).cpu_s.max().sum()
-Markdown(f"{len(runs)} streams, {total / 60:.1f} CPU-minutes in all.")
+number("n-streams", len(runs))
+number("cpu-minutes", total / 60)
+
+# %% [markdown]
+# {glue:text}`n-streams` streams, {glue:text}`cpu-minutes:.1f` CPU-minutes in all.
 
 # %% [markdown]
 # ## Cost against n
@@ -158,15 +174,21 @@ ratio = {eps: (table.query("method == 'smc' and eps == @eps")["wall at n = 1e+05
                / table.query("method == 'smc-marginal' and eps == @eps")
                ["wall at n = 1e+05"].iat[0]) for eps in EPS}
 smc = table[table.method == "smc"]
-Markdown(
-    f"The latent SMC's time grows as $n^{{{smc.slope_wall.mean():.2f}}}$; at that rate a "
-    f"stream of $10^5$ would take {smc['wall at n = 1e+05'].mean() / 3600:.1f} hours on "
-    f"this machine (extrapolated from {smc.n_max.iat[0]} individuals, not run), about "
-    + " and ".join(f"{ratio[e]:.0f}" for e in EPS) + " times the marginal SMC's time "
-    "at ε = " + " and ".join(f"{e:g}" for e in EPS) + ".  The subset SMC saves the "
-    "moves of the unmoved $x_k$ but still copies every particle's path after each "
-    f"resampling, so its exponent is {table[table.method == 'smc-subset'].slope_wall.mean():.2f}"
-    ", not 1.")
+number("smc-slope", smc.slope_wall.mean())
+number("smc-hours", smc["wall at n = 1e+05"].mean() / 3600)
+number("smc-measured-to", smc.n_max.iat[0])
+phrase("smc-over-marginal", " and ".join(f"{ratio[e]:.0f}" for e in EPS))
+phrase("eps-list", " and ".join(f"{e:g}" for e in EPS))
+number("subset-slope", table[table.method == "smc-subset"].slope_wall.mean())
+
+# %% [markdown]
+# The latent SMC's time grows as $n$ to the power {glue:text}`smc-slope:.2f`; at that
+# rate a stream of $10^5$ would take {glue:text}`smc-hours:.1f` hours on this machine
+# (extrapolated from {glue:text}`smc-measured-to` individuals, not run), about
+# {glue:md}`smc-over-marginal` times the marginal SMC's time at ε =
+# {glue:md}`eps-list`.  The subset SMC saves the moves of the unmoved $x_k$ but still
+# copies every particle's path after each resampling, so its exponent is
+# {glue:text}`subset-slope:.2f`, not 1.
 
 # %% [markdown]
 # ### Where the marginal SMC's time goes
@@ -238,9 +260,12 @@ show_table(errors)
 # %% tags=["hide-input"]
 posteriors = accuracy[accuracy.method != "online-gradient"]
 worst = posteriors.groupby(["method", "t"]).error.apply(lambda e: e.abs().max())
-Markdown("Largest error over both parameters, the three quartiles and both ε, in "
-         "exact interquartile ranges: " + "; ".join(
-             f"`{m}` at t = {t}: {v:.3f}" for (m, t), v in worst.items()) + ".")
+phrase("worst-errors", "; ".join(f"`{m}` at t = {t}: {v:.3f}"
+                                 for (m, t), v in worst.items()))
+
+# %% [markdown]
+# Largest error over both parameters, the three quartiles and both ε, in exact
+# interquartile ranges: {glue:md}`worst-errors`.
 
 # %% [markdown]
 # An error far beyond $1/\sqrt{N}$ is a sampler that has not found the posterior, or a
@@ -300,25 +325,42 @@ runs_of = again[again.method != "exact"].groupby("method").size()
 # (a median's standard error is 1.2533 sd / sqrt(N), and an IQR is 1.349 sd)
 expected = {m: 1.2533 / 1.349 / np.sqrt(N) * np.ptp(np.random.default_rng(0)
             .standard_normal((100_000, k)), axis=1).mean() for m, k in runs_of.items()}
-Markdown(
-    f"At ε = {hard_eps:g} the median interval asked was {np.median(r - l) / SIGMA:.2f} σ "
-    "wide: the best interval of eq. (13) is chosen for μ, and so narrow an interval tells "
-    "little about σ, whose posterior keeps a long upper tail (exact quartiles "
-    + ", ".join(f"{v:.2f}" for v in again.iloc[-1].filter(like="sigma_q")) + ").  "
-    f"Between the runs above the posterior median of σ spreads over "
-    f"{spread.at['smc', 'sigma_q50']:.2f} exact interquartile ranges for the latent SMC "
-    f"and {spread.at['smc-marginal', 'sigma_q50']:.2f} for the marginal SMC, its upper "
-    f"quartile over {spread.at['smc', 'sigma_q75']:.2f} and "
-    f"{spread.at['smc-marginal', 'sigma_q75']:.2f}.  The medians of {N} independent "
-    f"draws from the posterior, as many of them as there are runs of each method "
-    f"({runs_of['smc']} and {runs_of['smc-marginal']}), would spread over about "
-    f"{expected['smc']:.2f} and {expected['smc-marginal']:.2f}: the latent SMC's "
-    f"spread is {spread.at['smc', 'sigma_q50'] / expected['smc']:.0f} times that, the "
-    f"marginal SMC's {spread.at['smc-marginal', 'sigma_q50'] / expected['smc-marginal']:.1f}"
-    " times.  The latent SMC moves σ only "
-    "through the latent $x_k$ (a Gibbs move given all of them), the well-known slow "
-    "mixing of data augmentation when each latent value is weakly informed; the "
-    "marginal SMC moves θ directly.")
+for key, value in {
+    "hard-eps": hard_eps,
+    "hard-width": np.median(r - l) / SIGMA,
+    "spread-smc-q50": spread.at["smc", "sigma_q50"],
+    "spread-marginal-q50": spread.at["smc-marginal", "sigma_q50"],
+    "spread-smc-q75": spread.at["smc", "sigma_q75"],
+    "spread-marginal-q75": spread.at["smc-marginal", "sigma_q75"],
+    "particles": N,
+    "runs-smc": runs_of["smc"],
+    "runs-marginal": runs_of["smc-marginal"],
+    "expected-smc": expected["smc"],
+    "expected-marginal": expected["smc-marginal"],
+    "excess-smc": spread.at["smc", "sigma_q50"] / expected["smc"],
+    "excess-marginal": spread.at["smc-marginal", "sigma_q50"] / expected["smc-marginal"],
+}.items():
+    number(key, value)
+phrase("exact-sigma-quartiles",
+       ", ".join(f"{v:.2f}" for v in again.iloc[-1].filter(like="sigma_q")))
+
+# %% [markdown]
+# At ε = {glue:text}`hard-eps:g` the median interval asked was
+# {glue:text}`hard-width:.2f` σ wide: the best interval of eq. (13) is chosen for μ, and
+# so narrow an interval tells little about σ, whose posterior keeps a long upper tail
+# (exact quartiles {glue:md}`exact-sigma-quartiles`).  Between the runs above the
+# posterior median of σ spreads over {glue:text}`spread-smc-q50:.2f` exact interquartile
+# ranges for the latent SMC and {glue:text}`spread-marginal-q50:.2f` for the marginal
+# SMC, its upper quartile over {glue:text}`spread-smc-q75:.2f` and
+# {glue:text}`spread-marginal-q75:.2f`.  The medians of {glue:text}`particles`
+# independent draws from the posterior, as many of them as there are runs of each method
+# ({glue:text}`runs-smc` and {glue:text}`runs-marginal`), would spread over about
+# {glue:text}`expected-smc:.2f` and {glue:text}`expected-marginal:.2f`: the latent SMC's
+# spread is {glue:text}`excess-smc:.0f` times that, the marginal SMC's
+# {glue:text}`excess-marginal:.1f` times.  The latent SMC moves σ only through the
+# latent $x_k$ (a Gibbs move given all of them), the well-known slow mixing of data
+# augmentation when each latent value is weakly informed; the marginal SMC moves θ
+# directly.
 
 # %% [markdown]
 # ## The longest stream
@@ -405,16 +447,22 @@ def each_eps(values, fmt):
         f"{e:g}" for e in EPS) + ")"
 
 
-Markdown(
-    f"After {SIZES['long']:,} individuals the fixed interval's posterior interquartile "
-    f"range of μ is {each_eps(ratio['μ'], '{:.1f}')} times the adaptive one's.  A "
-    "posterior's width falls as $1/\\sqrt{n}$, so for μ the adaptive interval is worth "
-    f"{each_eps(ratio['μ'] ** 2, '{:.0f}')} times as many individuals.  For σ the ratio "
-    f"is {each_eps(ratio['σ'], '{:.2f}')}: the interval of eq. (13) is chosen for μ (a "
-    "ratio below 1 means the fixed interval learned σ better).  The online gradient's "
-    f"final error in μ is {each_eps(gap['μ'], '{:.1f}')} adaptive interquartile ranges, "
-    f"in σ {each_eps(gap['σ'], '{:.1f}')}.  It starts at the prior's median, 0, moves at "
-    f"most one scale per individual and first comes within one σ of μ after "
-    f"{each_eps([arrive[e] for e in EPS], '{:,}')} individuals; its steps of size 1/t "
-    "then average that start away only slowly, and it has no credible interval to say "
-    "how far it still is.")
+phrase("long-n", f"{SIZES['long']:,}")
+phrase("iqr-ratio-mu", each_eps(ratio["μ"], "{:.1f}"))
+phrase("worth-mu", each_eps(ratio["μ"] ** 2, "{:.0f}"))
+phrase("iqr-ratio-sigma", each_eps(ratio["σ"], "{:.2f}"))
+phrase("ogd-gap-mu", each_eps(gap["μ"], "{:.1f}"))
+phrase("ogd-gap-sigma", each_eps(gap["σ"], "{:.1f}"))
+phrase("ogd-arrives", each_eps([arrive[e] for e in EPS], "{:,}"))
+
+# %% [markdown]
+# After {glue:md}`long-n` individuals the fixed interval's posterior interquartile range
+# of μ is {glue:md}`iqr-ratio-mu` times the adaptive one's.  A posterior's width falls as
+# $1/\sqrt{n}$, so for μ the adaptive interval is worth {glue:md}`worth-mu` times as
+# many individuals.  For σ the ratio is {glue:md}`iqr-ratio-sigma`: the interval of
+# eq. (13) is chosen for μ (a ratio below 1 means the fixed interval learned σ better).
+# The online gradient's final error in μ is {glue:md}`ogd-gap-mu` adaptive interquartile
+# ranges, in σ {glue:md}`ogd-gap-sigma`.  It starts at the prior's median, 0, moves at
+# most one scale per individual and first comes within one σ of μ after
+# {glue:md}`ogd-arrives` individuals; its steps of size 1/t then average that start away
+# only slowly, and it has no credible interval to say how far it still is.
