@@ -220,13 +220,13 @@ def test_engine_agrees_with_numpy_reference_longer_stream():
 
 def test_engine_bits_do_not_depend_on_threads():
     fam = Logistic()
-    y, l, r = _data(fam, "laplace", n=25)
+    y, l, r = _data(fam, "laplace", n=40)  # N t above _PARALLEL_WORK: threads are used
     before = numba.get_num_threads()
     out = []
     try:
         for k in (1, max(2, before)):
             numba.set_num_threads(min(k, numba.config.NUMBA_NUM_THREADS))
-            s = smc_posterior(y, l, r, EPS, fam, n_particles=300, seed=7)
+            s = smc_posterior(y, l, r, EPS, fam, n_particles=2000, seed=7)
             out.append((s.theta.copy(), s.w.copy(), s.paths()))
     finally:
         numba.set_num_threads(before)
@@ -252,8 +252,8 @@ def test_engine_in_a_forked_worker_after_the_parent_ran_it():
     import multiprocessing
 
     fam = Logistic()
-    y, l, r = _data(fam, "laplace", n=20)
-    want = smc_posterior(y, l, r, EPS, fam, n_particles=400, seed=2).theta
+    y, l, r = _data(fam, "laplace", n=40)  # N t above _PARALLEL_WORK: threads are used
+    want = smc_posterior(y, l, r, EPS, fam, n_particles=2000, seed=2).theta
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(_theta_in_worker, (y, l, r)).get(timeout=120)
     assert got.tobytes() == want.tobytes()
@@ -261,4 +261,4 @@ def test_engine_in_a_forked_worker_after_the_parent_ran_it():
 
 def _theta_in_worker(y, l, r):
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-    return smc_posterior(y, l, r, EPS, Logistic(), n_particles=400, seed=2).theta
+    return smc_posterior(y, l, r, EPS, Logistic(), n_particles=2000, seed=2).theta

@@ -520,3 +520,21 @@ def show_table(df, digits: int = 3) -> Table:
         if df.index.name is None:
             df = df.rename_axis("")
     return Table(df, digits)
+
+
+def glue_number(key: str, value) -> None:
+    """A number computed for the prose: a markdown cell pastes it with
+    ``{glue:text}`key:.2f``` (myst-nb's glue; numpy scalars become Python numbers,
+    whose text the format applies to)."""
+    from myst_nb import glue
+
+    glue(key, value.item() if hasattr(value, "item") else value, display=False)
+
+
+def glue_phrase(key: str, text: str) -> None:
+    """A phrase computed for the prose, where its wording depends on the numbers: a
+    markdown cell pastes it with ``{glue:md}`key```."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(key, Markdown(text), display=False)

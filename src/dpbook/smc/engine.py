@@ -249,7 +249,7 @@ def make_step(logpdf, ppf, ppf1):
     log_target = make_log_target(logpdf)
 
     @njit(nogil=True, error_model="numpy")
-    def step(i0, i1, state, key, t, anc, x_old, ll_old, x_new, ll_new, th_old, th_new, y,
+    def step(i0, i1, t, state, key, anc, x_old, ll_old, x_new, ll_new, th_old, th_new, y,
              l, r, invb, kind, ks, chol, pr, n_moves, logw, acc_x, acc_th):
         fs = state[0]
         n_moved = ks.shape[0]
@@ -317,16 +317,23 @@ def _step_for(logpdf, ppf, ppf1):
     return make_step(logpdf, ppf, ppf1)
 
 
-def _run(step, n, *args):
-    """``step`` over particles 0..n-1, in as many chunks as numba has threads, on a
-    thread pool (the kernel releases the GIL).  Every particle has its own streams, so
-    the chunks do not change a bit of the output."""
-    k = min(numba.get_num_threads(), max(1, n // 64))
+def _run(step, n, t, *args):
+    """``step`` over particles 0..n-1 at time t, in as many chunks as numba has threads
+    (one on this thread, the others on a pool: the kernel releases the GIL), when the
+    step is big enough to pay for waking threads.  Every particle has its own streams,
+    so the chunks do not change a bit of the output."""
+    k = min(numba.get_num_threads(), max(1, n * max(t, 1) // _PARALLEL_WORK))
     if k == 1:
-        step(0, n, *args)
+        step(0, n, t, *args)
         return
     cuts = [n * j // k for j in range(k + 1)]
-    list(_pool().map(lambda j: step(cuts[j], cuts[j + 1], *args), range(k)))
+    others = [_pool().submit(step, cuts[j], cuts[j + 1], t, *args) for j in range(1, k)]
+    step(cuts[0], cuts[1], t, *args)
+    for f in others:
+        f.result()
+
+
+_PARALLEL_WORK = 1 << 15  # particles x latent values per thread, at least
 
 
 _POOLS: dict = {}
@@ -389,7 +396,7 @@ class CompiledSMC(SMC):
                 ks = np.sort(subset_draw(np.random.default_rng([int(self._key), t, P_SUBSET]),
                                          t, self.subset)).astype(np.int64)
         (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
-        _run(self._step, self.N, self._cf.state, self._key, t, self._anc, x_old, ll_old,
+        _run(self._step, self.N, t, self._cf.state, self._key, self._anc, x_old, ll_old,
              x_new, ll_new, self.theta, self._theta2, self._y, self._l, self._r,
              self._invb, self._kind, ks, chol, self._pr, self.n_theta_moves, self._logw,
              self._acc_x, self._acc_th)
