@@ -59,10 +59,9 @@ scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the expe
 
 import numpy as np
 import pandas as pd
-from IPython.display import Markdown
 
 from dpbook.experiment import book_experiment, store_report
-from dpbook.figures import figure_saver, particle_clouds, show_table
+from dpbook.figures import figure_saver, glue_phrase, particle_clouds, show_table
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("05_four_eps", mode=mode, seed=seed)
@@ -281,7 +280,12 @@ lines.append(
     f"(ε = {ratio.idxmax():g}).  It is above 1, i.e. the adaptive posterior is narrower, "
     f"for {int((ratio > 1).sum())} of the {len(ratio)} privacy levels ({runs} runs, "
     f"n = {config['n']}, N = {config['particles']}).")
-Markdown("\n".join(lines))
+glue_phrase("findings", "\n".join(lines))
+
+# %% [markdown]
+# ```{glue:md} findings
+# :format: myst
+# ```
 
 # %% [markdown]
 # Three mechanisms are at work in the figure.  The tables above show how strongly each

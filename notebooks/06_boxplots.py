@@ -58,10 +58,9 @@ scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the expe
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown
 
 from dpbook.experiment import book_experiment, rmse_ratios, store_report, summarize
-from dpbook.figures import METHOD_COLOURS, figure_saver, show_table
+from dpbook.figures import METHOD_COLOURS, figure_saver, glue_number, glue_phrase, show_table
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("06_boxplots", mode=mode, seed=seed)
@@ -216,7 +215,12 @@ if config["runs"] < 10:
         f"\nWith only {config['runs']} runs per ε the bootstrap intervals are themselves "
         f"rough, and typically too narrow.  Treat these verdicts as an illustration of "
         f"the procedure, not as evidence either way.")
-Markdown("\n".join(lines))
+glue_phrase("verdicts", "\n".join(lines))
+
+# %% [markdown]
+# ```{glue:md} verdicts
+# :format: myst
+# ```
 
 # %% [markdown]
 # ## One target, two samplers
@@ -304,16 +308,26 @@ med = paired.groupby(["code", "method", "eps"]).sigma_hat.median().unstack("code
 fx = med.loc["smc-fixed"]
 lower = int((fx[CODES["original"]] < fx[CODES["corrected"]]).sum())
 e_big = max(EPS)
-Markdown(
-    f"With the fixed interval, the median estimate of σ over the {runs_slip} runs is lower "
-    f"with the authors' noise scale than with the paper's at {lower} of the {len(fx)} "
-    f"values of ε (at ε = {e_big:g}: {fx.at[e_big, CODES['original']]:.2f} against "
-    f"{fx.at[e_big, CODES['corrected']]:.2f}; the true σ is {TRUTH['sigma']:.2f}): the "
-    f"releases are less noisy than the likelihood says, so the model takes less of their "
-    f"spread for spread of the population.  With the adaptive interval the medians are "
-    + ", ".join(f"{med.loc[('smc-adaptive', e), CODES['original']]:.2f} against "
-                f"{med.loc[('smc-adaptive', e), CODES['corrected']]:.2f} (ε = {e:g})"
-                for e in EPS) + ".")
+glue_number("slip-runs", runs_slip)
+glue_number("slip-lower", lower)
+glue_number("slip-eps-count", len(fx))
+glue_number("slip-eps-big", e_big)
+glue_number("slip-original", fx.at[e_big, CODES["original"]])
+glue_number("slip-corrected", fx.at[e_big, CODES["corrected"]])
+glue_number("sigma-true", TRUTH["sigma"])
+glue_phrase("slip-adaptive", ", ".join(
+    f"{med.loc[('smc-adaptive', e), CODES['original']]:.2f} against "
+    f"{med.loc[('smc-adaptive', e), CODES['corrected']]:.2f} (ε = {e:g})" for e in EPS))
+
+# %% [markdown]
+# With the fixed interval, the median estimate of σ over the {glue:text}`slip-runs` runs
+# is lower with the authors' noise scale than with the paper's at
+# {glue:text}`slip-lower` of the {glue:text}`slip-eps-count` values of ε (at
+# ε = {glue:text}`slip-eps-big:g`: {glue:text}`slip-original:.2f` against
+# {glue:text}`slip-corrected:.2f`; the true σ is {glue:text}`sigma-true:.2f`): the
+# releases are less noisy than the likelihood says, so the model takes less of their
+# spread for spread of the population.  With the adaptive interval the medians are
+# {glue:md}`slip-adaptive`.
 
 # %% [markdown]
 # ## Reading the numbers

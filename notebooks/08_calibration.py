@@ -77,7 +77,7 @@ scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the stud
 # %% caption="Seconds per replication, by method and n." name="tbl-08-seconds" tags=["hide-input"]
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown, display
+from IPython.display import display
 from scipy import stats
 
 from dpbook import calibration as cal
@@ -86,6 +86,8 @@ from dpbook.figures import (
     METHOD_COLOURS,
     coverage_dots,
     figure_saver,
+    glue_number,
+    glue_phrase,
     pit_ecdf_differences,
     repo_root,
     show_table,
@@ -192,10 +194,14 @@ save(g.figure, "ks_vs_n", f"R = {R} replications per point",
          "method and parameter, with a dashed line at the 95% point of a calibrated "
          "posterior.")
 span = ks.groupby(["method", "param"]).ks_stat.agg(["min", "max"])
-Markdown(f"The 95% point is {stats.kstwo.ppf(0.95, R):.3f}.  Over n = "
-         + ", ".join(f"{v}" for v in SIZES["n_grid"]) + " and both ε, the KS statistic "
-         "ranges over " + "; ".join(f"{p} of `{m}`: {r['min']:.2f} to {r['max']:.2f}"
-                                    for (m, p), r in span.iterrows()) + ".")
+glue_number("ks-95", stats.kstwo.ppf(0.95, R))
+glue_phrase("ks-n-grid", ", ".join(f"{v}" for v in SIZES["n_grid"]))
+glue_phrase("ks-ranges", "; ".join(f"{p} of `{m}`: {r['min']:.2f} to {r['max']:.2f}"
+                                   for (m, p), r in span.iterrows()))
+
+# %% [markdown]
+# The 95% point is {glue:text}`ks-95:.3f`.  Over n = {glue:md}`ks-n-grid` and both ε,
+# the KS statistic ranges over {glue:md}`ks-ranges`.
 
 # %% [markdown]
 # ## What is calibrated, and what is not
@@ -209,7 +215,15 @@ Markdown(f"The 95% point is {stats.kstwo.ppf(0.95, R):.3f}.  Over n = "
 
 # %% tags=["hide-input"]
 alpha, lines = cal.calibration_verdict(summary)
-Markdown(f"p-value bound: {alpha:.2g}.\n\n" + "\n".join(lines))
+glue_number("alpha", alpha)
+glue_phrase("verdict", "\n".join(lines))
+
+# %% [markdown]
+# p-value bound: {glue:text}`alpha:.2g`.
+#
+# ```{glue:md} verdict
+# :format: myst
+# ```
 
 # %% [markdown]
 # How to read the verdict:
@@ -242,9 +256,14 @@ chains = pd.concat([cal.calibration_summary(cal.run_calibration(
 display(show_table(chains.set_index(["iterations", "eps", "param"])[
     ["ks_p", "dispersion_z", "coverage50", "coverage90", "median_iqr"]]))
 sig = chains[chains.param == "sigma"].set_index("iterations")
-Markdown("For σ at ε = 1 the 90% intervals cover " + " and ".join(
+glue_phrase("chain-coverage", " and ".join(
     f"{r.coverage90:.2f} with {it:,} iterations (KS p = {r.ks_p:.2g})"
-    for it, r in sig.iterrows()) + f", against 0.90 ± {2 * sig.coverage90_se.iat[0]:.2f}.")
+    for it, r in sig.iterrows()))
+glue_number("coverage-2se", 2 * sig.coverage90_se.iat[0])
+
+# %% [markdown]
+# For σ at ε = 1 the 90% intervals cover {glue:md}`chain-coverage`, against
+# 0.90 ± {glue:text}`coverage-2se:.2f`.
 
 # %% [markdown]
 # * The naive posterior takes the Laplace noise for spread of the population, so its
@@ -318,10 +337,20 @@ learned = pd.concat([summary.assign(prior="Section 6"), narrow.assign(prior="nar
 learned = learned[(learned.param == "sigma")
                   & learned.method.isin(["smc-fixed", "mhaar", "exact", "original-code"])]
 span = learned.groupby("prior", sort=False).learned.agg(["min", "max"])
-ranges = " and from ".join(f"{r['min']:.2f} to {r['max']:.2f} under the {p} prior"
-                          for p, r in span.iterrows())
-Markdown(f"p-value bound: {alpha:.2g}.\n\n" + "\n".join(lines) + "\n\nWith the fixed "
-         f"interval, the noise-aware posteriors' IQR of σ over the prior's ranges from {ranges}.")
+glue_number("alpha-narrow", alpha)
+glue_phrase("verdict-narrow", "\n".join(lines))
+glue_phrase("learned-ranges", " and from ".join(
+    f"{r['min']:.2f} to {r['max']:.2f} under the {p} prior" for p, r in span.iterrows()))
+
+# %% [markdown]
+# p-value bound: {glue:text}`alpha-narrow:.2g`.
+#
+# ```{glue:md} verdict-narrow
+# :format: myst
+# ```
+#
+# With the fixed interval, the noise-aware posteriors' IQR of σ over the prior's ranges
+# from {glue:md}`learned-ranges`.
 
 # %% [markdown]
 # Where the IQR / prior column of $\sigma$ is well below 1 (at $\epsilon = 10$), the data

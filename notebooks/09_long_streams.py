@@ -64,23 +64,18 @@ seed = 0  # root seed of the populations and the algorithms
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown
-from myst_nb import glue
 
 from dpbook import streams
-from dpbook.figures import GREEK, METHOD_COLOURS, figure_saver, posterior_paths, show_table
+from dpbook.figures import (
+    GREEK,
+    METHOD_COLOURS,
+    figure_saver,
+    glue_number,
+    glue_phrase,
+    posterior_paths,
+    show_table,
+)
 from dpbook.privacy.population import normal_population
-
-
-def phrase(key, text):
-    """A computed phrase for the prose (pasted with {glue:md}`key`)."""
-    glue(key, Markdown(text), display=False)
-
-
-def number(key, value):
-    """A computed number for the prose (pasted with {glue:text}`key:format`)."""
-    glue(key, getattr(value, "item", lambda: value)(), display=False)
-
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("09_long_streams", mode=mode, seed=seed)
@@ -110,8 +105,8 @@ for eps in EPS:
 clock = pd.concat([run.clock.assign(policy=policy, eps=eps)
                    for (_, policy, eps), run in runs.items()], ignore_index=True)
 total = clock.groupby(["method", "policy", "eps"]).cpu_s.max().sum()
-number("n-streams", len(runs))
-number("cpu-minutes", total / 60)
+glue_number("n-streams", len(runs))
+glue_number("cpu-minutes", total / 60)
 
 # %% [markdown]
 # {glue:text}`n-streams` streams, {glue:text}`cpu-minutes:.1f` CPU-minutes in all.
@@ -174,12 +169,12 @@ ratio = {eps: (table.query("method == 'smc' and eps == @eps")["wall at n = 1e+05
                / table.query("method == 'smc-marginal' and eps == @eps")
                ["wall at n = 1e+05"].iat[0]) for eps in EPS}
 smc = table[table.method == "smc"]
-number("smc-slope", smc.slope_wall.mean())
-number("smc-hours", smc["wall at n = 1e+05"].mean() / 3600)
-number("smc-measured-to", smc.n_max.iat[0])
-phrase("smc-over-marginal", " and ".join(f"{ratio[e]:.0f}" for e in EPS))
-phrase("eps-list", " and ".join(f"{e:g}" for e in EPS))
-number("subset-slope", table[table.method == "smc-subset"].slope_wall.mean())
+glue_number("smc-slope", smc.slope_wall.mean())
+glue_number("smc-hours", smc["wall at n = 1e+05"].mean() / 3600)
+glue_number("smc-measured-to", smc.n_max.iat[0])
+glue_phrase("smc-over-marginal", " and ".join(f"{ratio[e]:.0f}" for e in EPS))
+glue_phrase("eps-list", " and ".join(f"{e:g}" for e in EPS))
+glue_number("subset-slope", table[table.method == "smc-subset"].slope_wall.mean())
 
 # %% [markdown]
 # The latent SMC's time grows as $n$ to the power {glue:text}`smc-slope:.2f`; at that
@@ -260,7 +255,7 @@ show_table(errors)
 # %% tags=["hide-input"]
 posteriors = accuracy[accuracy.method != "online-gradient"]
 worst = posteriors.groupby(["method", "t"]).error.apply(lambda e: e.abs().max())
-phrase("worst-errors", "; ".join(f"`{m}` at t = {t}: {v:.3f}"
+glue_phrase("worst-errors", "; ".join(f"`{m}` at t = {t}: {v:.3f}"
                                  for (m, t), v in worst.items()))
 
 # %% [markdown]
@@ -340,8 +335,8 @@ for key, value in {
     "excess-smc": spread.at["smc", "sigma_q50"] / expected["smc"],
     "excess-marginal": spread.at["smc-marginal", "sigma_q50"] / expected["smc-marginal"],
 }.items():
-    number(key, value)
-phrase("exact-sigma-quartiles",
+    glue_number(key, value)
+glue_phrase("exact-sigma-quartiles",
        ", ".join(f"{v:.2f}" for v in again.iloc[-1].filter(like="sigma_q")))
 
 # %% [markdown]
@@ -447,13 +442,13 @@ def each_eps(values, fmt):
         f"{e:g}" for e in EPS) + ")"
 
 
-phrase("long-n", f"{SIZES['long']:,}")
-phrase("iqr-ratio-mu", each_eps(ratio["μ"], "{:.1f}"))
-phrase("worth-mu", each_eps(ratio["μ"] ** 2, "{:.0f}"))
-phrase("iqr-ratio-sigma", each_eps(ratio["σ"], "{:.2f}"))
-phrase("ogd-gap-mu", each_eps(gap["μ"], "{:.1f}"))
-phrase("ogd-gap-sigma", each_eps(gap["σ"], "{:.1f}"))
-phrase("ogd-arrives", each_eps([arrive[e] for e in EPS], "{:,}"))
+glue_phrase("long-n", f"{SIZES['long']:,}")
+glue_phrase("iqr-ratio-mu", each_eps(ratio["μ"], "{:.1f}"))
+glue_phrase("worth-mu", each_eps(ratio["μ"] ** 2, "{:.0f}"))
+glue_phrase("iqr-ratio-sigma", each_eps(ratio["σ"], "{:.2f}"))
+glue_phrase("ogd-gap-mu", each_eps(gap["μ"], "{:.1f}"))
+glue_phrase("ogd-gap-sigma", each_eps(gap["σ"], "{:.1f}"))
+glue_phrase("ogd-arrives", each_eps([arrive[e] for e in EPS], "{:,}"))
 
 # %% [markdown]
 # After {glue:md}`long-n` individuals the fixed interval's posterior interquartile range
