@@ -228,9 +228,33 @@ def against_exact(run: TimedRun, at, eps, family=None, mechanism="laplace",
     return pd.DataFrame(rows).assign(method=run.clock.method.iat[0])
 
 
+def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
+                 mechanism="laplace", n_particles=1000, n_max=None, subset=None, seed=0):
+    """The curator of a deployment (:class:`dpbook.privacy.curator.Curator`): the online
+    posterior ``method`` (:func:`online_posterior`; ``n_max``, the stream's length, for
+    the latent SMC) and the interval ``policy`` (:func:`stream_policy`).  ``seed`` (an
+    int or a SeedSequence) gives the posterior's and the policy's draws as
+    :func:`run_stream` does from its third child of the seed: a curator made with
+    ``seed=SeedSequence(S).spawn(3)[2]`` publishes the intervals and ends with the
+    posterior of ``run_stream(..., seed=S)`` when given the same releases."""
+    from dpbook.model.families import as_family
+    from dpbook.privacy.curator import Curator
+
+    fam = as_family(family)
+    if isinstance(policy, str) and policy == "adaptive" and not fam.location_scale:
+        raise ValueError(f"the adaptive policy of a stream needs a location-scale family, "
+                         f"not {fam.name}: give a fixed interval")
+    post_ss, online_ss = seed_sequence(seed).spawn(2)
+    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
+                                 n_max=n_max, subset=subset, seed=post_ss)
+    rule = stream_policy(policy, posterior, eps, fam, mechanism)
+    # run_online spawns (its own posterior's seed, the policy's) from its seed
+    return Curator(posterior, rule, np.random.default_rng(online_ss.spawn(2)[1]))
+
+
 def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=None,
                mechanism="laplace", n_particles=1000, subset=None, seed=0, shuffle=False,
-               progress=False):
+               progress=False, deploy=False):
     """Algorithm 1 over a column of sensitive values (``dpbook stream``): each value, in
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
@@ -243,7 +267,11 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     The values go into the population (:class:`dpbook.privacy.population.Population`),
     the only object that sees them; the posterior and the policy see the releases.
     ``seed`` fixes the order (with ``shuffle``), the privacy noise and the algorithm's
-    draws, three independent streams.  ``progress``: show a bar on stderr.
+    draws, three independent streams.  ``progress``: show a bar on stderr.  ``deploy``:
+    draw the privacy noise with OpenDP's floating-point-safe samplers from the operating
+    system's entropy (:func:`dpbook.privacy.individual.private_release`), for releases
+    that will be published; the seed then fixes the order and the algorithm's draws
+    only, and the run cannot be repeated.
     """
     from dpbook.model.families import as_family
     from dpbook.privacy.population import Population
@@ -260,7 +288,8 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     order_ss, noise_ss, algo_ss = seed_sequence(seed).spawn(3)
     if shuffle:
         x = x[np.random.default_rng(order_ss).permutation(x.size)]
-    population = Population(x, eps, np.random.default_rng(noise_ss), mechanism=mechanism)
+    population = Population(x, eps, None if deploy else np.random.default_rng(noise_ss),
+                            mechanism=mechanism)
     post_ss, online_ss = algo_ss.spawn(2)
     posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
                                  n_max=x.size, subset=subset, seed=post_ss)
@@ -281,7 +310,8 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
                "policy": "adaptive" if isinstance(policy, str) else
                ("fixed" if isinstance(policy, (tuple, list)) else type(policy).__name__),
                "family": fam.describe(), "mechanism": str(mechanism),
-               "quartiles": quartiles(run.smc)}
+               "quartiles": quartiles(run.smc),
+               "noise": "opendp" if deploy else "seeded (simulation)"}
     if isinstance(policy, (tuple, list)):
         summary["interval"] = [float(v) for v in policy]
     return run, summary
