@@ -145,3 +145,23 @@ def test_deployed_population_and_stream(tmp_path, capsys):
                      "--particles", "100", "--json"]) == 0
         outs.append(json.loads(capsys.readouterr().out))
     assert outs[0]["noise"] == "opendp" and outs[0]["quartiles"] != outs[1]["quartiles"]
+
+
+def test_release_limit_is_the_moments_for_normal_values_and_not_for_heavy_tails():
+    """Normal values through a wide interval: the KL limit is their mean and sd (within
+    their own sampling error); Student-t(3) values: sigma* is not their sd, and the
+    adaptive fixed point's sigma is smaller still (narrow intervals see the peak)."""
+    from dpbook.streams import adaptive_limit, release_limit
+
+    z = np.random.default_rng(0).normal(5.0, 2.0, 20_000)
+    mu, sigma = release_limit(z, -20.0, 30.0, 1.0)
+    assert abs(mu - z.mean()) < 0.02 and abs(sigma - z.std()) < 0.02
+    mu, sigma = adaptive_limit(z, -1.5, 1.5, 1.0)
+    assert abs(mu - 5.0) < 0.05 and abs(sigma - 2.0) < 0.05
+    t = np.random.default_rng(1).standard_t(3, 20_000)
+    mu, sigma = release_limit(t, -50.0, 50.0, 2.0)
+    assert abs(mu - t.mean()) < 0.05 and sigma < 0.9 * t.std()
+    mu_a, sigma_a = adaptive_limit(t, -0.5, 0.5, 2.0)
+    assert abs(mu_a) < 0.05 and sigma_a < 0.9 * sigma
+    with pytest.raises(ValueError, match="no values"):
+        release_limit([], 0.0, 1.0, 1.0)
