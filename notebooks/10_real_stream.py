@@ -100,7 +100,8 @@ def nonprivate_posterior(x, family, points=201):
 
     def logpost(p):
         m, c = p[0], np.exp(p[1])
-        ll = np.sum(k[:, None] * family.logpdf(v[:, None], m, c), axis=0)
+        ll = np.concatenate([k @ family.logpdf(v[:, None], m[j:j + 500], c[j:j + 500])
+                             for j in range(0, m.size, 500)])  # 500 grid points at a time
         return ll + family.prior.log_density(m, c) + p[1]  # (m, log c)
 
     res = optimize.minimize(lambda p: -logpost(np.array([[p[0]], [p[1]]]))[0],
@@ -236,7 +237,8 @@ Markdown(
     "estimate the same thing: at ε = 1 the adaptive posterior's median of σ is "
     f"{e.loc[('adaptive', 1.0), 'scale q50']:.3f} where the sample's sd is "
     f"{census.std():.3f}, and its median of μ is {e.loc[('adaptive', 1.0), 'location q50']:.4f}"
-    f" against the sample mean {census.mean():.4f}.  The next section says why.")
+    f" against the sample mean {census.mean():.4f}.  The next section computes where "
+    "each of these posteriors is heading.")
 
 # %% [markdown]
 # Posterior median (line) and quartiles (band) of the location against the number of
@@ -313,7 +315,8 @@ Markdown(
     f"(σ limit / sd from {L.loc['fixed', 'σ limit / sd'].min():.3f} to "
     f"{L.loc['fixed', 'σ limit / sd'].max():.3f}): the model is fitted to the "
     "distribution of the noisy releases, and a normal convolved with the noise is "
-    "closest to these heavy-tailed values convolved with it at a smaller σ.  Under the "
+    "closest to these heavy-tailed values convolved with it at a "
+    f"{'smaller' if L.loc['fixed', 'σ limit / sd'].max() < 1 else 'different'} σ.  Under the "
     "adaptive policy the best interval of eq. (13) is narrow, "
     f"{L.loc[('adaptive', 1.0), '(a*, b*)']} σ around μ at ε = 1 (at small ε the best "
     "question is nearly 'is X above μ?'), and through so narrow a window the peaked "
@@ -517,7 +520,9 @@ save(g.figure, "births_paths", f"N = {N} particles; n = {births.size:,}",
 # {func}`dpbook.privacy.individual.private_release`).  The loop below is that exchange
 # for the first births with the simulation's seeded sampler; a deployment calls
 # `private_release(x, l, r, eps)`, OpenDP's floating-point-safe Laplace sampler with the
-# operating system's entropy, in the individual's process, and the curator can
+# operating system's entropy (the textbook sampler on doubles, which the simulations
+# use, can leak the value through the low bits of its output,
+# {cite:t}`mironov2012significance`), in the individual's process, and the curator can
 # `save(path)` between releases and `Curator.load(path)` to go on.
 
 # %% tags=["hide-input"]
