@@ -205,7 +205,7 @@ Markdown(f"{len(runs)} streams, {clock.groupby(['run', 'eps']).cpu_s.max().sum()
 # dpbook stream census.csv --column lweekinc --eps 1 --family student_t --df 5
 # ```
 
-# %% caption="Final posterior quartiles of the location and scale per ε and curator, against the non-private posterior of the same family." name="tbl-10-census"
+# %% caption="Final posterior quartiles of the location and scale per ε and curator, against the non-private posterior of the same family." name="tbl-10-census" tags=["hide-input"]
 def final(run):
     return run.clock.iloc[-1]
 
@@ -445,7 +445,7 @@ for eps in (1.0, 5.0):
                                              family=fam, grid=SIZES["grid"])
 np_births = {name: nonprivate_posterior(births, fam) for name, fam in PRIORS.items()}
 
-# %% caption="Birth weights (g): final posterior quartiles of μ and σ per prior and ε, the exact posterior of the same releases, and the non-private posterior." name="tbl-10-births"
+# %% caption="Birth weights (g): final posterior quartiles of μ and σ per prior and ε, the exact posterior of the same releases, and the non-private posterior." name="tbl-10-births" tags=["hide-input"]
 b_rows = []
 for (name, eps), run in b_runs.items():
     last = final(run)
