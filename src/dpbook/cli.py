@@ -660,6 +660,12 @@ def add_stream_parser(subparsers):
                         "algorithm (default 0)")
     p.add_argument("--released", default=None, metavar="OUT.csv",
                    help="write the releases (y, l, r) here, in release order")
+    p.add_argument("--deploy", action="store_true",
+                   help="draw the privacy noise with OpenDP's floating-point-safe sampler "
+                        "from the operating system's entropy, for releases to publish "
+                        "(not reproducible: --seed then fixes only the order and the "
+                        "algorithm); without it the noise is numpy's seeded sampler, for "
+                        "simulation only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help=_JSON_HELP)
     p.set_defaults(func=cmd_stream)
@@ -699,7 +705,7 @@ def cmd_stream(args):
                           family=family, mechanism=mechanism,
                           n_particles=1000 if args.particles is None else args.particles,
                           subset=args.subset, seed=args.seed, shuffle=args.shuffle,
-                          progress=not args.no_progress and sys.stderr.isatty()
+                          deploy=args.deploy, progress=not args.no_progress and sys.stderr.isatty()
                           and len(values) > 2000)
     warn_if_stalled(run.smc)
     if args.released is not None:

@@ -228,9 +228,33 @@ def against_exact(run: TimedRun, at, eps, family=None, mechanism="laplace",
     return pd.DataFrame(rows).assign(method=run.clock.method.iat[0])
 
 
+def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
+                 mechanism="laplace", n_particles=1000, n_max=None, subset=None, seed=0):
+    """The curator of a deployment (:class:`dpbook.privacy.curator.Curator`): the online
+    posterior ``method`` (:func:`online_posterior`; ``n_max``, the stream's length, for
+    the latent SMC) and the interval ``policy`` (:func:`stream_policy`).  ``seed`` (an
+    int or a SeedSequence) gives the posterior's and the policy's draws as
+    :func:`run_stream` does from its third child of the seed: a curator made with
+    ``seed=SeedSequence(S).spawn(3)[2]`` publishes the intervals and ends with the
+    posterior of ``run_stream(..., seed=S)`` when given the same releases."""
+    from dpbook.model.families import as_family
+    from dpbook.privacy.curator import Curator
+
+    fam = as_family(family)
+    if isinstance(policy, str) and policy == "adaptive" and not fam.location_scale:
+        raise ValueError(f"the adaptive policy of a stream needs a location-scale family, "
+                         f"not {fam.name}: give a fixed interval")
+    post_ss, online_ss = seed_sequence(seed).spawn(2)
+    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
+                                 n_max=n_max, subset=subset, seed=post_ss)
+    rule = stream_policy(policy, posterior, eps, fam, mechanism)
+    # run_online spawns (its own posterior's seed, the policy's) from its seed
+    return Curator(posterior, rule, np.random.default_rng(online_ss.spawn(2)[1]))
+
+
 def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=None,
                mechanism="laplace", n_particles=1000, subset=None, seed=0, shuffle=False,
-               progress=False):
+               progress=False, deploy=False):
     """Algorithm 1 over a column of sensitive values (``dpbook stream``): each value, in
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
@@ -243,7 +267,11 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     The values go into the population (:class:`dpbook.privacy.population.Population`),
     the only object that sees them; the posterior and the policy see the releases.
     ``seed`` fixes the order (with ``shuffle``), the privacy noise and the algorithm's
-    draws, three independent streams.  ``progress``: show a bar on stderr.
+    draws, three independent streams.  ``progress``: show a bar on stderr.  ``deploy``:
+    draw the privacy noise with OpenDP's floating-point-safe samplers from the operating
+    system's entropy (:func:`dpbook.privacy.individual.private_release`), for releases
+    that will be published; the seed then fixes the order and the algorithm's draws
+    only, and the run cannot be repeated.
     """
     from dpbook.model.families import as_family
     from dpbook.privacy.population import Population
@@ -260,7 +288,8 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     order_ss, noise_ss, algo_ss = seed_sequence(seed).spawn(3)
     if shuffle:
         x = x[np.random.default_rng(order_ss).permutation(x.size)]
-    population = Population(x, eps, np.random.default_rng(noise_ss), mechanism=mechanism)
+    population = Population(x, eps, None if deploy else np.random.default_rng(noise_ss),
+                            mechanism=mechanism)
     post_ss, online_ss = algo_ss.spawn(2)
     posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
                                  n_max=x.size, subset=subset, seed=post_ss)
@@ -281,7 +310,105 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
                "policy": "adaptive" if isinstance(policy, str) else
                ("fixed" if isinstance(policy, (tuple, list)) else type(policy).__name__),
                "family": fam.describe(), "mechanism": str(mechanism),
-               "quartiles": quartiles(run.smc)}
+               "quartiles": quartiles(run.smc),
+               "noise": "opendp" if deploy else "seeded (simulation)"}
     if isinstance(policy, (tuple, list)):
         summary["interval"] = [float(v) for v in policy]
     return run, summary
+
+
+def release_limit(values, l, r, eps, start=None, points=4001):
+    """Where the normal model's private posterior goes under the fixed interval [l, r]
+    when the values are not normal: theta* = (mu*, sigma*) maximising E[log
+    p^eps_{l,r}(Y | theta)], Y = T_l^r(X) + (r - l)/eps V with X drawn from the
+    ``values`` (their empirical distribution) and V the Laplace noise, i.e. minimising
+    the Kullback-Leibler divergence from the releases' true distribution to the model's
+    (the posterior of a misspecified model concentrates there, Berk 1966; Kleijn and van
+    der Vaart 2012).  The expectation is a trapezoid sum over ``points`` values of y on
+    [l - 25 b, r + 25 b] of the true release density (a mixture of Laplace densities
+    at the clipped values) times the model's log density (closed form,
+    :mod:`dpbook.likelihood.normal_laplace`); the maximum is found with the exact
+    score (BFGS on (mu, log sigma)) from ``start`` (default: the clipped values' mean
+    and sd).  This is an oracle's computation, from the sensitive values themselves:
+    for analysing the method, never part of a release.  Returns (mu*, sigma*)."""
+    from scipy.optimize import minimize
+
+    from dpbook.likelihood.normal_laplace import logp_and_score
+    from dpbook.validation import check_eps, check_one_interval
+
+    l, r = check_one_interval(l, r)
+    eps = check_eps(eps)
+    c, w = np.unique(np.clip(check_finite_values(values), l, r), return_counts=True)
+    b = (r - l) / eps
+    ys = np.linspace(l - 25 * b, r + 25 * b, check_count("points", points, minimum=3))
+    q = np.zeros_like(ys)  # the true density of a release, sum_c w_c Laplace(y - c; b)
+    for start_c in range(0, c.size, 256):
+        cc, ww = c[start_c:start_c + 256], w[start_c:start_c + 256]
+        q += (ww[:, None] * np.exp(-np.abs(ys[None, :] - cc[:, None]) / b)).sum(axis=0)
+    q /= 2 * b * w.sum()
+    weight = q * np.gradient(ys)  # trapezoid weights (interior spacing, halved ends)
+    weight[[0, -1]] *= 0.5
+    if start is None:
+        mean = float(np.average(c, weights=w))
+        start = (mean, max(float(np.sqrt(np.average((c - mean) ** 2, weights=w))),
+                           1e-3 * (r - l)))
+
+    def objective(p):
+        sigma = math.exp(p[1])
+        lp, s = logp_and_score(ys, l, r, eps, p[0], sigma)
+        return -float(weight @ lp), -np.array([weight @ s[:, 0], (weight @ s[:, 1]) * sigma])
+
+    res = minimize(objective, [float(start[0]), math.log(float(start[1]))], jac=True,
+                   method="BFGS", options={"gtol": 1e-9})
+    return float(res.x[0]), float(math.exp(res.x[1]))
+
+
+def adaptive_limit(values, a, b, eps, start=None, tol=1e-8, max_iter=500, points=4001):
+    """Where the normal model's private posterior goes under the adaptive policy
+    l = m + a c, r = m + b c (eq. 11) when the values are not normal: as the posterior
+    concentrates, the Thompson draws and with them the intervals settle, so the limit
+    is a fixed point theta = :func:`release_limit` (values, mu + a sigma, mu + b sigma)
+    at theta itself.  Found by iterating that map on (mu / sd, log sigma) from ``start``
+    (default: the values' mean and sd), with Aitken's delta-squared jump after every
+    two steps where the steps shrink geometrically, until a step moves less than
+    ``tol``.  It
+    depends on the values' whole distribution, on eps and on (a, b), not on the prior or
+    the order.  An oracle's computation (see :func:`release_limit`).  Returns
+    (mu, sigma)."""
+    x = check_finite_values(values)
+    theta0 = (float(x.mean()), float(x.std())) if start is None else tuple(map(float, start))
+    scale = theta0[1]
+
+    def step(p):
+        mu, sigma = p[0] * scale, math.exp(p[1]) * scale
+        new = release_limit(x, mu + a * sigma, mu + b * sigma, eps, start=(mu, sigma),
+                            points=points)
+        return np.array([new[0] / scale, math.log(new[1] / scale)])
+
+    p = np.array([theta0[0] / scale, 0.0])
+    for _ in range(check_count("max_iter", max_iter)):
+        p1 = step(p)
+        p2 = step(p1)
+        d1, d2 = p1 - p, p2 - p1
+        if np.abs(d2).max() < tol:
+            p = p2
+            break
+        # a linearly converging iteration moves by a geometric series: jump to its sum
+        # (Aitken's delta-squared, per coordinate, only where the steps shrink steadily)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(d1 != 0, d2 / d1, 0.0)
+        jump = np.where((ratio > 0) & (ratio < 0.99), d2 * ratio / (1 - ratio), 0.0)
+        p = p2 + np.clip(jump, -1.0, 1.0)
+    else:
+        raise ValueError(f"the adaptive limit did not settle in {max_iter} steps")
+    return float(p[0] * scale), float(math.exp(p[1]) * scale)
+
+
+def check_finite_values(values) -> np.ndarray:
+    """``values`` as a flat float array, finite and not empty (ValueError otherwise)."""
+    from dpbook.validation import check_finite
+
+    x = check_finite("values", values).ravel()
+    if x.size == 0:
+        raise ValueError("no values")
+    return x

@@ -72,7 +72,10 @@ def release_one(x: float, l: float, r: float, eps: float, rng: np.random.Generat
 
     The same arithmetic and the same draw from ``rng`` as :func:`release` with scalar
     arguments (so the same value, bit for bit), without its array checks: the online
-    loop (Algorithm 1) calls it once per individual.
+    loop (Algorithm 1) calls it once per individual.  Both are seeded samplers for
+    simulation and reproduction: numpy's noise on doubles is not floating-point safe
+    (Mironov 2012); a deployment draws with
+    :func:`dpbook.privacy.individual.private_release` (OpenDP).
     """
     l, r = check_one_interval(l, r)
     if not isinstance(rng, np.random.Generator):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbook.privacy.curator import Curator
 from dpbook.privacy.population import Population
 from dpbook.smc import SMC
 from dpbook.validation import seed_sequence
@@ -52,12 +53,14 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     smc = posterior if posterior is not None else SMC(
         population.eps if eps is None else eps, family, mechanism, n_particles=n_particles,
         n_max=n, seed=smc_ss, every=every, subset=subset)
-    policy_rng = np.random.default_rng(policy_ss)
-    y, l, r = np.empty(n), np.empty(n), np.empty(n)
-    for t in range(n):
-        l[t], r[t] = policy.next_interval(smc, policy_rng)
-        y[t] = population.release(l[t], r[t])
-        smc.update(y[t], l[t], r[t])
+    # the curator (the posterior and the policy) and the individuals (the population)
+    # meet only through the interval and the release, as in a deployment
+    # (dpbook.privacy.curator, dpbook.privacy.individual)
+    curator = Curator(smc, policy, np.random.default_rng(policy_ss))
+    for _ in range(n):
+        l, r = curator.next_interval()
+        curator.take(population.release(l, r), l, r)
         if progress is not None:
             progress.update(1)
+    y, l, r = curator.releases()
     return OnlineRun(y=y, l=l, r=r, smc=smc)

@@ -27,16 +27,30 @@ class Population:
 
     The values are kept in a closure, not in an attribute, so that code holding the
     population can call :meth:`release` and nothing else that reveals them.
+
+    ``rng``: a seeded numpy Generator, for simulation and reproduction (the book's
+    experiments; :func:`dpbook.privacy.individual.seeded_release_for_simulation`), or
+    None for deployment: each individual's noise from OpenDP's floating-point-safe
+    sampler and the operating system's entropy
+    (:func:`dpbook.privacy.individual.private_release`, not reproducible).
     """
 
     __slots__ = ("_release", "_remaining", "eps", "mechanism")
 
-    def __init__(self, values, eps, rng: np.random.Generator, mechanism: str = "laplace"):
+    def __init__(self, values, eps, rng: np.random.Generator | None,
+                 mechanism: str = "laplace"):
         self.eps = check_eps(eps)
         self.mechanism = check_mechanism(mechanism)
         xs = iter(check_finite("population values", values).ravel().tolist())
         n = int(np.size(values))
         counter = [n]
+        if rng is None:
+            from dpbook.privacy.individual import private_release, require_opendp
+
+            require_opendp()
+        elif not isinstance(rng, np.random.Generator):
+            raise ValueError("the population's rng must be a numpy Generator (simulation) "
+                             "or None (deployment noise from OpenDP)")
 
         def _release(l, r):
             try:
@@ -44,6 +58,8 @@ class Population:
             except StopIteration:
                 raise ValueError("the population has no more individuals") from None
             counter[0] -= 1
+            if rng is None:
+                return private_release(x, l, r, self.eps, self.mechanism)
             return release_one(x, l, r, self.eps, rng, self.mechanism)
 
         self._release = _release

@@ -1,0 +1,137 @@
+"""The curator's side of Algorithm 1, for a deployment where it runs apart from the
+individuals.
+
+The curator never sees a sensitive value.  It publishes intervals [l, r] (eq. 11: a
+Thompson draw from its online posterior, or a fixed interval), takes back releases
+(y, l, r) made by individuals with those intervals, and keeps the posterior of theta
+given the releases (eq. 5).  By post-processing (Theorem 1, Proposition 1) everything it
+computes is eps-DP for every individual.
+
+* :meth:`Curator.next_interval` publishes the interval for the next individual;
+  :meth:`Curator.publish` one interval for a batch of k individuals (one Thompson draw;
+  the releases of a batch may come back in any order and interleaved with other
+  batches' releases);
+* :meth:`Curator.take` absorbs one release of a published interval;
+* :meth:`Curator.save` and :meth:`Curator.load` keep its whole state (posterior,
+  policy, the policy's random stream, the releases and the intervals still out) in one
+  file, so that a stream can stop and resume mid-way with the same numbers as a run
+  without the stop.
+
+:func:`dpbook.privacy.online.run_online` is the curator and a population in one loop;
+the individual's side is :mod:`dpbook.privacy.individual`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from dpbook.validation import as_generator, check_count, check_finite_number, check_one_interval
+
+_FORMAT = "dpbook-curator"
+_VERSION = 1
+
+
+class Curator:
+    """The curator of Algorithm 1: an online ``posterior`` (an object with
+    ``update(y, l, r)`` and ``thompson_draw(rng)``: :class:`dpbook.smc.SMC`,
+    :class:`dpbook.marginal.MarginalSMC`, :class:`dpbook.gradient.OnlineGradient`) and an
+    interval ``policy`` (:mod:`dpbook.privacy.policies`); ``seed`` (int, SeedSequence or
+    Generator) drives the policy's Thompson draws.  :func:`dpbook.streams.make_curator`
+    builds one by method name."""
+
+    def __init__(self, posterior, policy, seed=0):
+        for name in ("update", "thompson_draw"):
+            if not callable(getattr(posterior, name, None)):
+                raise ValueError(f"the curator's posterior needs a method {name}()")
+        if not callable(getattr(policy, "next_interval", None)):
+            raise ValueError("the curator's policy needs a method next_interval(posterior, rng)")
+        self.posterior = posterior
+        self.policy = policy
+        self.rng = as_generator(seed, "seed")
+        self.outstanding = Counter()  # (l, r) -> releases still expected with it
+        self.y, self.l, self.r = [], [], []
+
+    @property
+    def n(self) -> int:
+        """The number of releases taken."""
+        return len(self.y)
+
+    def publish(self, k=1):
+        """One interval (l, r) for the next k individuals (a batch): one policy step."""
+        k = check_count("k", k)
+        l, r = self.policy.next_interval(self.posterior, self.rng)
+        l, r = float(l), float(r)
+        self.outstanding[(l, r)] += k
+        return l, r
+
+    def next_interval(self):
+        """The interval (l, r) for the next individual (:meth:`publish` with k = 1)."""
+        return self.publish(1)
+
+    def take(self, y, l, r):
+        """Absorb the release y that an individual made with the published interval
+        [l, r]; a release of an interval that was not published, or of one whose
+        releases have all come back, is refused."""
+        y = check_finite_number("y", y)
+        l, r = check_one_interval(l, r)
+        key = (l, r)
+        if self.outstanding[key] <= 0:  # a Counter's missing key reads 0, not stored
+            raise ValueError(f"the interval [{l!r}, {r!r}] was not published, or all its "
+                             "releases have been taken")
+        self.posterior.update(y, l, r)
+        self.outstanding[key] -= 1
+        if not self.outstanding[key]:
+            del self.outstanding[key]
+        self.y.append(y)
+        self.l.append(l)
+        self.r.append(r)
+
+    def withdraw(self, l, r, k=1):
+        """Forget k expected releases of the published interval [l, r] (individuals who
+        never answered): nothing was learnt from them."""
+        l, r = check_one_interval(l, r)
+        k = check_count("k", k)
+        if self.outstanding[(l, r)] < k:
+            raise ValueError(f"fewer than {k} releases of [{l!r}, {r!r}] are expected")
+        self.outstanding[(l, r)] -= k
+        if not self.outstanding[(l, r)]:
+            del self.outstanding[(l, r)]
+
+    def releases(self):
+        """The releases taken so far, in the order taken: arrays (y, l, r)."""
+        return tuple(np.array(v, float) for v in (self.y, self.l, self.r))
+
+    def save(self, path):
+        """Write the curator's whole state to ``path`` (a pickle; written to a temporary
+        file first and renamed, so an interrupted save leaves the old file).  Load only
+        files you wrote: unpickling runs code."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump({"format": _FORMAT, "version": _VERSION, "curator": self}, fh,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path) -> Curator:
+        """The curator saved in ``path`` by :meth:`save`, ready to go on."""
+        try:
+            with open(path, "rb") as fh:
+                state = pickle.load(fh)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such curator state file") from None
+        except Exception as exc:  # a truncated or foreign file
+            raise ValueError(f"{path}: not a dpbook curator state file ({type(exc).__name__})"
+                             ) from None
+        if not (isinstance(state, dict) and state.get("format") == _FORMAT
+                and isinstance(state.get("curator"), cls)):
+            raise ValueError(f"{path}: not a dpbook curator state file")
+        if state.get("version") != _VERSION:
+            raise ValueError(f"{path}: curator state version {state.get('version')!r}, this "
+                             f"dpbook reads version {_VERSION}")
+        return state["curator"]
