@@ -494,4 +494,18 @@ def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=10
                       f"{smc.history.ess[-1]:.2f} of {smc.N}): its posterior summary is not "
                       f"reliable here; use more particles or the exact posterior",
                       ReliabilityWarning, stacklevel=2)
+    check_particles(smc, y, l, r, "the SMC", stacklevel=3)
     return smc
+
+
+def check_particles(post, y, l, r, method, stacklevel=2):
+    """``post.lost``: None, or where the weighted particles of ``post`` (an SMC or a
+    marginal SMC after the releases y, l, r) stayed when they have not found the
+    posterior (:func:`dpbook.diagnostics.check_found`, which warns in one line): for
+    example particles drawn from the prior that no release told apart, every release
+    clipped at the same end for all of them."""
+    from dpbook.diagnostics import check_found
+
+    post.lost = check_found(method, post.quantile(0.5), y, l, r, post.eps, post.family,
+                            post.mechanism, stacklevel=stacklevel + 1)
+    return post.lost
