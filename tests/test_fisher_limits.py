@@ -152,6 +152,21 @@ def test_the_closed_form_on_a_very_wide_interval_is_right_or_refused(half, eps):
         assert half > 1e3  # the ordinary case is computed
 
 
+@pytest.mark.parametrize("half, eps", [(1e2, 1e3), (1e3, 1e3), (1e4, 100.0), (30.0, 10.0)])
+def test_gaussian_noise_on_a_wide_interval_is_right_or_refused(half, eps):
+    """Normal family, Gaussian mechanism, clip far beyond the values: Y ~ N(mu, 1 + b^2)
+    and F = diag(1, 2) / (1 + b^2) (F[sigma, sigma] with the square).  On [-1e3, 1e3]
+    at eps = 1e3 (b = 2) the quadrature lost 3.4e-4 of the density beyond its last panel
+    and gave F = (0.1983, 0.0760) for (0.2, 0.08)."""
+    b = 2 * half / eps
+    F = _F(-half, half, eps, "normal", {}, "gaussian")
+    if F is None:
+        assert half >= 1e3  # the ordinary cases are computed
+    else:
+        np.testing.assert_allclose(np.diag(F), [1 / (1 + b * b), 2 / (1 + b * b) ** 2],
+                                   rtol=1e-4)
+
+
 @pytest.mark.parametrize("argv", [
     ["fisher", "--eps", "1", "--a", "1e11", "--b", "2e11", "--family", "poisson",
      "--theta", "1e11"],
