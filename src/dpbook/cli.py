@@ -427,9 +427,10 @@ def cmd_posterior(args):
                               "per step)")
         if len(y) > LATENT_NOTE_N:
             print(f"dpbook: note: --method {m} keeps every individual's latent value and "
-                  f"copies them at every step, O(n^2 N) in all: {len(y)} releases take "
-                  f"minutes to hours; --method smc-marginal computes the same posterior in "
-                  f"O(n N) (chapter 9)", file=sys.stderr)
+                  f"copies them at every step, O(n^2 N) work for n = {len(y)} releases and "
+                  f"N = {args.particles} particles (10^5 releases: hours); --method "
+                  f"smc-marginal computes the same posterior in O(n N) (chapter 9)",
+                  file=sys.stderr)
         with _progress(len(y), m) as bar:
             post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                                  n_particles=args.particles, seed=args.seed,
