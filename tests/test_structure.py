@@ -112,7 +112,8 @@ LAYERS = (
     {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions",
      "dpbook.vmath"},  # utilities
     {"dpbook.model", "dpbook.families", "dpbook.mechanisms"},  # Sections 2-4's model
-    {"dpbook.backends", "dpbook.likelihood"},  # what the algorithms evaluate
+    {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
+    # evaluate, and the check of their answers against it
     {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior", "dpbook.marginal",
      "dpbook.gradient"},  # the algorithms
     {"dpbook.privacy"},  # Algorithm 1: the population, the policies, the online loop

@@ -10,17 +10,40 @@ Bad input gives one line ``dpbook: error: <what is wrong>`` and exit status 2.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
-import math
-import re
+import os
+import signal
 import sys
-import time
-import warnings
-from pathlib import Path
 
-import numpy as np
+# A signal that arrives while the command line starts (numpy and the rest are imported
+# before main() installs its handlers) is held and answered by main() as any other:
+# one line and exit 143 (SIGTERM) or 130 (Ctrl-C).  SIGTERM's default action ended the
+# process then without a word, Ctrl-C's was a traceback from inside an import.  Only
+# when this module runs the command (``python -m dpbook.cli``, the ``dpbook`` script):
+# importing it from Python changes no handler.
+_EARLY_SIGNALS: list = []
+
+
+def _hold_early_signal(signum, frame):
+    _EARLY_SIGNALS.append(signum)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "dpbook":
+    try:
+        for _s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(_s, _hold_early_signal)
+    except ValueError:  # not the main thread
+        pass
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):
@@ -233,6 +256,10 @@ def cmd_best_interval(args):
         lims = tuple(args.lims)
     else:
         lims = (-3.0, 3.0) if family.location_scale else family.interval_lims(*theta)
+        if not all(math.isfinite(v) for v in lims):
+            from dpbook.likelihood.quadrature import unlocated_message
+
+            raise ValueError(unlocated_message(family, theta))
     lo, hi = lims
     kw = dict(method=args.method, grid=args.grid, lims=lims, score=args.score, M=args.M,
               K=args.K, seed=args.seed)
@@ -398,8 +425,16 @@ def cmd_posterior(args):
         if args.method == "smc-subset" and args.subset is None:
             raise _UsageError("--method smc-subset needs --subset M (latent values moved "
                               "per step)")
-        post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
-                             n_particles=args.particles, seed=args.seed, subset=args.subset)
+        if len(y) > LATENT_NOTE_N:
+            print(f"dpbook: note: --method {m} keeps every individual's latent value and "
+                  f"copies them at every step, O(n^2 N) work for n = {len(y)} releases and "
+                  f"N = {args.particles} particles (10^5 releases: hours); --method "
+                  f"smc-marginal computes the same posterior in O(n N) (chapter 9)",
+                  file=sys.stderr)
+        with _progress(len(y), m) as bar:
+            post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
+                                 n_particles=args.particles, seed=args.seed,
+                                 subset=args.subset, progress=bar)
     elif args.method in ("smc-marginal", "ibis"):
         from dpbook.marginal import marginal_posterior
 
@@ -437,6 +472,49 @@ def cmd_posterior(args):
                      f"at every step, as --method smc does (the same numbers)")
     lines.append(f"  {out['seconds']:.2f} s")
     _print(out, args.json, lines)
+
+
+LATENT_NOTE_N = 3000  # releases beyond which the latent SMC's note names smc-marginal
+PROGRESS_DELAY = 3.0  # seconds before a posterior run shows its progress
+
+
+def _stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+class _Progress:
+    """The progress of the latent SMC on stderr, shown after PROGRESS_DELAY seconds and
+    only on a terminal (never among output that is read, such as --json's; tqdm with
+    ``leave=False`` clears its line at the end).  Step t of the latent SMC costs O(t),
+    so the bar counts work, sum of t, and its time left is right for the O(n^2) run;
+    the text says how many releases are done."""
+
+    def __init__(self, n, method):
+        from tqdm import tqdm
+
+        self.n, self.t, self.method = n, 0, method
+        self.bar = tqdm(total=n * (n + 1) // 2, delay=PROGRESS_DELAY, leave=False,
+                        file=sys.stderr, disable=not _stderr_is_terminal(),
+                        desc=f"{method}: 0/{n} releases", dynamic_ncols=True,
+                        smoothing=0.1, bar_format="{desc} {percentage:3.0f}%|{bar}| "
+                                                  "[{elapsed}<{remaining}]")
+
+    def update(self, k=1):
+        for _ in range(k):
+            self.t += 1
+            self.bar.set_description_str(f"{self.method}: {self.t}/{self.n} releases",
+                                         refresh=False)
+            self.bar.update(self.t)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.close()
+
+
+def _progress(n, method):
+    return _Progress(n, method)
 
 
 def _online_gradient(args, family, mechanism, y, l, r, t0):
@@ -972,8 +1050,6 @@ def _signals():
     process and to its group; a second KeyboardInterrupt inside the clean-up was a
     39-line 'release unlocked lock' traceback).  SIGTERM's default action would end the
     process at once and leave the pool's workers and resource tracker running."""
-    import signal
-
     got = []
 
     def handler(signum, frame):
@@ -1007,6 +1083,9 @@ def main(argv=None) -> int:
     with warnings.catch_warnings(), _signals():
         warnings.showwarning = shown.show  # a user sees one line, not a stack
         try:
+            if _EARLY_SIGNALS:  # a signal held while the command line started
+                raise _Terminated() if signal.SIGTERM in _EARLY_SIGNALS else \
+                    KeyboardInterrupt()
             args = build_parser().parse_args(argv)
             args.func(args)
         except (_UsageError, ValueError) as e:

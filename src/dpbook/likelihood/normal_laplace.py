@@ -291,6 +291,11 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     lp, s = logp_and_score(ends, a[..., None], b[..., None], eps[..., None], 0.0, 1.0)
     outer = s[..., :, None] * s[..., None, :]
     f = scale[..., None, None] * np.sum(np.exp(lp)[..., None, None] * outer, axis=-3)
+    # the integrals of p(y) and of p(y) s(y), 1 and 0 in exact arithmetic: how well the
+    # rule resolved the score (checked at the end)
+    sums = scale[..., None] * np.sum(np.exp(lp)[..., None] * np.concatenate(
+        [np.ones_like(s[..., :1]), s], axis=-1), axis=-2)
+    tail_sums = sums
 
     # middle: composite Gauss-Legendre on [a, k1], [k1, k2], [k2, b]; a single panel
     # when no interval reaches beyond +-6 standard deviations
@@ -310,13 +315,23 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     pw = ww * np.exp(lp)
     tails = f
     f = f + np.einsum("...n,...ni,...nj->...ij", pw, s, s)
+    sums = sums + np.concatenate([pw.sum(axis=-1)[..., None],
+                                  np.einsum("...n,...ni->...i", pw, s)], axis=-1)
     # Large eps: p(y) has spikes of width B at a and b (the clipped masses, smoothed by
     # the noise) that the panels above miss; redo those intervals with panels that
     # follow the spikes.  Never the case for eps <= 2 _SPIKE_EFOLDS (the book's eps).
     fine = _SPIKE_EFOLDS * scale < 0.5 * (b - a)
     if np.any(fine):
-        f[fine] = tails[fine] + _fisher_middle_spikes(a[fine], b[fine], eps[fine], nodes)
+        mid, mid_sums = _fisher_middle_spikes(a[fine], b[fine], eps[fine], nodes)
+        f[fine] = tails[fine] + mid
+        sums[fine] = tail_sums[fine] + mid_sums
     f = 0.5 * (f + np.swapaxes(f, -1, -2))  # exactly symmetric
+    from dpbook.likelihood import quadrature
+
+    shape = f.shape[:-2]
+    quadrature.check_resolved(f.reshape(-1, 2, 2), sums.reshape(-1, 3),
+                              np.broadcast_to(l, shape).ravel(),
+                              np.broadcast_to(r, shape).ravel(), eps.ravel(), "normal")
     return f / (sigma * sigma)[..., None, None]
 
 
@@ -327,13 +342,16 @@ _SPIKE_STEPS = np.array([0.0, 1.0, 3.0, 7.0, 15.0, _SPIKE_EFOLDS])
 
 
 def _gauss_legendre_sum(lo, hi, a, b, eps, nodes):
-    """sum over the panels [lo_k, hi_k] (shape (K, P)) of int p(y) s(y) s(y)^T dy."""
+    """sum over the panels [lo_k, hi_k] (shape (K, P)) of int p(y) s(y) s(y)^T dy, and of
+    int p(y) (1, s(y)) dy (shape (K, 3))."""
     x, w = np.polynomial.legendre.leggauss(nodes)
     half = 0.5 * (hi - lo)[..., None]
     yy = (0.5 * (hi + lo)[..., None] + half * x).reshape(lo.shape[0], -1)
     ww = (half * w).reshape(lo.shape[0], -1)
     lp, s = logp_and_score(yy, a[:, None], b[:, None], eps[:, None], 0.0, 1.0)
-    return np.einsum("kn,kni,knj->kij", ww * np.exp(lp), s, s)
+    pw = ww * np.exp(lp)
+    return np.einsum("kn,kni,knj->kij", pw, s, s), np.concatenate(
+        [pw.sum(axis=-1)[:, None], np.einsum("kn,kni->ki", pw, s)], axis=-1)
 
 
 def _fisher_middle_spikes(a, b, eps, nodes):

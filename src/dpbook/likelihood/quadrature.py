@@ -493,6 +493,13 @@ def _outer_sum(w, v):
     return np.einsum("pj,pji,pjk->pik", np.where(ok, w * p, 0.0), s, s)
 
 
+def _sums(w, v):
+    """sum_j w_j (p_j, grad p_j) over the last-but-one axis of v (P, J, 1 + d): the
+    integrals of p(y) (1 in exact arithmetic) and of grad p(y) (0: the score has mean
+    0), which tell how accurately the rule resolved the score (:func:`fisher_exact`)."""
+    return np.einsum("pj,pjc->pc", w, v)
+
+
 def _fisher_laplace(l, r, eps, th, info, fam, mech):
     """F for a continuous family under the Laplace mechanism (running sums; exact tails)."""
     b = (r - l) / eps
@@ -528,9 +535,11 @@ def _fisher_laplace(l, r, eps, th, info, fam, mech):
     tot = (acc + g_l[..., None] * vl[:, None] + g_r[..., None] * vr[:, None]) \
         / (2.0 * b)[:, None, None]
     f = _outer_sum(np.exp(ylogw), tot[:, y_idx])
+    g = _sums(np.exp(ylogw), tot[:, y_idx])
     # tails: for y <= l, p(y) = p(l) e^{(y - l)/b} and s(y) = s(l); likewise above r
     f += _outer_sum(np.broadcast_to(b[:, None], (P, 2)), tot[:, [0, -1]])
-    return f * np.exp(shift)[:, None, None]
+    g += _sums(np.broadcast_to(b[:, None], (P, 2)), tot[:, [0, -1]])
+    return f * np.exp(shift)[:, None, None], g * np.exp(shift)[:, None]
 
 
 def _fisher_matrix(l, r, eps, th, info, fam, mech):
@@ -563,7 +572,8 @@ def _fisher_matrix(l, r, eps, th, info, fam, mech):
     tot += mech.pdf(ynode - l[:, None], b[:, None])[..., None] * vl[:, None]
     tot += mech.pdf(ynode - r[:, None], b[:, None])[..., None] * vr[:, None]
     f = _outer_sum(np.exp(ylogw), tot)
-    return f * np.exp(shift)[:, None, None]
+    return (f * np.exp(shift)[:, None, None],
+            _sums(np.exp(ylogw), tot) * np.exp(shift)[:, None])
 
 
 _SMALL_STEPS = np.array([0.0, 1.0, 3.0, 7.0, 15.0])  # geometric panels, in noise scales
@@ -622,7 +632,8 @@ def _fisher_small_noise(l, r, eps, th, info, fam, mech):
     tot += mech.pdf(yn - l[:, None], b[:, None])[..., None] * vl[:, None]
     tot += mech.pdf(yn - r[:, None], b[:, None])[..., None] * vr[:, None]
     f = _outer_sum(np.exp(ylogw), tot)
-    return f * np.exp(shift)[:, None, None]
+    return (f * np.exp(shift)[:, None, None],
+            _sums(np.exp(ylogw), tot) * np.exp(shift)[:, None])
 
 
 def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
@@ -649,6 +660,8 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     lf = np.broadcast_to(l, shape).ravel()
     rf = np.broadcast_to(r, shape).ravel()
     info = theta_info(fam, th)
+    if not np.all(np.isfinite(np.asarray(info[:2], dtype=float))):
+        raise ValueError(unlocated_message(fam, th))
     if not fam.discrete:
         info = (float(info[0]), float(info[1]), np.asarray(info[2]).ravel())
     laplace = isinstance(mech, LaplaceMechanism) and not fam.discrete
@@ -666,13 +679,85 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     # elements per pair: ~ (breaks x nodes) y nodes times x nodes for the matrix rule
     k_est = 40 + min(cap, need)
     if fam.discrete:
+        count = float(min(np.max(rf - lf), s_hi - s_lo)) + 1
+        if not count <= MAX_INTEGERS:  # also nan: the family's quantiles failed
+            where = "cannot be located (its quantiles are not finite there)" if \
+                math.isnan(count) else f"spans {count:.3g} integers"
+            raise ValueError(
+                f"the exact Fisher information of the {fam.describe()} family at "
+                f"{', '.join(f'{q} = {v:g}' for q, v in zip(fam.params, th))} sums over "
+                f"the integers where it has mass, which {where}, more than the "
+                f"{MAX_INTEGERS} its quadrature holds in memory; use method='mc'")
         k_est += 9 * (float(min(np.max(rf - lf), s_hi - s_lo)) + 1)
     per = (k_est * FISHER_NODES) * (_CUT_NODES * 4 if laplace else k_est * FISHER_NODES)
     step = max(1, int(_FISHER_CHUNK // per))
     for i in range(0, lf.size, step):
-        f = run(lf[i:i + step], rf[i:i + step], eps, th, info, fam, mech)
+        f, g = run(lf[i:i + step], rf[i:i + step], eps, th, info, fam, mech)
         out[i:i + step] = 0.5 * (f + np.swapaxes(f, -1, -2))
+        check_resolved(out[i:i + step], g, lf[i:i + step], rf[i:i + step], eps, fam)
     return out.reshape(shape + (fam.dim, fam.dim))
+
+
+# the score's computed mean, which is 0 in exact arithmetic, may be at most this fraction
+# of its root mean square: a bias delta in the score adds delta^2 to F's diagonal, so F_jj
+# keeps a floor of at most 1% of its value.  (Student-t with df 0.1 on [-1e6, 1e6] kept
+# F[scale, scale] = 3.1e-7, the square of its mean score 5.5e-4, for every eps below
+# 1e-2, where F must fall to 0 with eps.)
+SCORE_MEAN_TOL = 0.1
+# ... unless the floor is below this fraction of F's largest diagonal entry: an entry that
+# small (F[sigma, sigma] of an interval symmetric about mu, which is 0 by symmetry as the
+# interval shrinks) is returned to that absolute accuracy
+FLOOR_REL = 1e-12
+MASS_TOL = 1e-6  # the density of Y must integrate to 1 within this (the rules reach
+# 1e-11 on the book's grids; Y = N(0, 1) + N(0, 2^2) on [-1e3, 1e3] lost 3.4e-4 of its mass
+# beyond the support's last panel, and F[mu, mu] was 0.8% off, F[sigma, sigma] 5%)
+
+
+def unlocated_message(fam, th) -> str:
+    """The error for a theta where ``fam``'s quantile function is not finite (the
+    Poisson's from lam ~ 1e11, scipy's limit): nothing can be computed there."""
+    at = ", ".join(f"{q} = {v:g}" for q, v in zip(fam.params, th))
+    return (f"the {fam.describe()} family cannot locate its mass at {at}: its quantile "
+            f"function is not finite there, so this theta is outside what dpbook computes")
+
+
+# integers in (l, r) where a discrete family has mass, at most: the matrix rule holds
+# (8 y nodes per integer) x (integers) noise densities per interval
+MAX_INTEGERS = 3000
+
+
+def check_resolved(F, g, l, r, eps, family):
+    """ValueError when a Fisher rule did not resolve the score: F (P, d, d) came with
+    g (P, 1 + d), its integrals of p(y) and grad p(y); the score's computed mean
+    (g[:, 1:] / g[:, 0], 0 in exact arithmetic) must be negligible beside its root mean
+    square sqrt(F_jj) and the density must integrate to 1 (g[:, 0]).  Also the check of
+    the closed form (:mod:`dpbook.likelihood.normal_laplace`).  ``eps`` a scalar or one
+    per element."""
+    fam = as_family(family)
+    eps = np.broadcast_to(np.asarray(eps, dtype=float), (F.shape[0],))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mass = g[:, 0]
+        mean = g[:, 1:] / mass[:, None]
+        diag = np.diagonal(F, axis1=-2, axis2=-1)
+        floor = mean * mean
+        bad = ~(np.abs(mass - 1.0) <= MASS_TOL)[:, None] | ~(
+            (floor <= SCORE_MEAN_TOL ** 2 * diag)
+            | (floor <= FLOOR_REL * np.max(diag, axis=-1, keepdims=True)))
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad.any(axis=-1))[0])
+    where = (f"the Fisher information of the {fam.describe()} family cannot be computed "
+             f"accurately for [l, r] = [{l[i]:g}, {r[i]:g}] at eps = {eps[i]:g}")
+    if not abs(mass[i] - 1.0) <= MASS_TOL:
+        why = f"the density of a release integrates to {mass[i]:.6g} in its quadrature, not 1"
+    else:
+        j = int(np.argmax(np.abs(mean[i]) / np.sqrt(np.maximum(diag[i], 1e-300))))
+        why = (f"the quadrature's score for {fam.params[j]} has mean {mean[i, j]:.2g} (0 in "
+               f"exact arithmetic), not negligible beside its root mean square "
+               f"{math.sqrt(max(diag[i, j], 0.0)):.2g}, so F[{fam.params[j]}, "
+               f"{fam.params[j]}] would be a numerical floor")
+    raise ValueError(f"{where}: {why}; use a narrower interval, another eps or the Monte "
+                     f"Carlo method (method='mc')")
 
 
 # ------------------------------------------------------------------------ posterior

@@ -37,10 +37,10 @@ import time
 import numpy as np
 
 from dpbook.backends import backend
-from dpbook.likelihood import quadrature
+from dpbook.diagnostics import log_likelihood
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
-from dpbook.smc.algorithm import History, ParticlePosterior
+from dpbook.smc.algorithm import History, ParticlePosterior, check_particles
 from dpbook.smc.resampling import ess, systematic
 from dpbook.validation import (
     as_generator,
@@ -51,7 +51,6 @@ from dpbook.validation import (
 )
 
 _RW_SCALE2 = 2.38**2
-_BLOCK = 4096  # releases per block of the likelihood sum (bounds the memory to N x block)
 
 
 class MarginalSMC(ParticlePosterior):
@@ -104,16 +103,9 @@ class MarginalSMC(ParticlePosterior):
         """sum_s log p^eps_{l_s, r_s}(y_s | theta_i) for each row theta_i of ``theta``,
         shape (len(theta),): the registered compiled kernel (normal/Laplace:
         :func:`dpbook.likelihood.normal_laplace.loglik_particles`), else quadrature
-        with the releases in blocks of :data:`_BLOCK`."""
-        if self.compiled is not None:
-            return self.compiled(y, l, r, self.eps, theta)
-        out = np.zeros(theta.shape[0])
-        cols = tuple(theta[:, j:j + 1] for j in range(theta.shape[1]))
-        for start in range(0, len(y), _BLOCK):
-            ys, ls, rs = (v[None, start:start + _BLOCK] for v in (y, l, r))
-            out += quadrature.log_density(ys, ls, rs, self.eps, cols, self.family,
-                                          self.mechanism).sum(axis=1)
-        return out
+        with the releases in blocks (:func:`dpbook.diagnostics.log_likelihood`)."""
+        return log_likelihood(theta, y, l, r, self.eps, self.family, self.mechanism,
+                              compiled=self.compiled)
 
     def update(self, y, l, r):
         """Reweight by release (y, l, r); resample and move if the ESS is low."""
@@ -227,4 +219,5 @@ def marginal_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particl
                       delayed=delayed)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
+    check_particles(smc, y, l, r, "the marginal SMC", stacklevel=3)
     return smc

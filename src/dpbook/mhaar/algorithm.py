@@ -210,6 +210,10 @@ class MHAARResult:
     seconds: float = field(default=0.0, compare=False)
     step_coords: tuple = ()
     n_parallel: int = 0  # compiled backend: iterations run with blocks in parallel
+    # None, or where the chain stayed when it has not found the posterior
+    # (dpbook.diagnostics.lost_posterior: a reference point far more probable than the
+    # kept samples' median)
+    lost: object = field(default=None, compare=False)
 
     @property
     def n_iter(self) -> int:
@@ -485,9 +489,10 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
                  f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)
     impl = None if generic else backend("mhaar", family, mechanism)
     if impl is not None:
-        return _checked_chain(impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
-                                   burn_fraction=burn_fraction, steps=steps, adapt=adapt,
-                                   **backend_options))
+        res = impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
+                   burn_fraction=burn_fraction, steps=steps, adapt=adapt, **backend_options)
+        return _checked_chain(res, check_observations(y, l, r), eps, as_family(family),
+                              mechanism)
     if backend_options:
         raise ValueError(f"the generic MHAAR sampler has no option "
                          f"{sorted(backend_options)[0]!r}")
@@ -594,7 +599,7 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
                       n_aux=n_aux, eps=eps, seed=seed, family=fam.describe(),
                       mechanism=mech.name, seconds=time.perf_counter() - t_start,
                       step_coords=coords)
-    return _checked_chain(res)
+    return _checked_chain(res, (y, l, r), eps, fam, mechanism)
 
 
 def _is_numeric(v):
@@ -605,11 +610,17 @@ def _is_numeric(v):
     return True
 
 
-def _checked_chain(res):
-    """Warn when the kept part of a chain never moved (its summary is one point)."""
+def _checked_chain(res, data, eps, family, mechanism):
+    """Warn when the kept part of a chain never moved (its summary is one point), or
+    when it has not found the posterior (:func:`dpbook.diagnostics.check_found`: a
+    reference point far more probable than the kept samples' median; ``res.lost``)."""
+    from dpbook.diagnostics import check_found
+
     kept = res.accepted[res.n_iter - res.n_kept:]
     if kept.size >= 100 and not kept.any():
         warnings.warn(f"the MHAAR chain accepted none of its last {kept.size} proposals: its "
                       f"posterior summary is not reliable here; use more iterations or the "
                       f"exact posterior", ReliabilityWarning, stacklevel=3)
+    res.lost = check_found("the MHAAR chain", np.median(res.kept(), axis=0), *data,
+                           check_eps(eps), family, mechanism, stacklevel=4)
     return res

@@ -15,6 +15,7 @@ import numpy as np
 from dpbook.privacy.curator import Curator
 from dpbook.privacy.population import Population
 from dpbook.smc import SMC
+from dpbook.smc.algorithm import ParticlePosterior, check_particles
 from dpbook.validation import seed_sequence
 
 
@@ -38,10 +39,13 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     (Laplace if it names none).  ``posterior`` replaces the SMC by another online
     posterior with ``update(y, l, r)`` and ``thompson_draw(rng)`` (for example
     :class:`dpbook.marginal.MarginalSMC`, built for the population's eps and mechanism);
-    the policy's draws still come from ``seed``.  ``subset``: latent values the SMC
-    moves per step (subset rejuvenation, :class:`dpbook.smc.SMC`; None: all).  ``eps``:
-    the privacy level the SMC assumes (default the population's; another reproduces an
-    analysis with the wrong noise scale, as the authors' code's).  ``progress``: an
+    the policy's draws still come from ``seed``.  At the end, a particle posterior is
+    checked against cheap reference points (``smc.lost``, and a one-line
+    ReliabilityWarning when it has not found the posterior: :mod:`dpbook.diagnostics`).
+    ``subset``: latent values the SMC moves per step (subset rejuvenation,
+    :class:`dpbook.smc.SMC`; None: all).  ``eps``: the privacy level the SMC assumes
+    (default the population's; another reproduces an analysis with the wrong noise
+    scale, as the authors' code's).  ``progress``: an
     object whose ``update(1)`` is called after each release (a tqdm bar, say).
     """
     if posterior is not None and subset is not None:
@@ -63,4 +67,7 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
         if progress is not None:
             progress.update(1)
     y, l, r = curator.releases()
+    if isinstance(smc, ParticlePosterior) and n > 0:
+        # particles that never found the posterior say so (one line; smc.lost)
+        check_particles(smc, y, l, r, "the online SMC", stacklevel=3)
     return OnlineRun(y=y, l=l, r=r, smc=smc)

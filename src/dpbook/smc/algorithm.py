@@ -485,17 +485,34 @@ class SMC(ParticlePosterior):
 
 
 def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000, seed=0,
-                  generic=False, subset=None):
+                  generic=False, subset=None, progress=None):
     """Run the SMC over a released data set (y, l, r) in time order; return the SMC
-    (``subset``: latent values moved per step, see :class:`SMC`)."""
+    (``subset``: latent values moved per step, see :class:`SMC`; ``progress``: an
+    object whose ``update(1)`` is called after each release, a tqdm bar say)."""
     y, l, r = check_observations(y, l, r)
     smc = SMC(eps, family, mechanism, n_particles=n_particles, n_max=len(y), seed=seed,
               generic=generic, subset=subset)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
+        if progress is not None:
+            progress.update(1)
     if smc.history.ess and smc.history.ess[-1] < 1.5:
         warnings.warn(f"the SMC weights collapsed onto one particle (final ESS "
                       f"{smc.history.ess[-1]:.2f} of {smc.N}): its posterior summary is not "
                       f"reliable here; use more particles or the exact posterior",
                       ReliabilityWarning, stacklevel=2)
+    check_particles(smc, y, l, r, "the SMC", stacklevel=3)
     return smc
+
+
+def check_particles(post, y, l, r, method, stacklevel=2):
+    """``post.lost``: None, or where the weighted particles of ``post`` (an SMC or a
+    marginal SMC after the releases y, l, r) stayed when they have not found the
+    posterior (:func:`dpbook.diagnostics.check_found`, which warns in one line): for
+    example particles drawn from the prior that no release told apart, every release
+    clipped at the same end for all of them."""
+    from dpbook.diagnostics import check_found
+
+    post.lost = check_found(method, post.quantile(0.5), y, l, r, post.eps, post.family,
+                            post.mechanism, stacklevel=stacklevel + 1)
+    return post.lost

@@ -1,0 +1,231 @@
+"""Has a sampler found the posterior?  A cheap reference check (issue 29).
+
+A Monte Carlo posterior (MHAAR's chain, the latent SMC's or the marginal SMC's particles)
+can report a place it never left instead of the posterior: a chain started at the
+releases' moment guess when the releases lie far outside their intervals (releases near
+1e11 through [40, 60]: MHAAR reported mu = 1e11, the exact posterior's median is 111),
+or particles drawn from the prior that no release ever tells apart because every one of
+them is clipped at the same end (the SMC then returns the prior).
+
+The check: the unnormalised log posterior density log eta(theta) + sum_t log
+p(y_t | theta), with the likelihood of each release exact (closed form for the paper's
+normal/Laplace pair, quadrature otherwise), at the method's answer (its coordinatewise
+posterior median) and at a few reference points that cost nothing to find:
+
+* the releases' moment guess (``family.guess``, where MHAAR starts);
+* the prior's median (coordinatewise, of 512 prior draws from a fixed seed);
+* for a location-scale family, the guess with its location moved into the range of the
+  intervals [min l, max r] (releases far outside their intervals say only that the
+  values lie beyond an end);
+* the best point of a short climb (Nelder-Mead, at most 200 likelihood evaluations, 60
+  by quadrature) of the log posterior from the best of these and from the answer itself:
+  releases near 1e6 through [-5, 5] put the posterior at mu ~ 72 (the prior's pull
+  against the clipped values), where none of the points above is.
+
+If a reference point's log density exceeds the answer's by more than
+:data:`LOST_MARGIN` nats (a density ratio of e^20 = 5e8), the answer lies where the
+posterior has almost no mass and the method has not found the posterior.  The margin is
+wide: a posterior median sits within a few nats of the posterior's highest density
+(about d/2 for a Gaussian posterior of d parameters, a nat more for the skewed posterior
+of a scale), so a 20-nat deficit is a median more than six posterior standard deviations
+from the mode.  On the paper's Section 6 configuration the deficit of every method is
+below zero or a few nats (tests/test_diagnostics.py), so the check stays quiet there.
+
+It draws no random numbers from the method's streams (the prior draws have their own
+fixed seed): the methods' outputs are unchanged.  Cost: the likelihood at a few hundred
+points, milliseconds for the paper's model, about ten seconds for 1000 releases by
+quadrature.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from dpbook.validation import ReliabilityWarning
+
+LOST_MARGIN = 20.0  # nats: a reference point this much more probable than the answer
+PRIOR_DRAWS = 512
+_BLOCK = 4096  # releases per block of the quadrature likelihood sum
+
+
+def log_likelihood(theta, y, l, r, eps, family, mechanism, compiled=...) -> np.ndarray:
+    """sum_t log p(y_t | theta_i) for each row theta_i of ``theta`` (k, d): the compiled
+    kernel of the paper's model (:func:`dpbook.likelihood.normal_laplace.
+    loglik_particles`), else quadrature with the releases in blocks of ``_BLOCK``
+    (also the marginal SMC's likelihood, which passes the kernel it looked up once as
+    ``compiled``; None: quadrature)."""
+    from dpbook.backends import backend
+    from dpbook.likelihood import quadrature
+
+    theta = np.ascontiguousarray(theta, dtype=float)
+    if compiled is ...:
+        compiled = backend("loglik_particles", family, mechanism)
+    if compiled is not None:
+        return compiled(y, l, r, eps, theta)
+    out = np.zeros(theta.shape[0])
+    cols = tuple(theta[:, j:j + 1] for j in range(theta.shape[1]))
+    for start in range(0, len(y), _BLOCK):
+        ys, ls, rs = (v[None, start:start + _BLOCK] for v in (y, l, r))
+        out += quadrature.log_density(ys, ls, rs, eps, cols, family,
+                                      mechanism).sum(axis=1)
+    return out
+
+
+def log_posterior(theta, y, l, r, eps, family, mechanism) -> np.ndarray:
+    """The unnormalised log posterior density at each row of ``theta`` (k, d); -inf where
+    it cannot be evaluated (outside the parameter space, or not finite)."""
+    theta = np.atleast_2d(np.asarray(theta, dtype=float))
+    out = np.full(theta.shape[0], -math.inf)
+    ok = np.isfinite(theta).all(axis=1)
+    pos = np.array(family.positive, dtype=bool)
+    ok &= (theta[:, pos] > 0).all(axis=1)
+    if not ok.any():
+        return out
+    th = theta[ok]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            lp = np.asarray(family.log_prior(*th.T), float) + log_likelihood(
+                th, y, l, r, eps, family, mechanism)
+        except (ValueError, FloatingPointError, OverflowError, ZeroDivisionError):
+            # a point the likelihood cannot be computed at: one at a time, to keep the
+            # others
+            lp = np.array([_one(t, y, l, r, eps, family, mechanism) for t in th])
+    out[ok] = np.where(np.isfinite(lp), lp, -math.inf)
+    return out
+
+
+def _one(theta, y, l, r, eps, family, mechanism) -> float:
+    try:
+        return float(np.asarray(family.log_prior(*theta), float)
+                     + log_likelihood(theta[None, :], y, l, r, eps, family, mechanism)[0])
+    except (ValueError, FloatingPointError, OverflowError, ZeroDivisionError):
+        return -math.inf
+
+
+def reference_points(y, l, r, eps, family, mechanism) -> dict:
+    """{name: theta} of the reference points of the module docstring."""
+    refs = {}
+    try:
+        guess = np.array(family.guess(y, l, r, eps, mechanism), dtype=float)
+        refs["the releases' moment guess"] = guess
+        if family.location_scale:
+            inside = guess.copy()
+            inside[0] = min(max(guess[0], float(np.min(l))), float(np.max(r)))
+            if inside[0] != guess[0]:
+                refs["the moment guess moved into the intervals"] = inside
+    except (ValueError, NotImplementedError):
+        pass
+    try:
+        draws = np.asarray(family.sample_prior(np.random.default_rng(0), PRIOR_DRAWS), float)
+        refs["the prior's median"] = np.median(draws.reshape(PRIOR_DRAWS, -1), axis=0)
+    except (ValueError, NotImplementedError):
+        pass
+    return refs
+
+
+def posterior_gap(answer, y, l, r, eps, family, mechanism):
+    """How much more probable the best reference point is than ``answer`` (a theta, the
+    method's posterior median), under the posterior: a dict with the reference's
+    ``name`` and ``theta``, the ``gap`` in nats (log density of the reference minus
+    that of the answer; inf when the answer's density is 0) and the two log densities;
+    None when no reference point has a finite density."""
+    from dpbook.model.families import as_family
+
+    family = as_family(family)
+    y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
+    refs = reference_points(y, l, r, eps, family, mechanism)
+    if not refs:
+        return None
+    names = list(refs)
+    pts = np.vstack([np.asarray(answer, dtype=float).reshape(1, -1)]
+                    + [refs[k].reshape(1, -1) for k in names])
+    lp = log_posterior(pts, y, l, r, eps, family, mechanism)
+    # climb the log posterior from the best reference and from the answer (a few
+    # hundred likelihood evaluations): a mode the references only point towards
+    starts = [1 + int(np.argmax(lp[1:]))] + ([0] if math.isfinite(lp[0]) else [])
+    for i in starts:
+        if not math.isfinite(lp[i]):
+            continue
+        th, val = _climb(pts[i], lp[i], y, l, r, eps, family, mechanism)
+        if val > lp[i]:
+            names.append(f"a mode of the posterior (climbed from "
+                         f"{'its median' if i == 0 else names[i - 1]})")
+            pts = np.vstack([pts, th[None, :]])
+            lp = np.append(lp, val)
+    best = int(np.argmax(lp[1:]))
+    if not math.isfinite(lp[1 + best]):
+        return None  # no reference to compare with
+    return {"name": names[best], "theta": tuple(float(v) for v in pts[1 + best]),
+            "gap": float(lp[1 + best] - lp[0]), "log_posterior_answer": float(lp[0]),
+            "log_posterior_reference": float(lp[1 + best])}
+
+
+CLIMB_EVALS = 200  # likelihood evaluations of one climb (the compiled likelihood)
+CLIMB_EVALS_QUADRATURE = 60  # ... by quadrature (about 0.07 s each for 1000 releases)
+
+
+def _climb(theta, value, y, l, r, eps, family, mechanism):
+    """Nelder-Mead on the log posterior from ``theta`` (log coordinates for positive
+    parameters): (theta, log posterior) at the best point found."""
+    from scipy.optimize import minimize
+
+    from dpbook.backends import backend
+
+    pos = np.array(family.positive, dtype=bool)
+    phi0 = np.where(pos, np.log(np.where(pos, theta, 1.0)), theta)
+
+    def to_theta(phi):
+        return np.where(pos, np.exp(np.minimum(phi, 700.0)), phi)
+
+    def f(phi):
+        v = log_posterior(to_theta(phi)[None, :], y, l, r, eps, family, mechanism)[0]
+        return -v if math.isfinite(v) else 1e300
+
+    evals = CLIMB_EVALS if backend("loglik_particles", family, mechanism) is not None \
+        else CLIMB_EVALS_QUADRATURE
+    step = np.where(pos, 0.5, np.maximum(0.05 * np.abs(phi0), 1.0))
+    simplex = np.vstack([phi0] + [phi0 + step[j] * np.eye(phi0.size)[j]
+                                  for j in range(phi0.size)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = minimize(f, phi0, method="Nelder-Mead",
+                       options={"maxfev": evals, "initial_simplex": simplex,
+                                "xatol": 1e-6, "fatol": 1e-3})
+    if not math.isfinite(res.fun) or -res.fun <= value:
+        return theta, value
+    return to_theta(res.x), float(-res.fun)
+
+
+def lost_posterior(answer, y, l, r, eps, family, mechanism, margin=LOST_MARGIN):
+    """The :func:`posterior_gap` of ``answer`` when its gap exceeds ``margin`` nats (the
+    method has not found the posterior), else None."""
+    gap = posterior_gap(answer, y, l, r, eps, family, mechanism)
+    return gap if gap is not None and gap["gap"] > margin else None
+
+
+def describe_lost(method: str, params, answer, lost) -> str:
+    """The one-line warning for a ``lost_posterior`` result."""
+    at = ", ".join(f"{p} = {v:.4g}" for p, v in zip(params, answer))
+    ref = ", ".join(f"{p} = {v:.4g}" for p, v in zip(params, lost["theta"]))
+    gap = "infinitely" if math.isinf(lost["gap"]) else f"{lost['gap']:.3g} nats"
+    return (f"{method} has not found the posterior: its median ({at}) is {gap} less "
+            f"probable under the posterior than {lost['name']} ({ref}); its summary "
+            f"describes where it stayed, not the posterior: use the exact posterior (or "
+            f"more iterations or particles)")
+
+
+def check_found(method: str, answer, y, l, r, eps, family, mechanism, stacklevel=3):
+    """:func:`lost_posterior`, and a one-line :class:`ReliabilityWarning` when the answer
+    is lost; returns the ``lost_posterior`` result (None when all is well)."""
+    from dpbook.model.families import as_family
+
+    family = as_family(family)
+    lost = lost_posterior(answer, y, l, r, eps, family, mechanism)
+    if lost is not None:
+        warnings.warn(describe_lost(method, family.params, answer, lost), ReliabilityWarning,
+                      stacklevel=stacklevel)
+    return lost
