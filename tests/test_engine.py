@@ -262,3 +262,18 @@ def test_engine_in_a_forked_worker_after_the_parent_ran_it():
 def _theta_in_worker(y, l, r):
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     return smc_posterior(y, l, r, EPS, Logistic(), n_particles=2000, seed=2).theta
+
+
+def test_a_family_without_a_cdf_still_runs_the_engine():
+    """The SMC needs only base_logpdf and base_ppf; the check that the particles found
+    the posterior (dpbook.diagnostics) needs the release density, so it is skipped."""
+
+    class Bare(LocationScaleFamily):
+        name = "bare_logistic"
+        base_logpdf = Logistic.base_logpdf
+        base_dlogpdf = Logistic.base_dlogpdf
+        base_ppf = Logistic.base_ppf
+
+    y, l, r = _data(Logistic(), "laplace", n=15)
+    s = smc_posterior(y, l, r, EPS, Bare(), n_particles=100, seed=1)
+    assert type(s) is CompiledSMC and s.lost is None
