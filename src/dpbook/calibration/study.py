@@ -208,17 +208,20 @@ def prior_iqr(prior=None, params=("mu", "sigma")) -> dict:
 def calibration_summary(df, params=("mu", "sigma"), prior=None):
     """One row per (method, eps, n, parameter): :func:`summarize_pit` of the PIT values,
     the median posterior interquartile range, and ``learned``, that median divided by
-    the prior's IQR (:func:`prior_iqr`; about 1: the posteriors learned nothing)."""
+    the prior's IQR (:func:`prior_iqr`; about 1: the posteriors learned nothing); the
+    mean IQR and ``mean_learned``, the mean divided by the prior's IQR (a posterior that
+    is its prior is calibrated too: the width says whether it learned)."""
     import pandas as pd
 
     rows = []
     iqr0 = prior_iqr(prior, params)
     for (method, eps, n), g in df.groupby(["method", "eps", "n"], sort=False):
         for p in params:
-            med = float(g[f"{p}_iqr"].median())
+            med, mean = float(g[f"{p}_iqr"].median()), float(g[f"{p}_iqr"].mean())
             rows.append({"method": method, "eps": eps, "n": n, "param": p,
                          **summarize_pit(g[p].to_numpy()), "median_iqr": med,
-                         "learned": med / iqr0[p]})
+                         "learned": med / iqr0[p], "mean_iqr": mean,
+                         "mean_learned": mean / iqr0[p]})
     return pd.DataFrame(rows)
 
 

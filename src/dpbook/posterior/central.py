@@ -200,3 +200,20 @@ def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=32):
     return GridPosterior(params=("mu", "sigma"), axes=[mus, sig], log_post=lp - log_z,
                          log_evidence=log_z, edge=float(edge), weights=[w_mu, w_sig],
                          log_axes=(False, True))
+
+
+def sum_cdf(which, y, mu, sigma, n, l, r, b):
+    """The normal approximation's cdf of one released sum, y_1 (``which`` = 1) or y_2
+    (2): P(s + L <= y) with s ~ N(m_j, v_j) (:func:`sum_moments`) and L ~ Laplace(b)
+    (b = 0: the sum without noise).  What chapter 11 and the tests compare simulated
+    releases with, to see where the normal approximation of the sums holds."""
+    m1, m2, v1, v2, _ = sum_moments(mu, sigma, n, l, r)
+    m, v = (m1, v1) if which == 1 else (m2, v2)
+    y = np.asarray(y, float)
+    s = np.sqrt(v)
+    if b == 0:
+        return special.ndtr((y - m) / s)
+    lead = 0.5 * v / b**2
+    below = np.exp(lead + (m - y) / b + special.log_ndtr((y - m - v / b) / s))
+    above = np.exp(lead + (y - m) / b + special.log_ndtr((m - y - v / b) / s))
+    return special.ndtr((y - m) / s) - 0.5 * below + 0.5 * above
