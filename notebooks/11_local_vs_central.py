@@ -110,7 +110,7 @@ QS = (0.25, 0.5, 0.75)
 # once, so the mean $s_1/n$ has noise of standard deviation $\sqrt 2 b_1/n$: it falls
 # as $1/n$ rather than $1/\sqrt n$.  The table gives both for the fixed interval.
 
-# %% caption="Noise on the released mean of n people through the fixed interval: standard deviation of the local mean and of the central s_1/n, and their ratio." name="tbl-11-noise"
+# %% caption="Noise on the released mean of n people through the fixed interval: standard deviation of the local mean and of the central s_1/n, and their ratio." name="tbl-11-noise" tags=["hide-input"]
 width = FIXED[1] - FIXED[0]
 rows = []
 for eps in EPS:
@@ -162,7 +162,7 @@ approx = pd.DataFrame([approximation_check(e, NS[0], SIZES["ks_reps"], rng)
                        for e in (*EPS, None)]).set_index("ε")
 show_table(approx)
 
-# %%
+# %% tags=["hide-input"]
 worst = approx.drop(index="no noise")
 Markdown(f"With noise the largest KS statistic is {worst[['KS s₁', 'KS s₂']].max().max():.3f} "
          f"(smallest p-value {worst[['p s₁', 'p s₂']].min().min():.2g}, "

@@ -4,6 +4,7 @@ the Laplace noise, the private quantiles' eps-DP ratio, and the input checks."""
 import math
 
 import numpy as np
+import opendp.prelude as opendp
 import pytest
 from scipy import stats
 
@@ -28,7 +29,13 @@ def test_sensitivities_under_substitution():
     assert b1 == pytest.approx(16.0 / 0.25) and b2 == pytest.approx(64.0 / 0.75)
 
 
-opendp = pytest.importorskip("opendp.prelude")
+def test_one_vector_laplace_would_need_the_tight_joint_sensitivity():
+    # the alternative the docstring compares with: the L1 sensitivity of the pair is
+    # (1 + r - l)^2 / 4 for r - l >= 1 (72.25 at [-8, 8]), B&S's bound 16 + 64 = 80
+    z = np.linspace(-8.0, 8.0, 1601)
+    joint = np.abs(z[:, None] - z[None, :]) + np.abs(z[:, None] ** 2 - z[None, :] ** 2)
+    assert joint.max() == pytest.approx((1 + 16.0) ** 2 / 4, rel=1e-6)
+    assert joint.max() < sum(sum_sensitivities(-8.0, 8.0))
 
 
 def _opendp_scale(n, lower, upper, eps, d_in=2):
