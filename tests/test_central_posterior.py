@@ -52,7 +52,9 @@ def test_likelihood_quadrature_matches_monte_carlo(n, b1, b2):
     est, se = _mc_likelihood(rel, mu, sigma, np.random.default_rng(2))
     ll = float(log_likelihood(rel, mu, sigma))
     assert abs(math.exp(ll) - est) <= 5 * se
-    assert ll == pytest.approx(float(log_likelihood(rel, mu, sigma, nodes=128)), abs=1e-4)
+    exact = float(log_likelihood(rel, mu, sigma, nodes=128))
+    assert ll == pytest.approx(exact, abs=1e-4)
+    assert float(log_likelihood(rel, mu, sigma, nodes=16)) == pytest.approx(exact, abs=1e-3)
 
 
 def test_likelihood_broadcasts_over_a_grid():
@@ -112,6 +114,24 @@ def test_noise_aware_posterior_is_wider_than_the_naive_one():
     assert np.all(q[1] - q[0] > 1.5 * (qn[1] - qn[0]))
     assert aware.edge < -25 and naive.edge < -25
     assert aware.cdf((50.0, 10**0.5)).min() > 0.01
+
+
+@pytest.mark.parametrize("eps, n", [(0.1, 10_000), (1.0, 3000), (5.0, 10)])
+def test_narrow_and_wide_posteriors_are_found(eps, n):
+    """A posterior far narrower than the first scan's spacing (large n, an interval at
+    the truth +- 2 sigma) is found from the moment start; a broad one (n = 10) is held by
+    the box too; the truth is inside the central 99% interval and the quartiles do not
+    move on a finer grid with more quadrature nodes."""
+    mu, sigma = 50.0, 10**0.5
+    rel = family_release("normal", (mu, sigma), n, eps, seed=[0, 10, 1],
+                         interval=(mu - 2 * sigma, mu + 2 * sigma))
+    post = central_posterior(rel)
+    assert post.edge < -17  # at n = 10 the prior's sigma^-3 tail reaches the box's limit
+    u = post.cdf((mu, sigma))
+    assert np.all((u > 0.005) & (u < 0.995)), u
+    q, q_fine = post.quantile([0.25, 0.75]), central_posterior(rel, grid=241, nodes=64).quantile(
+        [0.25, 0.75])
+    assert np.all(np.abs(q - q_fine) < 0.01 * (q[1] - q[0]))
 
 
 def test_prior_must_be_a_prior():

@@ -21,7 +21,7 @@ into two exponentials, each times the normal in s_2 a truncated normal with a cl
 mass; s_1 given s_2 is normal, and its convolution with Lap(b_1) is closed form (the
 normal-Laplace density); what is left, the expectation of that density over each
 truncated normal, is a Gauss-Legendre sum in the truncated normal's quantile (``nodes``
-points, 32 by default: the tests compare with 128).
+points: 32 by default, 16 in the posterior; the tests compare both with 128).
 
 :func:`central_posterior` multiplies by the prior (Section 6's or another
 :class:`~dpbook.model.prior.LocationScalePrior`) on a grid uniform in mu and log sigma,
@@ -42,12 +42,14 @@ draws clipped to a fixed interval (chapter 11 checks the calibration).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
 from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.posterior.grid import GridPosterior
+from dpbook.posterior.quantiles import node_quantiles
 from dpbook.validation import check_count
 
 _LOG2PI = math.log(2 * math.pi)
@@ -134,22 +136,70 @@ def log_likelihood(release, mu, sigma, naive=False, nodes=32):
     return np.logaddexp(*terms).reshape(np.shape(log_mass))
 
 
-_ZOOM_DROP = 30.0  # the box holds the nodes within this of the maximum log density
+_DROP = 30.0  # the box holds the posterior down to this below its largest log density
+_COARSE = 41  # nodes per axis of the scan of the initial box
 
 
-def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=32):
+def _mode(fun, starts, scale):
+    """The best local maximum of ``fun`` (on (mu, log sigma)) found by Nelder-Mead from
+    each of ``starts``, in units of ``scale``; (theta, value)."""
+    from scipy.optimize import minimize
+
+    best = None
+    for x0 in starts:
+        res = minimize(lambda u, x0=x0: -fun(x0 + scale * u), np.zeros(2), method="Nelder-Mead",
+                       options=dict(xatol=1e-6, fatol=1e-9, maxfev=2000,
+                                    initial_simplex=[[0, 0], [0.5, 0], [0, 0.5]]))
+        theta, value = x0 + scale * res.x, -float(res.fun)
+        if best is None or value > best[1]:
+            best = (theta, value)
+    return best
+
+
+def _laplace_sd(fun, theta, scale):
+    """Posterior sd of (mu, log sigma) from a finite-difference Hessian at the mode (the
+    scan's spacing where it is not negative definite)."""
+    sd = np.asarray(scale, float)
+    for _ in range(12):  # steps shrink until the second differences are resolved
+        h = 1e-3 * sd
+        hess = np.empty((2, 2))
+        f0 = fun(theta)
+        for i in range(2):
+            for j in range(2):
+                ei, ej = np.eye(2)[i] * h[i], np.eye(2)[j] * h[j]
+                hess[i, j] = (fun(theta + ei + ej) - fun(theta + ei - ej) - fun(theta - ei + ej)
+                              + fun(theta - ei - ej)) / (4 * h[i] * h[j])
+        del f0
+        if np.all(np.isfinite(hess)) and np.all(np.linalg.eigvalsh(hess) < 0):
+            new = np.sqrt(np.diag(np.linalg.inv(-hess)))
+            if np.all(new > 0.5 * sd):
+                return new
+            sd = new
+        else:
+            return np.asarray(scale, float)
+    return sd
+
+
+def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=16):
     """p(mu, sigma | y_1, y_2) for a :class:`~dpbook.model.central.CentralRelease`, as a
     :class:`~dpbook.posterior.GridPosterior` on ``grid`` x ``grid`` nodes uniform in mu
     and log sigma (trapezoid weights; quantiles and cdf as for the exact posterior).
 
     The likelihood is :func:`log_likelihood` (``naive``: the noise ignored), the prior
-    ``prior`` (Section 6's by default).  The box starts wide (mu over the prior's +-8 sd
-    and the interval widened by 8 (r - l) on each side, sigma from 1e-4 to 1e3 times
-    r - l and the prior's 1e-6 and 1 - 1e-6 quantiles) and is zoomed, 41 x 41 nodes at a
-    time, to the nodes whose log density is within 30 of the largest, a node's spacing
-    beyond them (a side pushed out while the region touches it), until it no longer
-    shrinks; the final grid is laid on that box.  ``edge`` is the largest log density
-    (w.r.t. d mu d log sigma) on the boundary minus the largest overall."""
+    ``prior`` (Section 6's by default).  The box: a 41 x 41 scan of a wide box (mu over
+    the prior's +-8 sd and the interval widened by 8 (r - l) on each side, sigma from
+    1e-4 to 1e3 times r - l and the prior's 1e-6 and 1 - 1e-6 quantiles); the mode, by
+    Nelder-Mead from the scan's best node and from the moment estimate (the noisy sums
+    read as unclipped); the Laplace sd there; the box is the mode +- 6 sd together with
+    the scan's nodes within 30 of the mode's log density, each side then pushed out (x2
+    its distance from the mode) while the density on it is within 30 of the mode's.  A
+    posterior much narrower than the scan's spacing (large n) is found by the moment
+    start.  ``edge`` is the largest log density (w.r.t. d mu d log sigma) on the final
+    grid's boundary minus the largest overall.  The final grid has ``grid`` nodes per
+    axis, mode + 2 sd sinh(t) with t uniform, as the exact posterior's: dense at the mode
+    and geometric in the tails, which are long (the Laplace noise makes the log density
+    fall linearly, not quadratically, and a large sigma clips everything, so that mu is
+    then barely identified).  Returns a :class:`CentralPosterior`."""
     if not isinstance(prior, LocationScalePrior):
         raise ValueError(f"prior must be a LocationScalePrior, got {prior!r}")
     grid = check_count("grid", grid, 5)
@@ -163,43 +213,87 @@ def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=32):
                        max(prior.loc_mean + 8 * psd, release.r + 8 * width),
                        math.log(min(1e-4 * width, s_lo)), math.log(max(1e3 * width, s_hi))])
 
-    def log_density(box, k):
-        mus = np.linspace(box[0], box[1], k)
-        vs = np.linspace(box[2], box[3], k)
+    def log_density(mus, vs):  # w.r.t. d mu d sigma, and w.r.t. d mu d log sigma
         sig = np.exp(vs)
         lp = (log_likelihood(release, mus[:, None], sig[None, :], naive, nodes)
               + prior.log_density(mus[:, None], sig[None, :]))
-        return mus, vs, lp, lp + vs[None, :]
+        return lp, lp + vs[None, :]
 
-    box = limits.copy()
+    def fun(theta):
+        if not (limits[0] <= theta[0] <= limits[1] and limits[2] <= theta[1] <= limits[3]):
+            return -np.inf
+        return float(log_density(np.array([theta[0]]), np.array([theta[1]]))[1][0, 0])
+
+    mus = np.linspace(limits[0], limits[1], _COARSE)
+    vs = np.linspace(limits[2], limits[3], _COARSE)
+    lpv = log_density(mus, vs)[1]
+    i, j = np.unravel_index(np.argmax(lpv), lpv.shape)
+    spacing = np.array([mus[1] - mus[0], vs[1] - vs[0]])
+    m1, m2 = release.y1 / release.n, release.y2 / release.n
+    guess = np.clip([release.centre + m1, 0.5 * math.log(max(m2 - m1 * m1, 1e-6 * width**2))],
+                    limits[0::2] + spacing, limits[1::2] - spacing)
+    mode, top = _mode(fun, [np.array([mus[i], vs[j]]), guess], spacing)
+    sd = np.minimum(_laplace_sd(fun, mode, spacing), 0.25 * (limits[1::2] - limits[0::2]))
+    box = np.array([mode[0] - 6 * sd[0], mode[0] + 6 * sd[0],
+                    mode[1] - 6 * sd[1], mode[1] + 6 * sd[1]])
+    near = lpv > top - _DROP
+    if near.any():
+        rows, cols = np.flatnonzero(near.any(axis=1)), np.flatnonzero(near.any(axis=0))
+        box = np.array([min(box[0], mus[max(rows[0] - 1, 0)]),
+                        max(box[1], mus[min(rows[-1] + 1, _COARSE - 1)]),
+                        min(box[2], vs[max(cols[0] - 1, 0)]),
+                        max(box[3], vs[min(cols[-1] + 1, _COARSE - 1)])])
+    box = np.clip(box, np.repeat(limits[0::2], 2), np.repeat(limits[1::2], 2))
+    centre = np.repeat(mode, 2)
     for _ in range(40):
-        mus, vs, _, lpv = log_density(box, 41)
-        keep = lpv > np.max(lpv) - _ZOOM_DROP
-        new = box.copy()
-        for axis, nodes_ in ((0, mus), (1, vs)):
-            idx = np.flatnonzero(keep.any(axis=1 - axis))
-            step = nodes_[1] - nodes_[0]
-            lo, hi = 2 * axis, 2 * axis + 1
-            new[lo] = max(limits[lo], nodes_[idx[0]] - step if idx[0] > 0
-                          else box[lo] - (box[hi] - box[lo]))
-            new[hi] = min(limits[hi], nodes_[idx[-1]] + step if idx[-1] < 40
-                          else box[hi] + (box[hi] - box[lo]))
-        grew = new[0] < box[0] or new[1] > box[1] or new[2] < box[2] or new[3] > box[3]
-        shrink = min((new[1] - new[0]) / (box[1] - box[0]), (new[3] - new[2]) / (box[3] - box[2]))
-        box = new
-        if not grew and shrink > 0.5:
+        line_mu, line_v = np.linspace(box[0], box[1], 32), np.linspace(box[2], box[3], 32)
+        sides = (log_density(box[:1], line_v)[1], log_density(box[1:2], line_v)[1],
+                 log_density(line_mu, box[2:3])[1], log_density(line_mu, box[3:4])[1])
+        push = np.array([side.max() > top - _DROP for side in sides])
+        push &= np.abs(box - np.array([limits[0], limits[1], limits[2], limits[3]])) > 0
+        if not push.any():
             break
-    mus, vs, lp, lpv = log_density(box, grid)
+        box = np.where(push, centre + 2.0 * (box - centre), box)
+        box = np.clip(box, np.repeat(limits[0::2], 2), np.repeat(limits[1::2], 2))
+    # sinh grids: x = mode + 2 sd sinh(t), t uniform (dense at the mode, geometric in
+    # the tails, which the Laplace noise and clipping make long)
+    (mus, w_mu), (vs, w_v) = (_sinh_axis(box[2 * i], box[2 * i + 1], grid, mode[i], 2 * sd[i])
+                              for i in range(2))
+    lp, lpv = log_density(mus, vs)
     sig = np.exp(vs)
-    w_mu = np.full(grid, mus[1] - mus[0])
-    w_sig = np.full(grid, vs[1] - vs[0]) * sig  # d sigma = sigma d log sigma
-    for wt in (w_mu, w_sig):
-        wt[[0, -1]] *= 0.5
+    w_sig = w_v * sig  # d sigma = sigma d log sigma
     log_z = float(special.logsumexp(lp + np.log(w_mu)[:, None] + np.log(w_sig)[None, :]))
     edge = max(lpv[0].max(), lpv[-1].max(), lpv[:, 0].max(), lpv[:, -1].max()) - lpv.max()
-    return GridPosterior(params=("mu", "sigma"), axes=[mus, sig], log_post=lp - log_z,
-                         log_evidence=log_z, edge=float(edge), weights=[w_mu, w_sig],
-                         log_axes=(False, True))
+    return CentralPosterior(params=("mu", "sigma"), axes=[mus, sig], log_post=lp - log_z,
+                            log_evidence=log_z, edge=float(edge), weights=[w_mu, w_sig],
+                            log_axes=(False, True))
+
+
+def _sinh_axis(lo, hi, k, centre, scale):
+    """k nodes x = centre + scale sinh(t), t uniform, from lo to hi, and their
+    trapezoid weights (times dx/dt)."""
+    t = np.linspace(math.asinh((lo - centre) / scale), math.asinh((hi - centre) / scale), k)
+    x = centre + scale * np.sinh(t)
+    w = (t[1] - t[0]) * scale * np.cosh(t)
+    w[[0, -1]] *= 0.5
+    return x, w
+
+
+@dataclass(frozen=True)
+class CentralPosterior(GridPosterior):
+    """The grid posterior of :func:`central_posterior`: its nodes are not uniform in mu
+    or log sigma (sinh grids), so its quantiles interpolate the marginal mass per unit of
+    node index, as the exact posterior's do (:func:`dpbook.posterior.quantiles.
+    node_quantiles`; the cdf does so for every grid posterior)."""
+
+    def quantile(self, q):
+        qa = np.asarray(q, dtype=float)
+        if not np.all((qa >= 0) & (qa <= 1)):
+            raise ValueError("quantile levels must lie in [0, 1]")
+        cols = [node_quantiles(*self.marginal(j), self.weights[j], qa.ravel())
+                for j in range(2)]
+        out = np.stack(cols, axis=-1)
+        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (2,))
 
 
 def sum_cdf(which, y, mu, sigma, n, l, r, b):
