@@ -86,7 +86,7 @@ from dpbook.privacy.population import family_population
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("11_local_vs_central", mode=mode, seed=seed)
-SIZES = {"quick": dict(ns=(10, 100, 1000), reps=2, particles=300, cal_reps=30,
+SIZES = {"quick": dict(ns=(10, 100, 1000), reps=2, particles=300, cal_reps=20,
                       ks_reps=2000),
          "full": dict(ns=(10, 30, 100, 300, 1000, 3000, 10_000), reps=5, particles=500,
                       cal_reps=150, ks_reps=4000)}[mode]
