@@ -129,12 +129,14 @@ show_table(pd.DataFrame(rows).set_index(["ε", "n"]))
 # One central release of $n = 100$ people and its posterior, next to the naive one:
 
 # %%
-release = family_release("normal", (MU, SIGMA), 100, 1.0, seed=[seed, 1], interval=FIXED)
-aware = central_posterior(release)
-naive = central_posterior(release, naive=True)
+release = family_release("normal", (MU, SIGMA), 100, 1.0, seed=[seed, 1],
+                         interval=FIXED)  # the curator's release of 100 people
+aware = central_posterior(release)  # the noise-aware posterior
+naive = central_posterior(release, naive=True)  # the noise ignored
 print(release)
-print("noise-aware quartiles (mu, sigma):", aware.quantile([0.25, 0.75]).round(3).tolist())
-print("naive quartiles       (mu, sigma):", naive.quantile([0.25, 0.75]).round(3).tolist())
+for name, post in (("noise-aware", aware), ("naive", naive)):
+    q = post.quantile([0.25, 0.75]).round(3)
+    print(f"{name:>11} quartiles of mu {q[:, 0]}, of sigma {q[:, 1]}")
 
 # %% [markdown]
 # ## Does the normal approximation hold at the smallest n?
