@@ -846,7 +846,7 @@ def cmd_experiment(args):
 # ----------------------------------------------------------------------- calibrate
 def add_calibrate_parser(subparsers):
     """Add the ``calibrate`` sub-command (simulation-based calibration, chapter 8)."""
-    from dpbook.calibration import METHODS
+    from dpbook.calibration import ALL_METHODS
 
     p = subparsers.add_parser(
         "calibrate", help="simulation-based calibration of a posterior (resumable)",
@@ -855,7 +855,7 @@ def add_calibrate_parser(subparsers):
                     "the posterior, record the posterior cdf at the truth (PIT). Prints the "
                     "KS test of the PITs against the uniform and the coverage of central "
                     "50%% and 90%% credible intervals.")
-    p.add_argument("--method", choices=METHODS, required=True,
+    p.add_argument("--method", choices=ALL_METHODS, required=True,
                    help="posterior to check: the online SMC with the adaptive or the fixed "
                         "interval, MHAAR, the exact grid posterior, the naive one (y taken "
                         "for x), the exact one with the original code's noise scale, or "

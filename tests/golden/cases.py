@@ -315,16 +315,15 @@ def marginal_kernels():
 
 @case(*CORE, "calibration")
 def calibration_replications():
-    """One replication of every local calibration method, Section 6's prior and the narrow
-    one (the central ones: calibration-central)."""
-    from dpbook.calibration.replication import replicate
+    """One replication of every calibration method, Section 6's prior and the narrow one."""
+    from dpbook.calibration.replication import METHODS, replicate
     from dpbook.model.families import get_family
 
     out = {}
     narrow = get_family("normal").with_prior(loc_mean=0.0, loc_var=1.0)
     for prior, fam, (l, r) in (("section6", "normal", (-300.0, 300.0)),
                                ("narrow", narrow, (-8.0, 8.0))):
-        for m in ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code"):
+        for m in METHODS:
             res = replicate(m, 1.0, 30, l, r, seed=np.random.SeedSequence(5), grid=(21, 21),
                             particles=64, mhaar_iters=2000, family=fam)
             _put(out, f"{prior}/{m}", res)

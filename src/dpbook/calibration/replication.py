@@ -59,9 +59,9 @@ from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population
 from dpbook.validation import as_generator, check_eps, check_interval, seed_sequence
 
-METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code",
-           "central", "central-naive", "central-private")
-CENTRAL_METHODS = ("central", "central-naive", "central-private")
+METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code")
+CENTRAL_METHODS = ("central", "central-naive", "central-private")  # chapter 11
+ALL_METHODS = METHODS + CENTRAL_METHODS
 PARAMS = ("mu", "sigma")
 
 
@@ -145,8 +145,8 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
     6's unless the family came from ``with_prior``).  [l, r] is the fixed interval of
     every method but ``smc-adaptive``; ``grid`` sizes the exact posterior, ``particles``
     the SMC and ``mhaar_iters`` the MHAAR chain (the last 20% kept)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method not in ALL_METHODS:
+        raise ValueError(f"method must be one of {', '.join(ALL_METHODS)}, got {method!r}")
     eps = check_eps(eps)
     l, r = check_interval(l, r)
     fam = check_study_model(method, family, mechanism)

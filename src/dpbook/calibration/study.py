@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbook.calibration.replication import METHODS, check_study_model, replicate, summarize_pit
+from dpbook.calibration.replication import (
+    ALL_METHODS,
+    check_study_model,
+    replicate,
+    summarize_pit,
+)
 from dpbook.experiment.config import config_algorithms, eps_code
 from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
@@ -119,14 +124,14 @@ def replications(methods, eps, n, reps) -> list[Replication]:
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     for m in methods:
-        if m not in METHODS:
+        if m not in ALL_METHODS:
             raise ValueError(f"unknown calibration method {m!r}; choose from "
-                             f"{', '.join(METHODS)}")
+                             f"{', '.join(ALL_METHODS)}")
     eps = [check_eps(e) for e in _as_list(eps)]
     ns = [check_count("n", v) for v in _as_list(n)]
     reps = check_count("reps", reps)
     if not methods:
-        raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
+        raise ValueError(f"no method given; choose from {', '.join(ALL_METHODS)}")
     return [Replication(m, e, k, rep) for rep in range(reps) for k in ns for e in eps
             for m in methods]
 
