@@ -231,7 +231,7 @@ long = pd.concat([res[["method", "eps", "n", "rep"]].assign(param=GREEK[p], iqr=
                   for p in ("mu", "sigma")], ignore_index=True)
 mean_iqr = long.groupby(["param", "eps", "method", "n"], as_index=False).iqr.mean()
 g = sns.relplot(mean_iqr, kind="line", x="n", y="iqr", hue="method", row="param", col="eps",
-                palette=COLOURS, marker="o", height=2.4, aspect=1.1,
+                palette=COLOURS, marker="o", height=2.2, aspect=1.0,
                 facet_kws=dict(sharey="row"))
 g.set(xscale="log", yscale="log", ylabel="posterior IQR")
 g.set_titles("{row_name}, ε = {col_name:g}")
