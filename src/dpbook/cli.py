@@ -930,7 +930,7 @@ def cmd_experiment(args):
 # ----------------------------------------------------------------------- calibrate
 def add_calibrate_parser(subparsers):
     """Add the ``calibrate`` sub-command (simulation-based calibration, chapter 8)."""
-    from dpbook.calibration import METHODS
+    from dpbook.calibration import ALL_METHODS
 
     p = subparsers.add_parser(
         "calibrate", help="simulation-based calibration of a posterior (resumable)",
@@ -939,10 +939,12 @@ def add_calibrate_parser(subparsers):
                     "the posterior, record the posterior cdf at the truth (PIT). Prints the "
                     "KS test of the PITs against the uniform and the coverage of central "
                     "50%% and 90%% credible intervals.")
-    p.add_argument("--method", choices=METHODS, required=True,
+    p.add_argument("--method", choices=ALL_METHODS, required=True,
                    help="posterior to check: the online SMC with the adaptive or the fixed "
                         "interval, MHAAR, the exact grid posterior, the naive one (y taken "
-                        "for x), or the exact one with the original code's noise scale")
+                        "for x), the exact one with the original code's noise scale, or "
+                        "the central release's posterior (noise-aware, noise-naive, or with "
+                        "a privately chosen interval; chapter 11)")
     p.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
     p.add_argument("--n", type=_int, default=200, help="individuals per replication "
                    "(default 200)")
@@ -954,7 +956,8 @@ def add_calibrate_parser(subparsers):
                    help="MHAAR iterations, the last 20%% kept (default 10000)")
     p.add_argument("--interval", type=_finite_float, nargs=2, default=(-300.0, 300.0),
                    metavar=("L", "R"), help="the fixed interval of every method but "
-                   "smc-adaptive; it must not depend on theta (default -300 300)")
+                   "smc-adaptive (central-private: the public range it chooses its interval "
+                   "in); it must not depend on theta (default -300 300)")
     add_family_arguments(p)
     add_prior_arguments(p)
     p.add_argument("--seed", type=_seed, default=0, help="root seed (default 0)")
@@ -973,7 +976,7 @@ def add_calibrate_parser(subparsers):
 def cmd_calibrate(args):
     from dataclasses import asdict
 
-    from dpbook.calibration import calibration_summary, run_calibration, study_family
+    from dpbook.calibration import calibration_summary, prior_iqr, run_calibration, study_family
     from dpbook.validation import check_store_path
 
     t0 = time.perf_counter()
@@ -987,22 +990,27 @@ def cmd_calibrate(args):
                          scheduler=args.scheduler, workers=args.workers,
                          progress=not args.no_progress)
     summ = calibration_summary(df, family.params, family.prior)
+    iqr0 = prior_iqr(family.prior, family.params)
     keys = ("ks_stat", "ks_p", "coverage50", "coverage50_se", "coverage90",
-            "coverage90_se", "dispersion_z", "median_iqr", "learned")
+            "coverage90_se", "dispersion_z", "median_iqr", "learned", "mean_iqr",
+            "mean_learned")
     result = {"method": args.method, "eps": float(args.eps), "n": args.n,
               "reps": int(len(df)), "family": family.name, "mechanism": mechanism,
               "prior": asdict(family.prior),
-              **{r["param"]: {k: float(r[k]) for k in keys} for r in summ.to_dict("records")},
+              **{r["param"]: {**{k: float(r[k]) for k in keys},
+                              "prior_iqr": float(iqr0[r["param"]])}
+                 for r in summ.to_dict("records")},
               "seconds": time.perf_counter() - t0, "out": str(args.out)}
     lines = [f"{args.method}, eps {args.eps:g}, n {args.n}: {len(df)} replications",
              f"{'param':<6} {'KS':>6} {'KS p':>8} {'cover50':>14} {'cover90':>14} "
-             f"{'disp z':>7} {'median IQR':>11}"]
+             f"{'disp z':>7} {'median IQR':>11} {'mean IQR/prior':>15}"]
     for p in family.params:
         r = result[p]
         lines.append(f"{p:<6} {r['ks_stat']:>6.3f} {r['ks_p']:>8.3g} "
                      f"{r['coverage50']:>6.3f} +- {r['coverage50_se']:.3f} "
                      f"{r['coverage90']:>6.3f} +- {r['coverage90_se']:.3f} "
-                     f"{r['dispersion_z']:>7.2f} {r['median_iqr']:>11.4g}")
+                     f"{r['dispersion_z']:>7.2f} {r['median_iqr']:>11.4g} "
+                     f"{r['mean_learned']:>15.3g}")
     lines.append(f"store: {args.out}")
     _print(result, args.json, lines)
     return result

@@ -365,6 +365,24 @@ def calibration_replications():
     return out
 
 
+@case("rng", "population", "posterior", "calibration")
+def calibration_central():
+    """One replication of each central method (chapter 11), both priors: the curator's
+    release (sums, noise, private quantiles) and the central grid posterior."""
+    from dpbook.calibration.replication import CENTRAL_METHODS, replicate
+    from dpbook.model.families import get_family
+
+    out = {}
+    narrow = get_family("normal").with_prior(loc_mean=0.0, loc_var=1.0)
+    for prior, fam, (l, r) in (("section6", "normal", (-300.0, 300.0)),
+                               ("narrow", narrow, (-8.0, 8.0))):
+        for m in CENTRAL_METHODS:
+            res = replicate(m, 1.0, 30, l, r, seed=np.random.SeedSequence(5), grid=(21, 21),
+                            family=fam)
+            _put(out, f"{prior}/{m}", res)
+    return out
+
+
 @case(*CORE, "calibration", *GENERIC_MODEL)
 def calibration_generic():
     from dpbook.calibration.replication import replicate

@@ -8,6 +8,8 @@
 """
 
 from dpbook.calibration.replication import (
+    ALL_METHODS,
+    CENTRAL_METHODS,
     METHODS,
     PARAMS,
     check_study_model,
@@ -33,7 +35,8 @@ from dpbook.calibration.study import (
     study_family,
 )
 
-__all__ = ["METHODS", "PARAMS", "Replication", "calibration_config", "calibration_summary",
+__all__ = ["ALL_METHODS", "CENTRAL_METHODS", "METHODS", "PARAMS", "Replication",
+           "calibration_config", "calibration_summary",
            "calibration_verdict", "check_study_model", "coverage_table", "draw_theta",
            "ecdf_band", "naive_posterior", "pit_frame", "prior_iqr", "replicate",
            "replication_seed", "replications", "run_calibration", "run_replication",

@@ -28,7 +28,16 @@ centred at the true mu, as in Section 6, would tell the posterior where mu is):
 * ``naive``: the posterior that takes each released y for x (ignores clipping and noise);
 * ``original-code``: the exact posterior with the noise scale of the authors' code
   mismatch (releases with Laplace scale (r - l)/(eps sqrt 2), analysed with scale
-  (r - l)/eps; reproduction notes, item 1).
+  (r - l)/eps; reproduction notes, item 1);
+
+and the central model (chapter 11): the same people released by a curator as two noisy
+clipped sums (:mod:`dpbook.privacy.central`), the posterior on a grid
+(:func:`dpbook.posterior.central_posterior`):
+
+* ``central``: the sums clipped to [l, r], the noise-aware posterior;
+* ``central-naive``: the same release, the posterior that ignores the noise;
+* ``central-private``: [l, r] is only the public range; the curator spends a quarter of
+  eps on the private 5% and 95% quantiles in it and clips to those.
 """
 
 from __future__ import annotations
@@ -43,13 +52,16 @@ from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
 from dpbook.model.families import as_family
 from dpbook.model.prior import SECTION6
-from dpbook.posterior import GridPosterior, exact_posterior
+from dpbook.posterior import GridPosterior, central_posterior, exact_posterior
+from dpbook.privacy.central import family_release
 from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population
 from dpbook.validation import as_generator, check_eps, check_interval, seed_sequence
 
 METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code")
+CENTRAL_METHODS = ("central", "central-naive", "central-private")  # chapter 11
+ALL_METHODS = METHODS + CENTRAL_METHODS
 PARAMS = ("mu", "sigma")
 
 
@@ -114,6 +126,9 @@ def check_study_model(method, family, mechanism):
                          f"it has no {family.name} version")
     if method == "original-code" and (family.name != "normal" or mechanism != "laplace"):
         raise ValueError("original-code is the authors' normal/Laplace likelihood")
+    if method in CENTRAL_METHODS and (family.name != "normal" or mechanism != "laplace"):
+        raise ValueError(f"{method} is the normal model's central release with Laplace "
+                         f"noise; it has no {family.name}/{mechanism} version")
     return family
 
 
@@ -130,8 +145,8 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
     6's unless the family came from ``with_prior``).  [l, r] is the fixed interval of
     every method but ``smc-adaptive``; ``grid`` sizes the exact posterior, ``particles``
     the SMC and ``mhaar_iters`` the MHAAR chain (the last 20% kept)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method not in ALL_METHODS:
+        raise ValueError(f"method must be one of {', '.join(ALL_METHODS)}, got {method!r}")
     eps = check_eps(eps)
     l, r = check_interval(l, r)
     fam = check_study_model(method, family, mechanism)
@@ -144,6 +159,15 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
                                    mechanism=mechanism)
     p_mu, p_sigma = fam.params
     truth = {f"{p_mu}_true": mu, f"{p_sigma}_true": sigma}
+    if method in CENTRAL_METHODS:  # the same people (data_seed), released by a curator
+        where = dict(bounds=(l, r)) if method == "central-private" else dict(interval=(l, r))
+        release = family_release(fam, (mu, sigma), n, eps, seed=data_seed, **where)
+        post = central_posterior(release, prior=fam.prior, naive=method == "central-naive",
+                                 grid=grid[0])
+        u, q = post.cdf((mu, sigma)), post.quantile([0.25, 0.75])
+        return {p_mu: float(u[0]), p_sigma: float(u[1]), **truth,
+                f"{p_mu}_iqr": float(q[1, 0] - q[0, 0]),
+                f"{p_sigma}_iqr": float(q[1, 1] - q[0, 1])}
 
     def result(u, q):  # PITs and the quartiles (2, 2) of the posterior
         return {p_mu: float(u[0]), p_sigma: float(u[1]), **truth,

@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbook.calibration.replication import METHODS, check_study_model, replicate, summarize_pit
+from dpbook.calibration.replication import (
+    ALL_METHODS,
+    check_study_model,
+    replicate,
+    summarize_pit,
+)
 from dpbook.experiment.config import config_algorithms, eps_code
 from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
@@ -119,14 +124,14 @@ def replications(methods, eps, n, reps) -> list[Replication]:
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     for m in methods:
-        if m not in METHODS:
+        if m not in ALL_METHODS:
             raise ValueError(f"unknown calibration method {m!r}; choose from "
-                             f"{', '.join(METHODS)}")
+                             f"{', '.join(ALL_METHODS)}")
     eps = [check_eps(e) for e in _as_list(eps)]
     ns = [check_count("n", v) for v in _as_list(n)]
     reps = check_count("reps", reps)
     if not methods:
-        raise ValueError(f"no method given; choose from {', '.join(METHODS)}")
+        raise ValueError(f"no method given; choose from {', '.join(ALL_METHODS)}")
     return [Replication(m, e, k, rep) for rep in range(reps) for k in ns for e in eps
             for m in methods]
 
@@ -208,17 +213,20 @@ def prior_iqr(prior=None, params=("mu", "sigma")) -> dict:
 def calibration_summary(df, params=("mu", "sigma"), prior=None):
     """One row per (method, eps, n, parameter): :func:`summarize_pit` of the PIT values,
     the median posterior interquartile range, and ``learned``, that median divided by
-    the prior's IQR (:func:`prior_iqr`; about 1: the posteriors learned nothing)."""
+    the prior's IQR (:func:`prior_iqr`; about 1: the posteriors learned nothing); the
+    mean IQR and ``mean_learned``, the mean divided by the prior's IQR (a posterior that
+    is its prior is calibrated too: the width says whether it learned)."""
     import pandas as pd
 
     rows = []
     iqr0 = prior_iqr(prior, params)
     for (method, eps, n), g in df.groupby(["method", "eps", "n"], sort=False):
         for p in params:
-            med = float(g[f"{p}_iqr"].median())
+            med, mean = float(g[f"{p}_iqr"].median()), float(g[f"{p}_iqr"].mean())
             rows.append({"method": method, "eps": eps, "n": n, "param": p,
                          **summarize_pit(g[p].to_numpy()), "median_iqr": med,
-                         "learned": med / iqr0[p]})
+                         "learned": med / iqr0[p], "mean_iqr": mean,
+                         "mean_learned": mean / iqr0[p]})
     return pd.DataFrame(rows)
 
 

@@ -6,9 +6,13 @@ returns a :class:`GridPosterior`.  The normal family with the Laplace mechanism 
 closed-form backend :mod:`dpbook.posterior.normal_laplace` (chosen in
 :mod:`dpbook.backends`), every other model the quadrature of
 :mod:`dpbook.posterior.quadrature`.
+
+:func:`central_posterior` is its counterpart for a central release (noisy clipped sums,
+:mod:`dpbook.posterior.central`, chapter 11), also a :class:`GridPosterior`.
 """
 
 from dpbook.backends import backend
+from dpbook.posterior.central import central_posterior
 from dpbook.posterior.grid import GridPosterior
 from dpbook.posterior.quadrature import exact_posterior_quadrature
 
@@ -29,4 +33,4 @@ def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", generic=Fals
     return exact_posterior_quadrature(y, l, r, eps, family, mechanism, **kw)
 
 
-__all__ = ["exact_posterior", "GridPosterior"]
+__all__ = ["central_posterior", "exact_posterior", "GridPosterior"]
