@@ -70,13 +70,20 @@ import time
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown
 from scipy import stats
 
 from dpbook import calibration as cal
 from dpbook import streams
 from dpbook.calibration.replication import naive_posterior
-from dpbook.figures import GREEK, METHOD_COLOURS, figure_saver, repo_root, show_table
+from dpbook.figures import (
+    GREEK,
+    METHOD_COLOURS,
+    figure_saver,
+    glue_number,
+    glue_phrase,
+    repo_root,
+    show_table,
+)
 from dpbook.model.central import noise_scales
 from dpbook.model.families import get_family
 from dpbook.posterior import central_posterior
@@ -167,12 +174,19 @@ show_table(approx)
 
 # %% tags=["hide-input"]
 worst = approx.drop(index="no noise")
-Markdown(f"With noise the largest KS statistic is {worst[['KS s₁', 'KS s₂']].max().max():.3f} "
-         f"(smallest p-value {worst[['p s₁', 'p s₂']].min().min():.2g}, "
-         f"{SIZES['ks_reps']} simulated releases); without noise the sum of squares gives "
-         f"{approx.at['no noise', 'KS s₂']:.3f} (p = {approx.at['no noise', 'p s₂']:.2g}).  "
-         "The approximation breaks where the noise no longer hides the skew of the sum "
-         "of squares: small n with little noise.")
+for key, value in {
+    "ks-worst": worst[["KS s₁", "KS s₂"]].max().max(),
+    "p-worst": worst[["p s₁", "p s₂"]].min().min(), "ks-reps": SIZES["ks_reps"],
+    "ks-no-noise": approx.at["no noise", "KS s₂"], "p-no-noise": approx.at["no noise", "p s₂"],
+}.items():
+    glue_number(key, value)
+
+# %% [markdown]
+# With noise the largest KS statistic is {glue:text}`ks-worst:.3f` (smallest p-value
+# {glue:text}`p-worst:.2g`, {glue:text}`ks-reps` simulated releases); without noise the
+# sum of squares gives {glue:text}`ks-no-noise:.3f` (p = {glue:text}`p-no-noise:.2g`).
+# The approximation breaks where the noise no longer hides the skew of the sum of
+# squares: small n with little noise.
 
 # %% [markdown]
 # ## Posterior width against n
@@ -222,9 +236,14 @@ for p, truth in (("mu", MU), ("sigma", SIGMA)):
     res[f"{p}_iqr"] = res[f"{p}_q75"] - res[f"{p}_q25"]
     res[f"{p}_err"] = res[f"{p}_q50"] - truth
 cpu = np.array(list(seconds.values())).sum(axis=0)
-Markdown(f"{len(EPS) * R} replications ({R} per ε), n up to {NS[-1]:,}: the local streams "
-         f"took {cpu[0]:.0f} CPU-seconds, the central and non-private posteriors "
-         f"{cpu[1]:.0f}.")
+for key, value in {"replications": len(EPS) * R, "per-eps": R, "n-top": NS[-1],
+                   "cpu-local": cpu[0], "cpu-central": cpu[1]}.items():
+    glue_number(key, value)
+
+# %% [markdown]
+# {glue:text}`replications` replications ({glue:text}`per-eps` per ε), n up to
+# {glue:text}`n-top:,`: the local streams took {glue:text}`cpu-local:.0f` CPU-seconds,
+# the central and non-private posteriors {glue:text}`cpu-central:.0f`.
 
 # %% tags=["hide-input"]
 long = pd.concat([res[["method", "eps", "n", "rep"]].assign(param=GREEK[p], iqr=res[f"{p}_iqr"])
@@ -248,16 +267,21 @@ save(g.figure, "width_vs_n", f"mean of {R} replications per point",
 # %% tags=["hide-input"]
 top = NS[-1]
 w = res[res.n == top].groupby(["eps", "method"]).mu_iqr.mean()
-Markdown(f"At n = {top:,} the posterior IQR of μ of local-adaptive is "
-         + ", ".join(f"{w[e, 'local-adaptive'] / w[e, 'central-fixed']:.2g} times the "
-                     f"central-fixed one at ε = {e:g}" for e in EPS)
-         + "; the central-fixed one is "
-         + ", ".join(f"{w[e, 'central-fixed'] / w[e, 'non-private']:.2g}" for e in EPS)
-         + " times the non-private one, central-oracle "
-         + ", ".join(f"{w[e, 'central-oracle'] / w[e, 'non-private']:.2g}" for e in EPS)
-         + " times the non-private one, and local-fixed "
-         + ", ".join(f"{w[e, 'local-fixed'] / w[e, 'local-adaptive']:.2g}" for e in EPS)
-         + " times local-adaptive (the same ε in the same order).")
+glue_number("top", top)
+glue_phrase("local-over-central", ", ".join(
+    f"{w[e, 'local-adaptive'] / w[e, 'central-fixed']:.2g} times the central-fixed one at "
+    f"ε = {e:g}" for e in EPS))
+for key, (a, b) in {"central-over-np": ("central-fixed", "non-private"),
+                    "oracle-over-np": ("central-oracle", "non-private"),
+                    "fixed-over-adaptive": ("local-fixed", "local-adaptive")}.items():
+    glue_phrase(key, ", ".join(f"{w[e, a] / w[e, b]:.2g}" for e in EPS))
+
+# %% [markdown]
+# At n = {glue:text}`top:,` the posterior IQR of μ of local-adaptive is
+# {glue:md}`local-over-central`; the central-fixed one is {glue:md}`central-over-np`
+# times the non-private one, central-oracle {glue:md}`oracle-over-np` times the
+# non-private one, and local-fixed {glue:md}`fixed-over-adaptive` times local-adaptive
+# (the same ε in the same order).
 
 # %% [markdown]
 # The table gives the same widths with the root mean square error of the posterior
@@ -312,7 +336,12 @@ for eps in EPS:
                                      if hit else f"local-adaptive does not reach it by "
                                      f"n = {NS[-1]:,} (its IQR there: "
                                      f"{mu_iqr[eps, 'local-adaptive', NS[-1]]:.3g})."))
-Markdown("\n".join(lines))
+glue_phrase("crossings", "\n".join(lines))
+
+# %% [markdown]
+# ```{glue:md} crossings
+# :format: myst
+# ```
 
 # %% [markdown]
 # ## Are the central posteriors calibrated?
@@ -337,23 +366,40 @@ show_table(cal.coverage_table(cal_summary))
 # %% tags=["hide-input"]
 alpha, verdict = cal.calibration_verdict(cal_summary)
 learned = cal_summary.set_index(["method", "eps", "param"]).mean_learned
-Markdown(f"With {SIZES['cal_reps']} replications per row (p-value bound {alpha:.2g}):\n\n"
-         + "\n".join(verdict) + f"\n\nThe mean IQR of μ is {learned['central', 1.0, 'mu']:.2f} "
-         f"of the prior's for `central` at ε = 1 and "
-         f"{learned['central-private', 1.0, 'mu']:.2f} for `central-private`.")
+glue_number("cal-reps", SIZES["cal_reps"])
+glue_number("cal-alpha", alpha)
+glue_phrase("cal-verdict", "\n".join(verdict))
+glue_number("learned-central", learned["central", 1.0, "mu"])
+glue_number("learned-private", learned["central-private", 1.0, "mu"])
+
+# %% [markdown]
+# With {glue:text}`cal-reps` replications per row (p-value bound
+# {glue:text}`cal-alpha:.2g`):
+#
+# ```{glue:md} cal-verdict
+# :format: myst
+# ```
+#
+# The mean IQR of μ is {glue:text}`learned-central:.2f` of the prior's for `central` at
+# ε = 1 and {glue:text}`learned-private:.2f` for `central-private`.
 
 # %% tags=["hide-input"]
 disp_p = 2 * stats.norm.sf(cal_summary.dispersion_z.abs())
 flagged = cal_summary.assign(fails=(cal_summary.ks_p < alpha) | (disp_p < alpha))
 private_fails = flagged[(flagged.method == "central-private") & flagged.fails]
 naive_rows = flagged[flagged.method == "central-naive"]
-Markdown("`central-private` treats the privately chosen interval as if it were fixed, "
-         "although it came from the same people; "
-         + ("at these sizes the calibration study sees no cost of that."
+glue_phrase("private-cost", "at these sizes the calibration study sees no cost of that."
             if private_fails.empty else "the calibration study flags it for "
             + ", ".join(f"{r.param} at ε = {r.eps:g}" for r in private_fails.itertuples())
             + ".")
-         + "  The naive posterior, which takes the noisy sums for the true ones, fails in "
-         f"{int(naive_rows.fails.sum())} of its {len(naive_rows)} rows; its dispersion z "
-         f"is between {naive_rows.dispersion_z.min():.1f} and "
-         f"{naive_rows.dispersion_z.max():.1f} (above 0: too narrow).")
+for key, value in {"naive-fails": int(naive_rows.fails.sum()), "naive-rows": len(naive_rows),
+                   "naive-z-min": naive_rows.dispersion_z.min(),
+                   "naive-z-max": naive_rows.dispersion_z.max()}.items():
+    glue_number(key, value)
+
+# %% [markdown]
+# `central-private` treats the privately chosen interval as if it were fixed, although it
+# came from the same people; {glue:md}`private-cost`  The naive posterior, which takes
+# the noisy sums for the true ones, fails in {glue:text}`naive-fails` of its
+# {glue:text}`naive-rows` rows; its dispersion z is between
+# {glue:text}`naive-z-min:.1f` and {glue:text}`naive-z-max:.1f` (above 0: too narrow).
