@@ -33,7 +33,7 @@ __all__ = ["exp", "log", "log1p", "expm1", "ndtri", "logit", "expit", "compile_s
 
 
 @intrinsic
-def _i2f(typingctx, x):
+def int_bits_as_float(typingctx, x):
     """The bits of an int64 as a float64."""
     if x != nbtypes.int64:
         return None
@@ -45,7 +45,7 @@ def _i2f(typingctx, x):
 
 
 @intrinsic
-def _f2i(typingctx, x):
+def float_bits_as_int(typingctx, x):
     """The bits of a float64 as an int64."""
     if x != nbtypes.float64:
         return None
@@ -72,7 +72,7 @@ _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8, _L9 = (1.0 / (2 * k + 1) for k in range(
 @njit(inline="always", cache=True, error_model="numpy")
 def _pow2(n):
     """2^n for an integer-valued float -1022 <= n <= 1023."""
-    return _i2f((np.int64(n) + np.int64(1023)) << np.int64(52))
+    return int_bits_as_float((np.int64(n) + np.int64(1023)) << np.int64(52))
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -106,9 +106,9 @@ def log(x):
     """log x = e ln2 + log m, m in [sqrt(1/2), sqrt 2), log m = 2 atanh((m-1)/(m+1))."""
     sub = x < _TINY
     xs = x * _TWO54 if sub else x  # subnormals scaled to normal numbers
-    bits = _f2i(xs)
+    bits = float_bits_as_int(xs)
     e = float((bits >> np.int64(52)) - np.int64(1023)) - (54.0 if sub else 0.0)
-    m = _i2f((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000))
+    m = int_bits_as_float((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000))
     big = m > _SQRT2
     m = m * 0.5 if big else m
     e = e + 1.0 if big else e

@@ -40,6 +40,7 @@ from dpbook.model.families import as_family
 from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
+from dpbook.vmath import int_bits_as_float as _int_bits_as_float
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
 # with subset rejuvenation, the x_k moved at time t from numpy's Generator([key, t, 7]);
@@ -70,18 +71,6 @@ def _init_particles(key, mu, sig, pr):
 
 
 # --- helpers of the MH sweep ---------------------------------------------------------
-
-@intrinsic
-def _int_bits_as_float(typingctx, x):
-    """Reinterpret the bits of an int64 as a float64."""
-    if x != types.int64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
 
 @intrinsic
 def _gather_zig(typingctx, x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i1):
