@@ -282,24 +282,24 @@ glue_number("adaptive-mu", e.loc[("adaptive", 1.0), "location q50"])
 paths = streams.quartile_paths(clock)
 paths["param"] = paths.param.map({"mu": "location", "sigma": "scale"})
 PALETTE = {"adaptive": "#0173b2", "fixed": "#de8f05", "student-t": "#029e73"}
-g = posterior_paths(paths, row="param", col="eps", hue="run", centre="q50",
-                    band=("q25", "q75"), palette=PALETTE, sharey="row", height=2.2,
-                    aspect=1.05)
+g = posterior_paths(paths, row="eps", col="param", hue="run", centre="q50",
+                    band=("q25", "q75"), palette=PALETTE, sharey="col", height=1.9,
+                    aspect=1.8)
 g.set(xscale="log")
 mid, sd = np_census["normal"]["mu_q50"], census.std()
-for (param, _), ax in g.axes_dict.items():
+for (_, param), ax in g.axes_dict.items():
     ax.axhline(mid if param == "location" else sd, color="k", lw=1, ls="--")
     ax.set_ylim(*((mid - 1.5 * sd, mid + 1.5 * sd) if param == "location" else (0, 2.5 * sd)))
-g.set_titles("{row_name}, ε = {col_name:g}")
+g.set_titles("{col_name}, ε = {row_name:g}")
 g.add_legend(title="")
 save(g.figure, "census_paths", f"N = {N} particles; census n = {n:,}",
-     caption="Posterior median and quartiles of the location (top) and scale (bottom) "
+     caption="Posterior median and quartiles of the location (left) and scale (right) "
              "over the census stream: the normal family with the adaptive and the fixed "
              "curator, and the Student-t family with the adaptive one (ε = 1 and 5); "
              "dashed: the non-private normal posterior median of μ and the sample sd.",
-     alt="Eight panels against the number of people on a log axis, one column per "
+     alt="Eight panels against the number of people on a log axis, one row per "
          "epsilon: the adaptive runs settle on the location quickly with a narrow band, "
-         "the fixed runs have wide bands for longer; in the scale row the adaptive "
+         "the fixed runs have wide bands for longer; in the scale column the adaptive "
          "runs' bands narrow while the fixed runs' stay wide.")
 
 # %% [markdown]
@@ -323,13 +323,14 @@ save(g.figure, "census_paths", f"N = {N} particles; census n = {n:,}",
 limits = []
 for eps in EPS:
     best = best_interval(eps, method="exact")
-    fixed_lim = streams.release_limit(census, *FIXED, eps, points=SIZES["points"])
+    fixed_lim = streams.release_limit(census, *FIXED, eps,
+                                      points=SIZES["points"])
     adapt_lim = streams.adaptive_limit(census, best["a"], best["b"], eps,
                                        points=SIZES["points"])
     for kind, lim in (("fixed", fixed_lim), ("adaptive", adapt_lim)):
         last = final(runs[kind, eps])
-        limits.append({"ε": eps, "curator": kind, "(a*, b*)": f"({best['a']:.3f}, "
-                       f"{best['b']:.3f})" if kind == "adaptive" else "",
+        ab = f"({best['a']:.3f}, {best['b']:.3f})" if kind != "fixed" else ""
+        limits.append({"ε": eps, "curator": kind, "(a*, b*)": ab,
                        "μ limit": lim[0], "μ final median": last.mu_q50,
                        "μ limit - mean": lim[0] - census.mean(),
                        "σ limit": lim[1], "σ final median": last.sigma_q50,
@@ -437,8 +438,8 @@ sd_of = {v: spread[(spread.varied == v) | (spread.k == 0)][["mu_q50", "sigma_q50
 iqr = {"mu": base.mu_q75 - base.mu_q25, "sigma": base.sigma_q75 - base.sigma_q25}
 
 # %% caption="Final posterior medians at ε = 1 (adaptive) in other orders and with other algorithm seeds; the first row is the run above." name="tbl-10-orders"
-show_table(spread.set_index(["varied", "k"])[["mu_q50", "mu_q25", "mu_q75", "sigma_q50"]],
-           digits=4)
+columns = ["mu_q50", "mu_q25", "mu_q75", "sigma_q50"]
+show_table(spread.set_index(["varied", "k"])[columns], digits=4)
 
 # %% tags=["hide-input"]
 for key, value in {
@@ -596,11 +597,13 @@ from dpbook.privacy.individual import seeded_release_for_simulation  # noqa: E40
 noise = np.random.default_rng([seed, 7])
 
 # %%
-curator = streams.make_curator(1.0, "smc-marginal", family=PRIORS[CURATOR],
-                               n_particles=N, seed=[seed, 8])
+curator = streams.make_curator(
+    1.0, "smc-marginal", family=PRIORS[CURATOR], n_particles=N, seed=[seed, 8]
+)
 for x in births[b_order][:200]:
     l, r = curator.next_interval()  # published to the next individual
-    y = seeded_release_for_simulation(x, l, r, 1.0, noise)  # in the individual's process
+    # in the individual's process:
+    y = seeded_release_for_simulation(x, l, r, 1.0, noise)
     curator.take(y, l, r)  # the curator sees (y, l, r) only
 streams.quartiles(curator.posterior)
 
