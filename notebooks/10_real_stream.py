@@ -229,7 +229,7 @@ glue_number("t-stream", SIZES["t_stream"])
 # dpbook stream census.csv --column lweekinc --eps 1 --family student_t --df 5
 # ```
 
-# %% caption="Final posterior quartiles of the location and scale per ε and curator, against the non-private posterior of the same family." name="tbl-10-census" tags=["hide-input"]
+# %% caption="Final posterior quartiles of the location (loc) and scale per ε and curator, against the non-private (np) posterior median of the same family." name="tbl-10-census" tags=["hide-input"]
 def final(run):
     return run.clock.iloc[-1]
 
@@ -241,24 +241,23 @@ for (kind, eps), run in runs.items():
     last = final(run)
     ref = np_census["student_t" if kind == "student-t" else "normal"]
     rows.append({"ε": eps, "curator": kind, "t": int(last.t),
-                 "location q50": last[f"{loc}_q50"],
-                 "location IQR": last[f"{loc}_q75"] - last[f"{loc}_q25"],
+                 "loc q50": last[f"{loc}_q50"],
+                 "loc IQR": last[f"{loc}_q75"] - last[f"{loc}_q25"],
                  "scale q50": last[f"{scale}_q50"],
                  "scale IQR": last[f"{scale}_q75"] - last[f"{scale}_q25"],
-                 "non-private location": ref[f"{loc}_q50"],
-                 "non-private scale": ref[f"{scale}_q50"]})
+                 "np loc": ref[f"{loc}_q50"], "np scale": ref[f"{scale}_q50"]})
 ends = pd.DataFrame(rows).sort_values(["curator", "ε"])
 show_table(ends.set_index(["curator", "ε"]), digits=4)
 
 # %% tags=["hide-input"]
 e = ends.set_index(["curator", "ε"])
-gain = (e.loc["fixed", "location IQR"] / e.loc["adaptive", "location IQR"]) ** 2
+gain = (e.loc["fixed", "loc IQR"] / e.loc["adaptive", "loc IQR"]) ** 2
 glue_phrase("iqr-ratios", ", ".join(f"{np.sqrt(g):.1f}" for g in gain))
 glue_phrase("eps-list", ", ".join(f"{x:g}" for x in EPS))
 glue_phrase("worth", ", ".join(f"{g:.0f}" for g in gain))
 glue_number("adaptive-sigma", e.loc[("adaptive", 1.0), "scale q50"])
 glue_number("sd", census.std())
-glue_number("adaptive-mu", e.loc[("adaptive", 1.0), "location q50"])
+glue_number("adaptive-mu", e.loc[("adaptive", 1.0), "loc q50"])
 
 # %% [markdown]
 # For μ the fixed interval's posterior interquartile range is {glue:md}`iqr-ratios`
