@@ -268,3 +268,63 @@ def test_a_family_without_a_cdf_still_runs_the_engine():
     y, l, r = _data(Logistic(), "laplace", n=15)
     s = smc_posterior(y, l, r, EPS, Bare(), n_particles=100, seed=1)
     assert type(s) is CompiledSMC and s.lost is None
+
+
+def test_engine_fast_test_decides_as_the_exact_one(tmp_path):
+    # every row swept again with vmath.log (EXP_TOL huge, compiled afresh in a process
+    # of its own) gives the same bits as the fast test with its rare re-decisions
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    fam = Logistic()
+    y, l, r = _data(fam, "laplace", n=30)
+    s = smc_posterior(y, l, r, EPS, fam, n_particles=300, seed=11)
+    np.save(tmp_path / "yl.npy", np.stack([y, l, r]))
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "import numpy as np\n"
+            "import dpbook.vmath as v\n"
+            "v.EXP_TOL = 1e300\n"
+            "from test_engine import Logistic, EPS\n"
+            "from dpbook.smc import smc_posterior\n"
+            f"y, l, r = np.load({str(tmp_path / 'yl.npy')!r})\n"
+            "s = smc_posterior(y, l, r, EPS, Logistic(), n_particles=300, seed=11)\n"
+            f"np.save({str(tmp_path / 'out.npy')!r}, s.paths())\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    assert np.load(tmp_path / "out.npy").tobytes() == s.paths().tobytes()
+
+
+def test_engine_information_matches_numpy():
+    # J of the random walk's covariance, compiled from base_dlogpdf, against the numpy
+    # scores of SMC._information
+    fam = Logistic()
+    y, l, r = _data(fam, "laplace", n=50)
+    s = smc_posterior(y, l, r, EPS, fam, n_particles=300, seed=2)
+    assert compiled_family(fam).information is not None
+    th, x = s.theta[:128], s._x[0][:128, :50]
+    np.testing.assert_allclose(s._information(th, x), SMC._information(s, th, x),
+                               rtol=1e-12)
+
+
+class OpaqueScoreLogistic(Logistic):
+    """base_dlogpdf through scipy.stats: numba cannot compile it; the engine runs with
+    the numpy information matrix."""
+
+    name = "opaque_score_logistic"
+
+    def base_dlogpdf(self, z):
+        return -1.0 + 2.0 * stats.logistic.sf(z)
+
+
+def test_engine_with_a_score_that_does_not_compile():
+    fam = OpaqueScoreLogistic()
+    y, l, r = _data(fam, "laplace", n=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = smc_posterior(y, l, r, EPS, fam, n_particles=200, seed=2)
+    assert isinstance(s, CompiledSMC) and compiled_family(fam).information is None
+    th, x = s.theta[:64], s._x[0][:64, :30]
+    np.testing.assert_allclose(s._information(th, x), SMC._information(s, th, x),
+                               rtol=1e-14)

@@ -58,8 +58,9 @@ VERSIONS = {
     "marginal": 1,  # the marginal SMC on theta (IBIS) of the long streams
     "gradient": 1,  # the online gradient estimate (Section 7)
     # every family and mechanism but the normal/Laplace pair; 2: the latent SMC of a
-    # location-scale family runs the compiled engine (dpbook.smc.engine)
-    "generic-model": 2,
+    # location-scale family runs the compiled engine (dpbook.smc.engine); 3: the engine's
+    # random-walk covariance from the compiled scores (summed in another order)
+    "generic-model": 3,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")

@@ -311,7 +311,6 @@ class SMC(ParticlePosterior):
         (a stratified sample of the weighted particles: no random draw, and a cost
         independent of N).
         """
-        fam = self.family
         phi = self._to_free(theta)
         d = phi.shape[1]
         c = phi - w @ phi
@@ -319,17 +318,7 @@ class SMC(ParticlePosterior):
         cov = cov + 1e-12 * (1.0 + np.abs(np.diag(cov)).max()) * np.eye(d)
         m = min(self.N, _INFO_SAMPLE)
         idx = np.minimum(np.searchsorted(np.cumsum(w), (np.arange(m) + 0.5) / m), self.N - 1)
-        th = theta[idx]
-        x = x[idx]
-        with np.errstate(all="ignore"):
-            s = np.stack([np.broadcast_to(g, x.shape) for g in
-                          fam.score(x, *fam.theta_args(th))])
-            s = np.where(self._pos[:, None, None], s * th.T[:, :, None], s)
-        s = np.where(np.isfinite(s), s, 0.0)
-        info = np.empty((d, d))
-        for a in range(d):
-            for b in range(a + 1):
-                info[a, b] = info[b, a] = (s[a] * s[b]).sum() / m
+        info = self._information(theta[idx], x[idx])
         prec = np.linalg.inv(cov) + info
         sig = np.linalg.inv(prec) * (_RW_SCALE2 / d)
         sig = 0.5 * (sig + sig.T)
@@ -340,6 +329,23 @@ class SMC(ParticlePosterior):
             except np.linalg.LinAlgError:
                 ridge *= 100.0
         return math.sqrt(ridge) * np.eye(d)
+
+    def _information(self, th, x):
+        """J of :meth:`_rw_chol`: the average over the rows of ``th`` (m, d) of
+        sum_k s_k s_k^T, s_k = grad_phi log p_theta(x_k) for the latent row x[i]
+        (non-finite scores count as 0)."""
+        fam = self.family
+        d = th.shape[1]
+        with np.errstate(all="ignore"):
+            s = np.stack([np.broadcast_to(g, x.shape) for g in
+                          fam.score(x, *fam.theta_args(th))])
+            s = np.where(self._pos[:, None, None], s * th.T[:, :, None], s)
+        s = np.where(np.isfinite(s), s, 0.0)
+        info = np.empty((d, d))
+        for a in range(d):
+            for b in range(a + 1):
+                info[a, b] = info[b, a] = (s[a] * s[b]).sum() / th.shape[0]
+        return info
 
     def _log_target(self, theta, phi, x):
         """log eta(theta) + sum_k log p_theta(x_k) + log-Jacobian, in unconstrained phi."""

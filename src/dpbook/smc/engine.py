@@ -11,14 +11,20 @@ in one compiled kernel per time step, one particle per loop iteration (in parall
 1. systematic resampling with the weights of time t-1;
 2. Algorithm 3: for every k < t (or the subset moved at this step) an independent MH
    move of x_k with proposal x'_k = m + c z, z = G^-1(u) (the family's ``base_ppf`` of
-   a uniform), accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k));
-   then ``n_theta_moves`` random-walk MH moves of (m, log c) targeting
+   a uniform), accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k))
+   (decided as the paper's kernel does: u' against a fast exponential, and again with
+   ``vmath.log`` where the two are within a relative 1e-6, so every decision is the
+   exact one); then ``n_theta_moves`` random-walk MH moves of (m, log c) targeting
    eta(theta) prod_k p_theta(x_k) (with the log-Jacobian), with the covariance of
-   :meth:`dpbook.smc.SMC._rw_chol` computed from the particles of time t-1;
+   :meth:`dpbook.smc.SMC._rw_chol` computed from the particles of time t-1 (its
+   information matrix J compiled from the family's ``base_dlogpdf`` when that
+   compiles);
 3. propagation x_t = m + c G^-1(u);
 4. weighting by the mechanism's density of y_t - T(x_t) at scale (r_t - l_t)/eps.
 
-Speed comes from the loops over k: the uniforms of particle i at time t are the
+Only the latent paths are stored; the likelihood of an x_k is computed again when it
+is needed (an absolute value or a square: cheaper than reading it back).  Speed comes
+from the loops over k: the uniforms of particle i at time t are the
 SplitMix64 sequence of its own counter-keyed stream (:mod:`dpbook.rng`), word j a
 function of j alone, so the loop over k has no carried state; the family's
 functions use :mod:`dpbook.vmath` for exp and log; the sum over k of the move's
@@ -95,6 +101,21 @@ class CompiledFamily:
         self.state = _state(_numeric_attributes(family))
         self.logpdf, self.ppf, self.logpdf1, self.ppf1 = _primitives(type(family))
         self._check(family)
+        self.information = _information_kernel(type(family))
+        if self.information is not None:
+            try:
+                self._check_dlogpdf(family)
+            except Exception:  # base_dlogpdf does not compile: the numpy J
+                self.information = None
+
+    def _check_dlogpdf(self, family):
+        z = np.array([-3.0, -0.4, 0.0, 0.7, 2.2])
+        x = z[None, :]
+        got = self.information(self.state, np.array([[0.0, 1.0]]), x)
+        d = np.asarray(family.base_dlogpdf(z), float)
+        want = ((d * d).sum(), (d * (1 + z * d)).sum(), ((1 + z * d) ** 2).sum())
+        if not np.allclose(got, want, rtol=1e-11, atol=1e-14):
+            raise NotCompilable("base_dlogpdf: its compiled form differs")
 
     def _check(self, family):
         """Compile the primitives now and compare them with the family's numpy code."""
@@ -111,6 +132,16 @@ class CompiledFamily:
             if not np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True):
                 raise NotCompilable(f"{name}: its compiled form gives {got[0]!r} where the "
                                     f"numpy one gives {ref[0]!r} at {arg[0]!r}")
+
+
+@functools.cache
+def _information_kernel(cls):
+    """The compiled J of :meth:`dpbook.smc.SMC._rw_chol` for the family class (None if
+    it has no base_dlogpdf)."""
+    if getattr(cls.base_dlogpdf, "__func__", cls.base_dlogpdf) is \
+            LocationScaleFamily.base_dlogpdf:
+        return None
+    return make_information(vmath.compile_scalar(cls.base_dlogpdf))
 
 
 @functools.cache
@@ -213,33 +244,108 @@ def _log_prior_free(m, c, pr):
     return -0.5 * (m - pr[0]) ** 2 / pr[1] - 2.0 * pr[2] * math.log(c) - pr[3] / (c * c)
 
 
+@njit(inline="always", error_model="numpy")
+def _sweep(ppf, fs, m, c, base, t, x_old, x_new, y, l, r, invb, kind, exact):
+    """Algorithm 3's independent MH moves of x_0..x_{t-1} (one particle's row, proposal
+    x' = m + c G^-1(u)): accept if log u' < d, d the log likelihood ratio.  The test is
+    u' < exp_approx(min(d, 0)) unless ``exact``; a decision with u' within a relative
+    EXP_TOL of the approximation is counted in ``close`` and the caller sweeps the row
+    again with ``exact``, so every decision is that of vmath.log(u') < d.
+    Returns (accepted, close)."""
+    nacc = 0
+    close = 0
+    for k in range(t):
+        xo = x_old[k]
+        lo = _loglik(kind, y[k] - min(max(xo, l[k]), r[k]), invb[k])
+        xp = m + c * ppf(fs, _uniform(base, 2 * k))
+        lp = _loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
+        u = _uniform(base, 2 * k + 1)
+        if exact:
+            ok = vmath.log(u) < lp - lo
+        else:
+            e = vmath.exp_approx(max(min(lp - lo, 0.0), -700.0))
+            ok = u < e
+            close += abs(u - e) <= vmath.EXP_TOL * e
+        x_new[k] = xp if ok else xo
+        nacc += ok
+    return nacc, close
+
+
+@njit(cache=True, error_model="numpy")
+def _sum8(tmp, t):
+    """tmp[0] + ... + tmp[t-1] in eight partial sums, whatever the vector width."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    t8 = t - t % 8
+    for k in range(0, t8, 8):
+        a0 += tmp[k]
+        a1 += tmp[k + 1]
+        a2 += tmp[k + 2]
+        a3 += tmp[k + 3]
+        a4 += tmp[k + 4]
+        a5 += tmp[k + 5]
+        a6 += tmp[k + 6]
+        a7 += tmp[k + 7]
+    acc = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for k in range(t8, t):
+        acc += tmp[k]
+    return acc
+
+
+@njit(cache=True, error_model="numpy")
+def _target(acc, t, m, c, pr):
+    """The random walk's target from acc = sum_k log g((x_k - m)/c): the latent values'
+    density (-t log c), the prior and the Jacobian."""
+    return acc - t * math.log(c) + _log_prior_free(m, c, pr)
+
+
 def make_log_target(logpdf):
     """The random walk's target for a family's compiled base ``logpdf`` (see below)."""
 
     @njit(error_model="numpy")
     def log_target(fs, row, t, m, c, pr, tmp):
         """sum_k log g((x_k - m)/c) - t log c + the prior's term (``tmp``: t floats of
-        scratch; the sum in eight partial sums, whatever the vector width)."""
+        scratch)."""
         inv = 1.0 / c
         for k in range(t):
             tmp[k] = logpdf(fs, (row[k] - m) * inv)
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-        t8 = t - t % 8
-        for k in range(0, t8, 8):
-            a0 += tmp[k]
-            a1 += tmp[k + 1]
-            a2 += tmp[k + 2]
-            a3 += tmp[k + 3]
-            a4 += tmp[k + 4]
-            a5 += tmp[k + 5]
-            a6 += tmp[k + 6]
-            a7 += tmp[k + 7]
-        acc = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-        for k in range(t8, t):
-            acc += tmp[k]
-        return acc - t * math.log(c) + _log_prior_free(m, c, pr)
+        return _target(_sum8(tmp, t), t, m, c, pr)
 
     return log_target
+
+
+def make_information(dlogpdf):
+    """J of :meth:`dpbook.smc.SMC._rw_chol` for a location-scale family with compiled
+    ``dlogpdf`` = (log g)': the scores in (m, log c) of x_k given (m, c) are
+    (-g'(z)/g(z) / c, -(1 + z g'(z)/g(z))), z = (x_k - m)/c (non-finite ones count as
+    0); returns the entries (0,0), (0,1), (1,1) of the average over rows of
+    sum_k s_k s_k^T."""
+
+    @njit(error_model="numpy")
+    def information(fs, th, x):
+        rows, t = x.shape
+        p00 = np.empty(max(t, 1))
+        p01 = np.empty(max(t, 1))
+        p11 = np.empty(max(t, 1))
+        s00 = s01 = s11 = 0.0
+        for i in range(rows):
+            m = th[i, 0]
+            inv = 1.0 / th[i, 1]
+            for k in range(t):
+                z = (x[i, k] - m) * inv
+                g = dlogpdf(fs, z)
+                a = -g * inv
+                b = -(1.0 + z * g)
+                a = a if abs(a) < math.inf else 0.0
+                b = b if abs(b) < math.inf else 0.0
+                p00[k] = a * a
+                p01[k] = a * b
+                p11[k] = b * b
+            s00 += _sum8(p00, t)
+            s01 += _sum8(p01, t)
+            s11 += _sum8(p11, t)
+        return s00 / rows, s01 / rows, s11 / rows
+
+    return information
 
 
 def make_step(logpdf, ppf, ppf1):
@@ -249,8 +355,8 @@ def make_step(logpdf, ppf, ppf1):
     log_target = make_log_target(logpdf)
 
     @njit(nogil=True, error_model="numpy")
-    def step(i0, i1, t, state, key, anc, x_old, ll_old, x_new, ll_new, th_old, th_new, y,
-             l, r, invb, kind, ks, chol, pr, n_moves, logw, acc_x, acc_th):
+    def step(i0, i1, t, state, key, anc, x_old, x_new, th_old, th_new, y, l, r, invb, kind,
+             ks, chol, pr, n_moves, logw, acc_x, acc_th):
         fs = state[0]
         n_moved = ks.shape[0]
         tmp = np.empty(max(t, 1))
@@ -261,24 +367,22 @@ def make_step(logpdf, ppf, ppf1):
             base = _rng.stream_key(key, 8 * t + P_MOVE, i)
             nacc = 0
             if n_moved == t:  # Algorithm 3 as written: every x_k, vectorised over k
-                for k in range(t):
-                    xp = m + c * ppf(fs, _uniform(base, 2 * k))
-                    lp = _loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
-                    ok = vmath.log(_uniform(base, 2 * k + 1)) < lp - ll_old[a, k]
-                    x_new[i, k] = xp if ok else x_old[a, k]
-                    ll_new[i, k] = lp if ok else ll_old[a, k]
-                    nacc += ok
+                nacc, close = _sweep(ppf, fs, m, c, base, t, x_old[a], x_new[i], y, l, r,
+                                     invb, kind, False)
+                if close:  # rare: the row again, every test with vmath.log
+                    nacc, close = _sweep(ppf, fs, m, c, base, t, x_old[a], x_new[i], y,
+                                         l, r, invb, kind, True)
             else:  # subset rejuvenation: the others are copied
                 for k in range(t):
                     x_new[i, k] = x_old[a, k]
-                    ll_new[i, k] = ll_old[a, k]
                 for j in range(n_moved):
                     q = ks[j]
                     xp = m + c * ppf1(fs, _uniform(base, 2 * j))
+                    xo = x_old[a, q]
+                    lo = _loglik(kind, y[q] - min(max(xo, l[q]), r[q]), invb[q])
                     lp = _loglik(kind, y[q] - min(max(xp, l[q]), r[q]), invb[q])
-                    if math.log(_uniform(base, 2 * j + 1)) < lp - ll_old[a, q]:
+                    if math.log(_uniform(base, 2 * j + 1)) < lp - lo:
                         x_new[i, q] = xp
-                        ll_new[i, q] = lp
                         nacc += 1
             acc_x[i] = nacc
             s = _rng.stream_key(key, 8 * t + P_THETA, i)
@@ -303,9 +407,7 @@ def make_step(logpdf, ppf, ppf1):
             s, u = _rng.uniform(s)  # Algorithm 2 steps 3-4
             xt = m + c * ppf1(fs, u)
             x_new[i, t] = xt
-            lw = _loglik(kind, y[t] - min(max(xt, l[t]), r[t]), invb[t])
-            ll_new[i, t] = lw
-            logw[i] = lw
+            logw[i] = _loglik(kind, y[t] - min(max(xt, l[t]), r[t]), invb[t])
             th_new[i, 0] = m
             th_new[i, 1] = c
 
@@ -373,12 +475,18 @@ class CompiledSMC(SMC):
         _init_theta(self._key, self.theta, self._pr)
         self._theta2 = np.empty((N, 2))
         self._x = [np.zeros((N, n)), np.zeros((N, n))]
-        self._ll = [np.zeros((N, n)), np.zeros((N, n))]
         self._all = np.arange(n, dtype=np.int64)
         self._anc = np.arange(N, dtype=np.int64)
         self._logw = np.zeros(N)
         self._acc_x = np.zeros(N, np.int64)
         self._acc_th = np.zeros(N, np.int64)
+
+    def _information(self, th, x):
+        if self._cf.information is None:
+            return super()._information(th, x)
+        s00, s01, s11 = self._cf.information(self._cf.state, np.ascontiguousarray(th),
+                                             np.ascontiguousarray(x))
+        return np.array([[s00, s01], [s01, s11]])
 
     def update(self, y, l, r):
         """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
@@ -395,12 +503,12 @@ class CompiledSMC(SMC):
             if self.subset is not None and self.subset < t:
                 ks = np.sort(subset_draw(np.random.default_rng([int(self._key), t, P_SUBSET]),
                                          t, self.subset)).astype(np.int64)
-        (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
-        _run(self._step, self.N, t, self._cf.state, self._key, self._anc, x_old, ll_old,
-             x_new, ll_new, self.theta, self._theta2, self._y, self._l, self._r,
-             self._invb, self._kind, ks, chol, self._pr, self.n_theta_moves, self._logw,
-             self._acc_x, self._acc_th)
-        self._x, self._ll = [x_new, x_old], [ll_new, ll_old]
+        x_old, x_new = self._x
+        _run(self._step, self.N, t, self._cf.state, self._key, self._anc, x_old, x_new,
+             self.theta, self._theta2, self._y, self._l, self._r, self._invb, self._kind,
+             ks, chol, self._pr, self.n_theta_moves, self._logw, self._acc_x,
+             self._acc_th)
+        self._x = [x_new, x_old]
         self.theta, self._theta2 = self._theta2, self.theta
         w = np.exp(self._logw - self._logw.max())
         self.w = w / w.sum()

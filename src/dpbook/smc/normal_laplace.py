@@ -40,7 +40,7 @@ from dpbook.model.families import as_family
 from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
-from dpbook.vmath import int_bits_as_float as _int_bits_as_float
+from dpbook.vmath import EXP_TOL, exp_approx
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
 # with subset rejuvenation, the x_k moved at time t from numpy's Generator([key, t, 7]);
@@ -109,28 +109,6 @@ def _gather_zig(typingctx, x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i
         return b.load(nbad)
 
     return types.uint64(x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i1), codegen
-
-
-# The MH test u < min(1, exp(d)) = exp(min(d, 0)) without a libm call (no SVML here,
-# so math.exp would keep the loop scalar): exp(d) = 2^n exp(r), |r| <= ln2/2, exp(r) by
-# its Taylor polynomial of degree 6, relative error below 2e-7 (tested).  A decision
-# with u within a relative EXP_TOL of the approximation is taken again with
-# math.exp, so every decision is exactly that of u < math.exp(d).
-EXP_TOL = 1e-6
-_LOG2E = 1.4426950408889634
-_LN2 = 0.6931471805599453
-_C2, _C3, _C4, _C5, _C6 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720  # (multiply, not divide)
-
-
-@njit(cache=True, fastmath={"contract"})
-def exp_approx(d):
-    """exp(d) to a relative 2e-7 for -700 <= d <= 0 (FMAs allowed: only this value)."""
-    n = np.int64(d * _LOG2E - 0.5)  # nearest integer (truncation, d <= 0)
-    r = d - float(n) * _LN2
-    # Estrin's scheme: a shorter dependency chain than Horner's
-    r2 = r * r
-    p = (1.0 + r) + r2 * ((_C2 + r * _C3) + r2 * ((_C4 + r * _C5) + r2 * _C6))
-    return p * _int_bits_as_float((n + np.int64(1023)) << np.int64(52))
 
 
 @njit(cache=True)
