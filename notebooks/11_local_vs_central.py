@@ -73,7 +73,6 @@ import seaborn as sns
 from scipy import stats
 
 from dpbook import calibration as cal
-from dpbook import streams
 from dpbook.calibration.replication import naive_posterior
 from dpbook.figures import (
     GREEK,
@@ -86,6 +85,7 @@ from dpbook.figures import (
 )
 from dpbook.model.central import noise_scales
 from dpbook.model.families import get_family
+from dpbook.online import streams
 from dpbook.posterior import central_posterior
 from dpbook.posterior.central import sum_cdf
 from dpbook.privacy.central import family_release

@@ -5,7 +5,7 @@
 3. No module imports another module's underscore names.
 4. The privacy boundary: only the population, the online loop (Algorithm 1, which is
    handed a population) and the runners that build populations (the experiment's
-   tasks, the calibration study, ``dpbook.streams.run_stream`` for a user's values) import
+   tasks, the calibration study, ``dpbook.online.streams.run_stream`` for a user's values) import
    ``dpbook.privacy.population``; every other module sees releases only.
 5. Layers: a module imports only from its own layer or the layers below it
    (:data:`LAYERS`, from the utilities up to the book's figures and the command line).
@@ -92,9 +92,9 @@ def test_no_underscore_imports_across_modules():
 
 
 def test_privacy_boundary_whole_package():
-    allowed = {"dpbook.privacy.population", "dpbook.privacy.online",
+    allowed = {"dpbook.privacy.population", "dpbook.online.algorithm",
                "dpbook.experiment.tasks", "dpbook.privacy",
-               "dpbook.calibration.replication", "dpbook.streams"}
+               "dpbook.calibration.replication", "dpbook.online.streams"}
     seen = 0
     for name, path in MODULES.items():
         deps = {m for m, _ in _imports(name, path)}
@@ -114,10 +114,10 @@ LAYERS = (
     {"dpbook.model", "dpbook.families", "dpbook.mechanisms"},  # Sections 2-4's model
     {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
     # evaluate, and the check of their answers against it
-    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior", "dpbook.marginal",
-     "dpbook.gradient"},  # the algorithms
-    {"dpbook.privacy"},  # Algorithm 1: the population, the policies, the online loop
-    {"dpbook.streams", "dpbook.experiment", "dpbook.calibration"},  # runners and stores
+    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior"},  # the algorithms
+    {"dpbook.privacy"},  # the population, the policies, the curator
+    {"dpbook.online"},  # Algorithm 1, the online posteriors of long streams, the streams
+    {"dpbook.experiment", "dpbook.calibration"},  # runners and stores
     {"dpbook.figures", "dpbook.cli"},  # the book's figures, the command line
 )
 

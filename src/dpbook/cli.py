@@ -436,7 +436,7 @@ def cmd_posterior(args):
                                  n_particles=args.particles, seed=args.seed,
                                  subset=args.subset, progress=bar)
     elif args.method in ("smc-marginal", "ibis"):
-        from dpbook.marginal import marginal_posterior
+        from dpbook.online import marginal_posterior
 
         post = marginal_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                                   n_particles=args.particles, seed=args.seed)
@@ -523,7 +523,7 @@ def _online_gradient(args, family, mechanism, y, l, r, t0):
     at hand, so it starts where the data are (the family's moment guess): from the
     prior's median, releases clipped at one end of intervals far from it carry no score
     and the estimate would stay at its start (issue 29)."""
-    from dpbook.gradient import OnlineGradient
+    from dpbook.online import OnlineGradient
 
     start = family.guess(y, l, r, args.eps, mechanism)
     est = OnlineGradient(args.eps, family=family, mechanism=mechanism, theta0=start)
@@ -702,7 +702,7 @@ def prior_from_args(family, args):
 
 # ----------------------------------------------------------------------- stream
 def add_stream_parser(subparsers):
-    from dpbook.streams import METHODS
+    from dpbook.online.streams import METHODS
     p = subparsers.add_parser(
         "stream", help="Algorithm 1 over a file of sensitive values: release each one "
                        "through an interval and update the posterior",
@@ -751,7 +751,7 @@ def add_stream_parser(subparsers):
 
 
 def cmd_stream(args):
-    from dpbook.streams import run_stream
+    from dpbook.online.streams import run_stream
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)

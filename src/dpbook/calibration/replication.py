@@ -52,9 +52,9 @@ from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
 from dpbook.model.families import as_family
 from dpbook.model.prior import SECTION6
+from dpbook.online import run_online
 from dpbook.posterior import GridPosterior, central_posterior, exact_posterior
 from dpbook.privacy.central import family_release
-from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population
 from dpbook.validation import as_generator, check_eps, check_interval, seed_sequence

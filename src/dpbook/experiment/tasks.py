@@ -146,18 +146,18 @@ def run_task(spec: dict) -> dict:
     eps_release = eps * math.sqrt(2.0) if spec.get("original_code") else eps
     pop = family_population(family, theta, n, eps_release, seed=dss, mechanism=mechanism)
     if method != "mhaar":  # Algorithm 1 with an online posterior
-        from dpbook.privacy.online import run_online
+        from dpbook.online import run_online
         from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 
         posterior, online_seed = None, ass
         if method.startswith("smc-marginal"):
-            from dpbook.marginal import MarginalSMC
+            from dpbook.online import MarginalSMC
 
             post_ss, online_seed = ass.spawn(2)
             posterior = MarginalSMC(eps, family, mechanism, n_particles=spec["particles"],
                                     seed=post_ss)
         if method == "online-gradient":
-            from dpbook.gradient import OnlineGradient
+            from dpbook.online import OnlineGradient
 
             posterior = OnlineGradient(eps, family=family, mechanism=mechanism)
             policy = AdaptivePolicy(posterior.a, posterior.b)
@@ -232,7 +232,7 @@ def _warm_up(method, family, mechanism):
     pop = family_population(family, theta, 3, 1.0, seed=0, mechanism=mechanism)
     lc, rc = family.fixed_interval(*theta)
     if algorithm == "smc":
-        from dpbook.privacy.online import run_online
+        from dpbook.online import run_online
         from dpbook.privacy.policies import FixedPolicy
 
         run_online(pop, FixedPolicy(lc, rc), 3, n_particles=4, seed=0, family=family)

@@ -3,8 +3,8 @@
 The four online posteriors for long streams, by name: the latent SMC of Algorithms 2-3
 (``smc``, O(N n^2)), the same moving a random subset of m latent values per step
 (``smc-subset``, Section 4), the marginal SMC on theta (``smc-marginal``, IBIS,
-:mod:`dpbook.marginal`) and the online gradient estimate of Section 7
-(``online-gradient``, :mod:`dpbook.gradient`).  :func:`timed_run` runs one of them on a
+:mod:`dpbook.online.ibis`) and the online gradient estimate of Section 7
+(``online-gradient``, :mod:`dpbook.online.gradient`).  :func:`timed_run` runs one of them on a
 stream and records, at given checkpoints t, the wall and CPU seconds spent so far and
 the posterior's quartiles (the estimate for the online gradient).  An online method's
 cost for a stream of length t is its time at t, so one run of length n gives the whole
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpbook.privacy.online import OnlineRun, run_online
+from dpbook.online.algorithm import OnlineRun, run_online
 from dpbook.validation import check_count, seed_sequence
 
 METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
@@ -46,10 +46,10 @@ def online_posterior(method, eps, family=None, mechanism="laplace", n_particles=
         return SMC(eps, family, mechanism, n_particles=n_particles, n_max=n_max, seed=seed,
                    every=max(int(n_max), 1), subset=subset)
     if method == "smc-marginal":
-        from dpbook.marginal import MarginalSMC
+        from dpbook.online import MarginalSMC
 
         return MarginalSMC(eps, family, mechanism, n_particles=n_particles, seed=seed)
-    from dpbook.gradient import OnlineGradient
+    from dpbook.online import OnlineGradient
 
     return OnlineGradient(eps, family=family, mechanism=mechanism)
 
@@ -139,7 +139,7 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
     """Algorithm 1 for n individuals of ``population`` with the online posterior
     ``method`` (:func:`online_posterior`) and the interval ``policy``
     (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
-    powers of ten up to n, and n), through :func:`dpbook.privacy.online.run_online`.
+    powers of ten up to n, and n), through :func:`dpbook.online.algorithm.run_online`.
     ``seed`` (an int or a SeedSequence, whose first two children are used) drives the
     posterior and the policy's draws, as in ``run_online``; the privacy noise is the
     population's."""
@@ -259,7 +259,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
     (:func:`online_posterior`) absorbs the release.  Returns ``(run, summary)``: the
-    :class:`~dpbook.privacy.online.OnlineRun` (the releases y, l, r and the posterior)
+    :class:`~dpbook.online.algorithm.OnlineRun` (the releases y, l, r and the posterior)
     and {"n", "eps", "method", "policy", "family", "mechanism", "quartiles"} with the
     final posterior's quartiles per parameter (the online gradient's estimate for all
     three).
