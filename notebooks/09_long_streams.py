@@ -74,7 +74,7 @@ from dpbook.figures import (
     posterior_paths,
     show_table,
 )
-from dpbook.online import streams
+from dpbook.online import streams, warm_up
 from dpbook.privacy.population import normal_population
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -89,7 +89,7 @@ LENGTH = {"smc": SIZES["smc"], "smc-subset": SIZES["subset"],
 checkpoints = sorted({*np.unique(np.geomspace(10, SIZES["long"], 60).astype(int)),
                       *SIZES["exact_at"]})
 
-streams.warm_up()  # compile outside the clocks
+warm_up()  # compile outside the clocks
 runs = {}
 for eps in EPS:
     def population(n, eps=eps):  # the same individuals and noise for every method

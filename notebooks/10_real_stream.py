@@ -59,7 +59,7 @@ from dpbook.figures import (
 )
 from dpbook.fisher import best_interval
 from dpbook.model.families import get_family
-from dpbook.online import streams
+from dpbook.online import streams, warm_up
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.population import Population
 
@@ -79,7 +79,7 @@ pick = np.random.default_rng([seed, 0]).permutation(census_all.size)[:SIZES["cen
 census = census_all if SIZES["census"] is None else census_all[np.sort(pick)]
 FIXED = (0.0, float(np.log(1e5)))  # weekly incomes from $1 to $100,000
 normal, student = get_family("normal"), get_family("student_t", df=DF)
-streams.warm_up(("smc-marginal",))
+warm_up(("smc-marginal",))
 glue_number("census-size", census_all.size)
 glue_phrase("census-subset", "" if census.size == census_all.size else
             f", of whom this quick run streams a random {census.size:,}")
