@@ -20,7 +20,7 @@ import importlib
 _HOME = {"OnlineRun": "algorithm", "run_online": "algorithm", "MarginalSMC": "ibis",
          "marginal_posterior": "ibis", "OnlineGradient": "gradient",
          "make_curator": "streams", "run_stream": "streams", "ONLINE_METHODS": "methods",
-         "METHODS": "methods", "online_posterior": "methods", "warm_up": "methods"}
+         "METHODS": "methods", "warm_up": "methods"}
 __all__ = list(_HOME)
 
 
@@ -28,7 +28,3 @@ def __getattr__(name):
     if name in _HOME:
         return getattr(importlib.import_module(f"dpbook.online.{_HOME[name]}"), name)
     raise AttributeError(f"module 'dpbook.online' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_HOME])

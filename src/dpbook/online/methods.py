@@ -1,9 +1,6 @@
-"""The online methods by name: the one vocabulary of Algorithm 1's posteriors.
-
-Algorithm 1 learns with an online posterior, an object with ``update(y, l, r)`` and
-``thompson_draw(rng)``.  dpbook has four, named here and nowhere else (the command
-line, the experiment's methods and seeds, the calibration study and the stream runner
-read :data:`ONLINE_METHODS`):
+"""The online methods by name: the one vocabulary of Algorithm 1's posteriors (objects
+with ``update(y, l, r)`` and ``thompson_draw(rng)``), read by the command line, the
+experiment, the calibration study and the streams:
 
 * ``smc``: the latent SMC of Algorithms 2-3 (:class:`dpbook.smc.SMC`), O(N n^2);
 * ``smc-subset``: the same moving a random subset of m latent values per step
@@ -13,12 +10,10 @@ read :data:`ONLINE_METHODS`):
 * ``online-gradient``: the online gradient estimate of Section 7
   (:mod:`dpbook.online.gradient`), a point estimate, O(n).
 
-Each runs in the experiment (Section 6, chapter 9) as the tasks of
-:attr:`OnlineMethod.tasks`: with the adaptive policy (Thompson sampling and eq. 13) and
-with the fixed interval, under the seed code that makes the task's seed
-(:mod:`dpbook.experiment.config`).  The online gradient has no posterior to draw theta
-from: its adaptive policy places its own base interval at its estimate, and it runs
-one task.
+In the experiment (Section 6, chapter 9) each runs with the adaptive policy (Thompson
+sampling and eq. 13) and the fixed interval, as the tasks of :attr:`OnlineMethod.tasks`
+with their seed codes (:mod:`dpbook.experiment.config`); the online gradient has no
+posterior to draw from and places its own base interval at its estimate: one task.
 """
 
 from __future__ import annotations
@@ -33,14 +28,11 @@ from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy, ThetaGridPolicy
 
 @dataclass(frozen=True)
 class OnlineMethod:
-    """An online posterior of Algorithm 1 and what it needs.
-
-    ``tasks``: the experiment's tasks (task name, policy, seed code); ``latent``: it
-    carries the latent values x_{1:t} (needs the stream's length ``n_max``);
-    ``subset``: it moves a subset of them per step (needs ``subset``); ``particles``:
-    it has N particles; ``point_estimate``: it has no posterior (no credible interval,
-    no Thompson draw; it asks for its own interval at its estimate) and draws no
-    random numbers; ``long_stream``: one of chapter 9's methods, not Section 6's."""
+    """An online posterior of Algorithm 1.  ``tasks``: the experiment's (task name,
+    policy, seed code); ``latent``: it carries x_{1:t} (needs the stream's length
+    n_max); ``subset``: it moves a subset of them (needs ``subset``); ``particles``: it
+    has N particles; ``point_estimate``: no posterior, no credible interval, no random
+    numbers; ``long_stream``: chapter 9's, not Section 6's."""
 
     name: str
     tasks: tuple
@@ -52,9 +44,8 @@ class OnlineMethod:
     long_stream: bool = True
 
     def build(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=None,
-              subset=None, seed=0, every=None):
-        """The online posterior for releases at privacy level ``eps`` (``every``: the
-        latent SMC's snapshot interval, default n_max)."""
+              subset=None, seed=0):
+        """The online posterior for releases at privacy level ``eps``."""
         if (subset is not None) != self.subset:
             raise ValueError("subset goes with method 'smc-subset', and that method "
                              "needs it")
@@ -64,8 +55,7 @@ class OnlineMethod:
             if n_max is None:
                 raise ValueError(f"method {self.name!r} needs n_max, the stream's length")
             return SMC(eps, family, mechanism, n_particles=n_particles, n_max=n_max,
-                       seed=seed, every=max(int(n_max), 1) if every is None else every,
-                       subset=subset)
+                       seed=seed, every=max(int(n_max), 1), subset=subset)
         if self.point_estimate:
             from dpbook.online.gradient import OnlineGradient
 
@@ -75,10 +65,8 @@ class OnlineMethod:
         return MarginalSMC(eps, family, mechanism, n_particles=n_particles, seed=seed)
 
     def adaptive_policy(self, posterior, eps, family=None, mechanism="laplace", best=None):
-        """The adaptive policy of this method's ``posterior``: Thompson sampling with
-        the base interval ``best`` = (a, b) (default: eq. 13's, exact Fisher
-        information, :func:`adaptive_policy`), or for a point estimate its own base
-        interval at its estimate."""
+        """Thompson sampling with the base interval ``best`` = (a, b) (default eq.
+        13's, :func:`adaptive_policy`); a point estimate's own interval at its estimate."""
         if self.point_estimate:
             return AdaptivePolicy(posterior.a, posterior.b)
         if best is not None:
@@ -112,15 +100,6 @@ def get_method(name) -> OnlineMethod:
     raise ValueError(f"method must be one of {', '.join(METHODS)}, got {name!r}")
 
 
-def online_posterior(method, eps, family=None, mechanism="laplace", n_particles=1000,
-                     n_max=None, subset=None, seed=0):
-    """The online posterior called ``method`` (:func:`get_method`) for releases at
-    privacy level ``eps``: an object with ``update(y, l, r)`` and
-    ``thompson_draw(rng)`` (:meth:`OnlineMethod.build`)."""
-    return get_method(method).build(eps, family, mechanism, n_particles=n_particles,
-                                    n_max=n_max, subset=subset, seed=seed)
-
-
 def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None,
                     score="mu", **grid_kw):
     """The adaptive policy of Section 5 for any family.
@@ -143,9 +122,8 @@ def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None
 
 
 def stream_policy(policy, method, posterior, eps, family=None, mechanism="laplace"):
-    """The interval policy of a stream run by ``method``: ``"adaptive"``
-    (:meth:`OnlineMethod.adaptive_policy`), ``(l, r)``: the fixed interval; anything
-    else is taken for a policy object."""
+    """``"adaptive"`` (:meth:`OnlineMethod.adaptive_policy`), ``(l, r)`` (the fixed
+    interval) or a policy object, for a stream run by ``method``."""
     if isinstance(policy, str):
         if policy != "adaptive":
             raise ValueError(f"policy must be 'adaptive', (l, r) or a policy, got {policy!r}")
@@ -160,11 +138,10 @@ WARM_N = 50  # releases of a warm-up run
 
 
 def warm_up(methods=METHODS, family=None, mechanism="laplace"):
-    """Compile (or load from numba's cache) the kernels of ``methods`` (online method
-    names, the experiment's task names or ``"mhaar"``) for the family and mechanism
-    with a short run each, once per process, so that the clocks of the runs that follow
-    do not count compilation.  The releases are of values drawn from the family at a
-    fixed theta (no population is involved); no random state is kept."""
+    """Compile (or load from numba's cache) the kernels of ``methods`` (online methods,
+    the experiment's tasks or ``"mhaar"``) for the model, with a short run once per
+    process, so that the clocks that follow do not count compilation.  Synthetic
+    releases (no population); no random state is kept."""
     from dpbook.model.mechanisms import release_one
 
     fam = as_family(family)

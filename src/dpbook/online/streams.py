@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpbook.online.algorithm import OnlineRun, run_online
 from dpbook.online.gradient import OnlineGradient
-from dpbook.online.methods import online_posterior, stream_policy
+from dpbook.online.methods import get_method, stream_policy
 from dpbook.validation import check_count, seed_sequence
 
 QUARTILES = (0.25, 0.5, 0.75)
@@ -72,7 +72,7 @@ class TimedRun:
 def timed_run(method, population, n, policy="adaptive", checkpoints=None,
               n_particles=1000, subset=None, family=None, seed=0) -> TimedRun:
     """Algorithm 1 for n individuals of ``population`` with the online posterior
-    ``method`` (:func:`online_posterior`) and the interval ``policy``
+    ``method`` (:mod:`~dpbook.online.methods`) and the interval ``policy``
     (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
     powers of ten up to n, and n), through :func:`dpbook.online.algorithm.run_online`.
     ``seed`` (an int or a SeedSequence, whose first two children are used) drives the
@@ -89,7 +89,7 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
                                       pool_size=ss.pool_size)
 
     mechanism = getattr(population, "mechanism", "laplace")
-    posterior = online_posterior(method, population.eps, family, mechanism,
+    posterior = get_method(method).build(population.eps, family, mechanism,
                                  n_particles=n_particles, n_max=n, subset=subset,
                                  seed=fresh().spawn(2)[0])
     policy = stream_policy(policy, method, posterior, population.eps, family, mechanism)
@@ -177,7 +177,7 @@ def _stream_family(family, policy):
 def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
                  mechanism="laplace", n_particles=1000, n_max=None, subset=None, seed=0):
     """The curator of a deployment (:class:`dpbook.privacy.curator.Curator`): the online
-    posterior ``method`` (:func:`online_posterior`; ``n_max``, the stream's length, for
+    posterior ``method`` (:mod:`~dpbook.online.methods`; ``n_max``, the stream's length, for
     the latent SMC) and the interval ``policy`` (:func:`stream_policy`).  ``seed`` (an
     int or a SeedSequence) gives the posterior's and the policy's draws as
     :func:`run_stream` does from its third child of the seed: a curator made with
@@ -187,7 +187,7 @@ def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
 
     fam = _stream_family(family, policy)
     post_ss, online_ss = seed_sequence(seed).spawn(2)
-    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
+    posterior = get_method(method).build(eps, fam, mechanism, n_particles=n_particles,
                                  n_max=n_max, subset=subset, seed=post_ss)
     rule = stream_policy(policy, method, posterior, eps, fam, mechanism)
     # run_online spawns (its own posterior's seed, the policy's) from its seed
@@ -200,7 +200,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     """Algorithm 1 over a column of sensitive values (``dpbook stream``): each value, in
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
-    (:func:`online_posterior`) absorbs the release.  Returns ``(run, summary)``: the
+    (:mod:`~dpbook.online.methods`) absorbs the release.  Returns ``(run, summary)``: the
     :class:`~dpbook.online.algorithm.OnlineRun` (the releases y, l, r and the posterior)
     and {"n", "eps", "method", "policy", "family", "mechanism", "quartiles"} with the
     final posterior's quartiles per parameter (the online gradient's estimate for all
@@ -229,7 +229,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     population = Population(x, eps, None if deploy else np.random.default_rng(noise_ss),
                             mechanism=mechanism)
     post_ss, online_ss = algo_ss.spawn(2)
-    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
+    posterior = get_method(method).build(eps, fam, mechanism, n_particles=n_particles,
                                  n_max=x.size, subset=subset, seed=post_ss)
     rule = stream_policy(policy, method, posterior, eps, fam, mechanism)
     bar = None
