@@ -45,7 +45,13 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dpbook.online.methods import METHODS, NAMES, ONLINE_METHODS, get_method  # noqa: E402
+from dpbook.online.methods import (  # noqa: E402
+    METHODS,
+    NAMES,
+    ONLINE_METHODS,
+    TASKS,
+    get_method,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -555,7 +561,7 @@ def _online_gradient(args, family, mechanism, y, l, r, t0):
 def warn_if_stalled(estimator):
     """A ReliabilityWarning (one line on the command line) when the online gradient
     never left its start: its estimate is then the start, not an answer."""
-    if getattr(estimator, "stalled", False):
+    if estimator.stalled:
         from dpbook.validation import ReliabilityWarning
 
         start = ", ".join(f"{v:.4g}" for v in (estimator.u0[0], math.exp(estimator.u0[1])))
@@ -787,7 +793,8 @@ def cmd_stream(args):
                           subset=args.subset, seed=args.seed, shuffle=args.shuffle,
                           deploy=args.deploy, progress=not args.no_progress and sys.stderr.isatty()
                           and len(values) > 2000)
-    warn_if_stalled(run.smc)
+    if get_method(args.method).point_estimate:
+        warn_if_stalled(run.smc)
     if args.released is not None:
         from dpbook.experiment.store import atomic_write_bytes
 
@@ -872,7 +879,6 @@ def cmd_experiment(args):
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
     from dpbook.experiment.config import ADAPTIVE_METHODS
-    from dpbook.online.methods import TASKS
 
     methods = {m.strip() for m in args.methods.split(",")}
     what = f"--methods {','.join(sorted(methods))}"

@@ -3,10 +3,10 @@ stream of a user's own values.
 
 The online posteriors are named in :mod:`dpbook.online.methods` (``smc``,
 ``smc-subset``, ``smc-marginal``, ``online-gradient``).  :func:`timed_run` runs one of
-them on a stream and records, at given checkpoints t, the wall and CPU seconds spent so far and
-the posterior's quartiles (the estimate for the online gradient).  An online method's
-cost for a stream of length t is its time at t, so one run of length n gives the whole
-cost curve up to n.
+them on a stream and records, at given checkpoints t, the wall and CPU seconds spent so
+far and the posterior's quartiles (the estimate for the online gradient).  An online
+method's cost for a stream of length t is its time at t, so one run of length n gives
+the whole cost curve up to n.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
 
     mechanism = getattr(population, "mechanism", "laplace")
     posterior = get_method(method).build(population.eps, family, mechanism,
-                                 n_particles=n_particles, n_max=n, subset=subset,
-                                 seed=fresh().spawn(2)[0])
+                                         n_particles=n_particles, n_max=n, subset=subset,
+                                         seed=fresh().spawn(2)[0])
     policy = stream_policy(policy, method, posterior, population.eps, family, mechanism)
     clock = _Clock(posterior, checkpoints)
     # Algorithm 1 itself (the population's side of the privacy boundary) with the clock
@@ -174,6 +174,15 @@ def _stream_family(family, policy):
     return fam
 
 
+def _curator_parts(method, policy, eps, fam, mechanism, n_particles, n_max, subset, seed):
+    """The online posterior (from the first child of ``seed``) and the interval policy
+    of a stream, and the second child, which Algorithm 1 goes on with."""
+    post_ss, online_ss = seed_sequence(seed).spawn(2)
+    posterior = get_method(method).build(eps, fam, mechanism, n_particles=n_particles,
+                                         n_max=n_max, subset=subset, seed=post_ss)
+    return posterior, stream_policy(policy, method, posterior, eps, fam, mechanism), online_ss
+
+
 def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
                  mechanism="laplace", n_particles=1000, n_max=None, subset=None, seed=0):
     """The curator of a deployment (:class:`dpbook.privacy.curator.Curator`): the online
@@ -186,10 +195,8 @@ def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
     from dpbook.privacy.curator import Curator
 
     fam = _stream_family(family, policy)
-    post_ss, online_ss = seed_sequence(seed).spawn(2)
-    posterior = get_method(method).build(eps, fam, mechanism, n_particles=n_particles,
-                                 n_max=n_max, subset=subset, seed=post_ss)
-    rule = stream_policy(policy, method, posterior, eps, fam, mechanism)
+    posterior, rule, online_ss = _curator_parts(method, policy, eps, fam, mechanism,
+                                                n_particles, n_max, subset, seed)
     # run_online spawns (its own posterior's seed, the policy's) from its seed
     return Curator(posterior, rule, np.random.default_rng(online_ss.spawn(2)[1]))
 
@@ -228,10 +235,8 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
         x = x[np.random.default_rng(order_ss).permutation(x.size)]
     population = Population(x, eps, None if deploy else np.random.default_rng(noise_ss),
                             mechanism=mechanism)
-    post_ss, online_ss = algo_ss.spawn(2)
-    posterior = get_method(method).build(eps, fam, mechanism, n_particles=n_particles,
-                                 n_max=x.size, subset=subset, seed=post_ss)
-    rule = stream_policy(policy, method, posterior, eps, fam, mechanism)
+    posterior, rule, online_ss = _curator_parts(method, policy, eps, fam, mechanism,
+                                                n_particles, x.size, subset, algo_ss)
     bar = None
     if progress:
         from tqdm import tqdm
