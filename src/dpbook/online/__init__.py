@@ -10,21 +10,14 @@
 * :mod:`dpbook.online.gradient`: the online gradient estimate of Section 7;
 * :mod:`dpbook.online.streams`: a stream of a user's own values (``dpbook stream``),
   timed runs and the limits of the misspecified model (chapters 9 and 10).
-
-The names below are imported when first used, so that reading the method names
-(:mod:`dpbook.online.methods`, as the command line does) loads no algorithm.
 """
 
-import importlib
+from dpbook.online.algorithm import OnlineRun, run_online
+from dpbook.online.gradient import OnlineGradient
+from dpbook.online.ibis import MarginalSMC, marginal_posterior
+from dpbook.online.methods import METHODS, ONLINE_METHODS, warm_up
+from dpbook.online.streams import make_curator, run_stream
 
-_HOME = {"OnlineRun": "algorithm", "run_online": "algorithm", "MarginalSMC": "ibis",
-         "marginal_posterior": "ibis", "OnlineGradient": "gradient",
-         "make_curator": "streams", "run_stream": "streams", "ONLINE_METHODS": "methods",
-         "METHODS": "methods", "warm_up": "methods"}
-__all__ = list(_HOME)
-
-
-def __getattr__(name):
-    if name in _HOME:
-        return getattr(importlib.import_module(f"dpbook.online.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'dpbook.online' has no attribute {name!r}")
+__all__ = ["OnlineRun", "run_online", "MarginalSMC", "marginal_posterior",
+           "OnlineGradient", "METHODS", "ONLINE_METHODS", "warm_up", "make_curator",
+           "run_stream"]
