@@ -15,7 +15,7 @@
    The imports that once ran back up the layers stay gone (named in
    :data:`GONE`).
 7. The online methods are named once, in ``dpbook.online.methods``: no other module
-   writes a tuple, list or set of their names.
+   writes a tuple, list or set of their names, or defines a warm-up.
 """
 
 import ast
@@ -182,6 +182,9 @@ def test_the_online_methods_are_named_once():
         if name == "dpbook.online.methods":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                assert "warm" not in node.name, \
+                    f"{name}:{node.lineno} defines {node.name}: use dpbook.online.warm_up"
             if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
                 found = {e.value for e in node.elts if isinstance(e, ast.Constant)} & names
                 assert len(found) < 2, \
