@@ -7,9 +7,10 @@ Seeds are derived from identities, never from positions or completion order:
 * data (sensitive values and privacy noise): ``SeedSequence(seed, spawn_key=(0, E, run))``
 * algorithm: ``SeedSequence(seed, spawn_key=(code(method), E, run))``, code = 1, 2, 3
   for smc-adaptive, smc-fixed, mhaar, 7, 8, 9 for smc-marginal-adaptive,
-  smc-marginal-fixed, online-gradient, 10, 11 for smc-subset-adaptive, smc-subset-fixed;
-  4 for the best intervals, 5 for resampling the stored particles (6: the calibration
-  study's replications),
+  smc-marginal-fixed, online-gradient, 10, 11 for smc-subset-adaptive, smc-subset-fixed
+  (the online methods' codes are theirs in :mod:`dpbook.online.methods`, pinned by
+  tests/test_online_methods.py); 4 for the best intervals, 5 for resampling the stored
+  particles (6: the calibration study's replications),
 
 where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.
 """
