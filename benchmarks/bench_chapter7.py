@@ -20,7 +20,7 @@ import numpy as np
 from dpbook import backends
 from dpbook.fisher import best_interval
 from dpbook.model.families import LocationScaleFamily
-from dpbook.privacy.online import run_online
+from dpbook.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population
 

@@ -4,7 +4,7 @@ One adaptive run (Algorithm 1 with Thompson sampling and the eq. 13 interval) of
 paper's model, normal N(50, 10) with the Laplace mechanism, eps = 5, N particles, for
 each n and method: the latent SMC of Algorithms 2-3 (``smc``), the same moving only
 ``--subset M`` latent values per step (``smc-subset``) and the marginal SMC on theta
-(``ibis``, :mod:`dpbook.marginal`).  Prints a table and writes JSON: wall and CPU
+(``ibis``, :mod:`dpbook.online.ibis`).  Prints a table and writes JSON: wall and CPU
 seconds, peak memory of the process, the fitted exponent of time against n, where the
 marginal SMC's time goes (reweighting, resampling, moves) and the posterior quartiles.
 Each run is in a fresh process so that the peak memory is its own.
@@ -30,8 +30,7 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None,
     import numpy as np
 
     from dpbook.fisher import best_interval
-    from dpbook.marginal import MarginalSMC
-    from dpbook.privacy.online import run_online
+    from dpbook.online import MarginalSMC, run_online
     from dpbook.privacy.policies import AdaptivePolicy
     from dpbook.privacy.population import normal_population
 

@@ -69,7 +69,7 @@ def one(eps, policy, threads, n, n_particles, reps):
     """Run one configuration in this process; return a dict of measurements."""
     import numba
 
-    from dpbook.privacy.online import run_online
+    from dpbook.online import run_online
     from dpbook.privacy.population import normal_population
 
     numba.set_num_threads(threads)

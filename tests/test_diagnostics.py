@@ -84,7 +84,7 @@ def test_an_smc_whose_particles_never_leave_the_prior_says_so(family):
 
 
 def test_a_marginal_smc_that_never_leaves_the_prior_says_so():
-    from dpbook.marginal import marginal_posterior
+    from dpbook.online import marginal_posterior
     from dpbook.posterior import exact_posterior
 
     y, l, r = _beyond_the_prior()
@@ -96,7 +96,7 @@ def test_a_marginal_smc_that_never_leaves_the_prior_says_so():
 
 def test_the_online_smc_that_never_leaves_the_prior_says_so():
     """Algorithm 1 with a fixed interval far beyond the prior (dpbook stream)."""
-    from dpbook.privacy.online import run_online
+    from dpbook.online import run_online
     from dpbook.privacy.policies import FixedPolicy
     from dpbook.privacy.population import normal_population
 
@@ -142,8 +142,8 @@ def test_mhaar_started_at_a_scale_the_releases_cannot_tell_says_so():
 def test_a_posterior_that_is_found_draws_no_warning(eps):
     """No cry wolf: a posterior that is the prior because the releases say nothing
     (eps = 1e-4), and an ordinary one (eps = 5, where MHAAR is checked too)."""
-    from dpbook.marginal import marginal_posterior
     from dpbook.mhaar import mhaar
+    from dpbook.online import marginal_posterior
     from dpbook.smc import smc_posterior
 
     y, l, r = _uninformative(eps)

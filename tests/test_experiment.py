@@ -454,7 +454,7 @@ def test_original_code_releases_with_the_authors_noise_scale(tmp_path):
 
 
 def test_run_online_analyses_at_the_eps_it_is_given():
-    from dpbook.privacy.online import run_online
+    from dpbook.online import run_online
     from dpbook.privacy.policies import FixedPolicy
     from dpbook.privacy.population import normal_population
 

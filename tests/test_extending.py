@@ -20,8 +20,8 @@ from dpbook.model.mechanisms import (
     release,
     unregister_mechanism,
 )
+from dpbook.online import run_online
 from dpbook.posterior import exact_posterior
-from dpbook.privacy.online import run_online
 from dpbook.privacy.policies import Policy
 from dpbook.privacy.population import family_population
 from dpbook.smc import SMC

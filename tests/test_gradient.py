@@ -1,12 +1,12 @@
-"""The online gradient method (dpbook.gradient, Section 7's alternative to SMC)."""
+"""The online gradient method (dpbook.online.gradient, Section 7's alternative to SMC)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from dpbook.gradient import OnlineGradient, d_optimal_symmetric
-from dpbook.privacy.online import run_online
+from dpbook.online import OnlineGradient, run_online
+from dpbook.online.gradient import d_optimal_symmetric
 from dpbook.privacy.policies import AdaptivePolicy
 from dpbook.privacy.population import normal_population
 
@@ -72,8 +72,8 @@ def test_experiment_refuses_online_gradient_for_other_families(tmp_path):
 
 def test_compiled_score_matches_fishers_identity():
     # the closed form's derivatives against the log-space Fisher-identity score
-    from dpbook.gradient import _score_normal_laplace
     from dpbook.likelihood.normal_laplace import score
+    from dpbook.online.gradient import _score_normal_laplace
 
     rng = np.random.default_rng(0)
     checked = 0

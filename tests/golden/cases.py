@@ -330,8 +330,7 @@ def population_generic():
 def marginal_kernels():
     """The marginal SMC's two walks (delayed acceptance and plain) and its independent
     kernel; the online gradient's compiled score."""
-    from dpbook.gradient import OnlineGradient
-    from dpbook.marginal import marginal_posterior
+    from dpbook.online import OnlineGradient, marginal_posterior
 
     y, l, r = _normal_releases(500, 5.0, 44.0, 56.0)
     out = {}

@@ -52,14 +52,17 @@ from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
 from dpbook.model.families import as_family
 from dpbook.model.prior import SECTION6
+from dpbook.online.algorithm import run_online
+from dpbook.online.methods import ONLINE_METHODS, TASKS
 from dpbook.posterior import GridPosterior, central_posterior, exact_posterior
 from dpbook.privacy.central import family_release
-from dpbook.privacy.online import run_online
-from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+from dpbook.privacy.policies import FixedPolicy
 from dpbook.privacy.population import family_population
 from dpbook.validation import as_generator, check_eps, check_interval, seed_sequence
 
-METHODS = ("smc-adaptive", "smc-fixed", "mhaar", "exact", "naive", "original-code")
+# the online SMC's tasks (dpbook.online.methods: smc-adaptive, smc-fixed) and the batch ones
+METHODS = (*(task for task, _, _ in ONLINE_METHODS["smc"].tasks), "mhaar", "exact", "naive",
+           "original-code")
 CENTRAL_METHODS = ("central", "central-naive", "central-private")  # chapter 11
 ALL_METHODS = METHODS + CENTRAL_METHODS
 PARAMS = ("mu", "sigma")
@@ -174,9 +177,10 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
                 f"{p_mu}_iqr": float(q[1, 0] - q[0, 0]),
                 f"{p_sigma}_iqr": float(q[1, 1] - q[0, 1])}
 
-    if method.startswith("smc-"):
-        policy = AdaptivePolicy(*_best_ab(eps, fam, mechanism)) \
-            if method == "smc-adaptive" else FixedPolicy(l, r)
+    if method in TASKS:
+        online, policy_name, _ = TASKS[method]
+        policy = FixedPolicy(l, r) if policy_name == "fixed" else \
+            online.adaptive_policy(None, eps, fam, mechanism, best=_best_ab(eps, fam, mechanism))
         smc = run_online(population, policy, n, n_particles=particles, seed=algo_seed,
                          family=fam).smc
         return result([sample_cdf(smc.theta[:, j], v, smc.w) for j, v in

@@ -7,9 +7,10 @@ Seeds are derived from identities, never from positions or completion order:
 * data (sensitive values and privacy noise): ``SeedSequence(seed, spawn_key=(0, E, run))``
 * algorithm: ``SeedSequence(seed, spawn_key=(code(method), E, run))``, code = 1, 2, 3
   for smc-adaptive, smc-fixed, mhaar, 7, 8, 9 for smc-marginal-adaptive,
-  smc-marginal-fixed, online-gradient, 10, 11 for smc-subset-adaptive, smc-subset-fixed;
-  4 for the best intervals, 5 for resampling the stored particles (6: the calibration
-  study's replications),
+  smc-marginal-fixed, online-gradient, 10, 11 for smc-subset-adaptive, smc-subset-fixed
+  (the online methods' codes are theirs in :mod:`dpbook.online.methods`, pinned by
+  tests/test_online_methods.py); 4 for the best intervals, 5 for resampling the stored
+  particles (6: the calibration study's replications),
 
 where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.
 """
@@ -22,21 +23,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbook.online.methods import TASKS
 from dpbook.validation import check_count, check_eps, check_memory
 from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM, VERSIONS, fingerprint
 
-METHODS = ("smc-adaptive", "smc-fixed", "mhaar")  # Section 6's, the default
+# the tasks' methods: the online methods' tasks (dpbook.online.methods, each with the
+# seed code of its name) and the MHAAR baseline of Section 6
+MHAAR_CODE = 3
+METHOD_CODE = {"mhaar": MHAAR_CODE, **{task: code for task, (_, _, code) in TASKS.items()}}
+ALL_METHODS = tuple(sorted(METHOD_CODE, key=METHOD_CODE.get))  # Section 6's first
+METHODS = tuple(m for m in ALL_METHODS  # Section 6's, the default
+                if m == "mhaar" or not TASKS[m][0].long_stream)
 # for long streams (chapter 9): the marginal SMC on theta, the online gradient method and
 # the latent SMC with subset rejuvenation (config["subset"] latent values moved per step)
-LONG_STREAM_METHODS = ("smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient",
-                       "smc-subset-adaptive", "smc-subset-fixed")
-SUBSET_METHODS = ("smc-subset-adaptive", "smc-subset-fixed")
-ALL_METHODS = METHODS + LONG_STREAM_METHODS
-ADAPTIVE_METHODS = ("smc-adaptive", "smc-marginal-adaptive",
-                    "smc-subset-adaptive")  # Thompson + eq. (13)
-METHOD_CODE = {"smc-adaptive": 1, "smc-fixed": 2, "mhaar": 3, "smc-marginal-adaptive": 7,
-               "smc-marginal-fixed": 8, "online-gradient": 9, "smc-subset-adaptive": 10,
-               "smc-subset-fixed": 11}
+LONG_STREAM_METHODS = tuple(m for m in ALL_METHODS if m not in METHODS)
+SUBSET_METHODS = tuple(m for m in LONG_STREAM_METHODS if TASKS[m][0].subset)
+ADAPTIVE_METHODS = tuple(m for m in ALL_METHODS if m in TASKS and TASKS[m][1] == "adaptive"
+                         and not TASKS[m][0].point_estimate)  # Thompson + eq. (13)
 DATA_CODE = 0
 INTERVAL_CODE = 4
 RESAMPLE_CODE = 5
@@ -242,9 +245,9 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     _check_task_memory(config)
     from dpbook.model.families import as_family
 
-    if "online-gradient" in config["methods"] and not as_family(family).location_scale:
-        raise ValueError(f"online-gradient needs a location-scale family, not "
-                         f"{pop['family']}")
+    point = [m for m in config["methods"] if m in TASKS and TASKS[m][0].point_estimate]
+    if point and not as_family(family).location_scale:
+        raise ValueError(f"{point[0]} needs a location-scale family, not {pop['family']}")
     if pop["family"] == "normal":
         del pop["theta"]  # it is (mu, sigma)
     else:
@@ -263,7 +266,7 @@ def _check_task_memory(config):
     cannot fit alone would fail in every executor)."""
     from dpbook.smc.algorithm import check_smc_memory
 
-    if {"smc-adaptive", "smc-fixed", *SUBSET_METHODS} & set(config["methods"]):
+    if any(m in TASKS and TASKS[m][0].latent for m in config["methods"]):
         check_smc_memory(config["particles"], config["n"])
     if "mhaar" in config["methods"]:
         check_memory(f"MHAAR with {config['mhaar_iters']} iterations for {config['n']} "

@@ -117,6 +117,8 @@ def run_task(spec: dict) -> dict:
     """
     set_threads(spec.get("numba_threads"))
     from dpbook.model.families import as_family
+    from dpbook.online.methods import TASKS, warm_up
+    from dpbook.privacy.policies import FixedPolicy
     from dpbook.privacy.population import family_population
 
     if "family_pickle" in spec:  # a family defined outside dpbook, shipped by value
@@ -127,7 +129,7 @@ def run_task(spec: dict) -> dict:
         family = family_of(spec)
     mechanism = spec.get("mechanism", "laplace")
     family = as_family(family)
-    _warm_up(spec["method"], family, mechanism)
+    warm_up(spec["method"], family, mechanism)
     params = family.params
     method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
     n, theta = spec["n"], tuple(spec["theta"])
@@ -145,35 +147,30 @@ def run_task(spec: dict) -> dict:
     # eps sqrt 2, and analysed at eps (original_code: the same data and noise draws)
     eps_release = eps * math.sqrt(2.0) if spec.get("original_code") else eps
     pop = family_population(family, theta, n, eps_release, seed=dss, mechanism=mechanism)
-    if method != "mhaar":  # Algorithm 1 with an online posterior
-        from dpbook.privacy.online import run_online
-        from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
+    if method in TASKS:  # Algorithm 1 with an online posterior
+        from dpbook.online.algorithm import run_online
 
-        posterior, online_seed = None, ass
-        if method.startswith("smc-marginal"):
-            from dpbook.marginal import MarginalSMC
-
+        online, policy_name, _ = TASKS[method]
+        posterior, online_seed = None, ass  # run_online builds the latent SMC
+        if online.point_estimate:
+            posterior = online.build(eps, family, mechanism)
+        elif not online.latent:  # the marginal SMC: its own child of the task's seed
             post_ss, online_seed = ass.spawn(2)
-            posterior = MarginalSMC(eps, family, mechanism, n_particles=spec["particles"],
-                                    seed=post_ss)
-        if method == "online-gradient":
-            from dpbook.gradient import OnlineGradient
-
-            posterior = OnlineGradient(eps, family=family, mechanism=mechanism)
-            policy = AdaptivePolicy(posterior.a, posterior.b)
-            row.update(a=posterior.a, b=posterior.b)
-        elif method in ADAPTIVE_METHODS and "table" in spec:
+            posterior = online.build(eps, family, mechanism, n_particles=spec["particles"],
+                                     seed=post_ss)
+        if policy_name == "fixed":
+            policy = FixedPolicy(lc, rc)
+            row.update(l_c=lc, r_c=rc)
+        elif "table" in spec:  # a family that is not location-scale: eq. (9) on a grid
             from dpbook.fisher import ThetaGridIntervals
             from dpbook.privacy.policies import ThetaGridPolicy
 
             policy = ThetaGridPolicy(ThetaGridIntervals.from_table(family, spec["table"]))
-        elif method in ADAPTIVE_METHODS:
-            policy = AdaptivePolicy(spec["a"], spec["b"])
-            row.update(a=float(spec["a"]), b=float(spec["b"]))
         else:
-            policy = FixedPolicy(lc, rc)
-            row.update(l_c=lc, r_c=rc)
-        subset = spec["subset"] if method.startswith("smc-subset") else None
+            best = (spec["a"], spec["b"]) if "a" in spec else None
+            policy = online.adaptive_policy(posterior, eps, family, mechanism, best=best)
+            row.update(a=float(policy.a), b=float(policy.b))
+        subset = spec["subset"] if online.subset else None
         res = run_online(pop, policy, n, n_particles=spec["particles"], seed=online_seed,
                          every=spec["every"], family=family, posterior=posterior,
                          subset=subset, eps=eps)
@@ -214,34 +211,6 @@ def run_task(spec: dict) -> dict:
         row[f"{p}_sd"] = float(s[p]["sd"])
     row["seconds"] = seconds
     return {"row": row, "arrays": arrays}
-
-
-_WARM: set = set()
-
-
-def _warm_up(method, family, mechanism):
-    """Run each algorithm once on three individuals per process, so that ``seconds``
-    measures the task and not numba's cache loading.  No random state is kept."""
-    algorithm = "mhaar" if method == "mhaar" else "smc"
-    key = (algorithm, family.describe(), str(mechanism))
-    if key in _WARM:
-        return
-    from dpbook.privacy.population import family_population
-
-    theta = (0.0, 1.0) if family.location_scale else family.default_theta()
-    pop = family_population(family, theta, 3, 1.0, seed=0, mechanism=mechanism)
-    lc, rc = family.fixed_interval(*theta)
-    if algorithm == "smc":
-        from dpbook.privacy.online import run_online
-        from dpbook.privacy.policies import FixedPolicy
-
-        run_online(pop, FixedPolicy(lc, rc), 3, n_particles=4, seed=0, family=family)
-    else:
-        from dpbook.mhaar import mhaar
-
-        y = [pop.release(lc, rc) for _ in range(3)]
-        mhaar(y, lc, rc, 1.0, family, mechanism, n_iter=4, n_aux=2, seed=0)
-    _WARM.add(key)
 
 
 def _mhaar_chain(res, params=("mu", "sigma")) -> dict:

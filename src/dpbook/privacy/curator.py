@@ -17,7 +17,7 @@ computes is eps-DP for every individual.
   file, so that a stream can stop and resume mid-way with the same numbers as a run
   without the stop.
 
-:func:`dpbook.privacy.online.run_online` is the curator and a population in one loop;
+:func:`dpbook.online.algorithm.run_online` is the curator and a population in one loop;
 the individual's side is :mod:`dpbook.privacy.individual`.
 """
 
@@ -34,14 +34,22 @@ from dpbook.validation import as_generator, check_count, check_finite_number, ch
 
 _FORMAT = "dpbook-curator"
 _VERSION = 1
+# where the online posteriors lived when older state files were written
+_MOVED = {"dpbook.marginal.ibis": "dpbook.online.ibis",
+          "dpbook.gradient": "dpbook.online.gradient"}
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        return super().find_class(_MOVED.get(module, module), name)
 
 
 class Curator:
     """The curator of Algorithm 1: an online ``posterior`` (an object with
     ``update(y, l, r)`` and ``thompson_draw(rng)``: :class:`dpbook.smc.SMC`,
-    :class:`dpbook.marginal.MarginalSMC`, :class:`dpbook.gradient.OnlineGradient`) and an
+    :class:`dpbook.online.ibis.MarginalSMC`, :class:`dpbook.online.gradient.OnlineGradient`) and an
     interval ``policy`` (:mod:`dpbook.privacy.policies`); ``seed`` (int, SeedSequence or
-    Generator) drives the policy's Thompson draws.  :func:`dpbook.streams.make_curator`
+    Generator) drives the policy's Thompson draws.  :func:`dpbook.online.streams.make_curator`
     builds one by method name."""
 
     def __init__(self, posterior, policy, seed=0):
@@ -122,7 +130,7 @@ class Curator:
         """The curator saved in ``path`` by :meth:`save`, ready to go on."""
         try:
             with open(path, "rb") as fh:
-                state = pickle.load(fh)
+                state = _Unpickler(fh).load()
         except FileNotFoundError:
             raise ValueError(f"{path}: no such curator state file") from None
         except Exception as exc:  # a truncated or foreign file

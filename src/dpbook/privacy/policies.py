@@ -8,9 +8,10 @@
   solved on a grid of theta once (:class:`dpbook.fisher.ThetaGridIntervals`) and
   interpolated at the Thompson draw;
 * :class:`FixedPolicy` -- the paper's non-adaptive comparison: the same [l_c, r_c]
-  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]);
-* :func:`adaptive_policy` -- the adaptive policy of a family, whichever of the first two
-  it needs.
+  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]).
+
+:func:`dpbook.online.methods.adaptive_policy` builds the adaptive policy of a family,
+whichever of the first two it needs, from the Fisher information.
 
 A policy sees only the estimator's posterior approximation, never the population.
 """
@@ -92,23 +93,3 @@ class ThetaGridPolicy(Policy):
         theta = np.atleast_1d(posterior.thompson_draw(rng))
         return self.intervals.interval(*theta)
 
-
-def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None,
-                    score="mu", **grid_kw):
-    """The adaptive policy of Section 5 for any family.
-
-    Location-scale: AdaptivePolicy(a*, b*) with (a*, b*) of eq. (13) for the base
-    distribution (best_interval; theta is not needed, Theorem 3; grid_kw go to
-    it: grid, lims, M, K, seed, workers).  Otherwise ThetaGridPolicy over a
-    ThetaGridIntervals centred at theta (default family.default_theta()); grid_kw go to
-    it (theta_grid, span, points, grid, M, K, seed, workers).
-    """
-    from dpbook.fisher.grid import ThetaGridIntervals, best_interval
-    from dpbook.model.families import as_family
-
-    fam = as_family(family)
-    if fam.location_scale:
-        best = best_interval(eps, fam, mechanism, None, method, score=score, **grid_kw)
-        return AdaptivePolicy(best["a"], best["b"])
-    return ThetaGridPolicy(ThetaGridIntervals(fam, eps, mechanism, centre=theta, method=method,
-                                              score=score, **grid_kw))

@@ -101,7 +101,7 @@ class ParticlePosterior:
     """What a weighted-particle posterior of theta offers the interval policies and the
     summaries: ``thompson_draw``, ``quantile`` and ``summary`` from ``theta`` (N, d),
     the normalised weights ``w``, ``params`` and ``history`` (:class:`SMC`, and the
-    marginal SMC of :mod:`dpbook.marginal`)."""
+    marginal SMC of :mod:`dpbook.online.ibis`)."""
 
     def _columns(self):
         """The particles' parameters, one (N,) array per parameter."""

@@ -38,7 +38,7 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     (None: normal); the SMC (:class:`dpbook.smc.SMC`) uses the population's mechanism
     (Laplace if it names none).  ``posterior`` replaces the SMC by another online
     posterior with ``update(y, l, r)`` and ``thompson_draw(rng)`` (for example
-    :class:`dpbook.marginal.MarginalSMC`, built for the population's eps and mechanism);
+    :class:`dpbook.online.ibis.MarginalSMC`, built for the population's eps and mechanism);
     the policy's draws still come from ``seed``.  At the end, a particle posterior is
     checked against cheap reference points (``smc.lost``, and a one-line
     ReliabilityWarning when it has not found the posterior: :mod:`dpbook.diagnostics`).

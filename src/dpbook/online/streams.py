@@ -1,14 +1,12 @@
-"""Long streams (chapter 9): one online run of Algorithm 1 with a clock.
+"""Long streams (chapters 9 and 10): online runs of Algorithm 1 with a clock, and a
+stream of a user's own values.
 
-The four online posteriors for long streams, by name: the latent SMC of Algorithms 2-3
-(``smc``, O(N n^2)), the same moving a random subset of m latent values per step
-(``smc-subset``, Section 4), the marginal SMC on theta (``smc-marginal``, IBIS,
-:mod:`dpbook.marginal`) and the online gradient estimate of Section 7
-(``online-gradient``, :mod:`dpbook.gradient`).  :func:`timed_run` runs one of them on a
-stream and records, at given checkpoints t, the wall and CPU seconds spent so far and
-the posterior's quartiles (the estimate for the online gradient).  An online method's
-cost for a stream of length t is its time at t, so one run of length n gives the whole
-cost curve up to n.
+The online posteriors are named in :mod:`dpbook.online.methods` (``smc``,
+``smc-subset``, ``smc-marginal``, ``online-gradient``).  :func:`timed_run` runs one of
+them on a stream and records, at given checkpoints t, the wall and CPU seconds spent so
+far and the posterior's quartiles (the estimate for the online gradient).  An online
+method's cost for a stream of length t is its time at t, so one run of length n gives
+the whole cost curve up to n.
 """
 
 from __future__ import annotations
@@ -20,38 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpbook.privacy.online import OnlineRun, run_online
+from dpbook.online.algorithm import OnlineRun, run_online
+from dpbook.online.gradient import OnlineGradient
+from dpbook.online.methods import get_method, stream_policy
 from dpbook.validation import check_count, seed_sequence
 
-METHODS = ("smc", "smc-subset", "smc-marginal", "online-gradient")
 QUARTILES = (0.25, 0.5, 0.75)
-
-
-def online_posterior(method, eps, family=None, mechanism="laplace", n_particles=1000,
-                     n_max=None, subset=None, seed=0):
-    """The online posterior called ``method`` (one of :data:`METHODS`, or ``ibis`` for
-    ``smc-marginal``) for releases at privacy level ``eps``: an object with
-    ``update(y, l, r)`` and ``thompson_draw(rng)``."""
-    if method == "ibis":
-        method = "smc-marginal"
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if (subset is not None) != (method == "smc-subset"):
-        raise ValueError("subset goes with method 'smc-subset', and that method needs it")
-    if method in ("smc", "smc-subset"):
-        from dpbook.smc import SMC
-
-        if n_max is None:
-            raise ValueError(f"method {method!r} needs n_max, the stream's length")
-        return SMC(eps, family, mechanism, n_particles=n_particles, n_max=n_max, seed=seed,
-                   every=max(int(n_max), 1), subset=subset)
-    if method == "smc-marginal":
-        from dpbook.marginal import MarginalSMC
-
-        return MarginalSMC(eps, family, mechanism, n_particles=n_particles, seed=seed)
-    from dpbook.gradient import OnlineGradient
-
-    return OnlineGradient(eps, family=family, mechanism=mechanism)
 
 
 class _Clock:
@@ -81,10 +53,10 @@ def quartiles(posterior) -> dict:
     """{"mu_q25": ..., "mu_q50": ..., ...} of an online posterior; the online gradient's
     estimate for all three (it has no posterior)."""
     params = posterior.params
-    if hasattr(posterior, "quantile"):
-        q = np.atleast_2d(posterior.quantile(list(QUARTILES)))
+    if isinstance(posterior, OnlineGradient):
+        q = np.tile(np.asarray(posterior.theta, float), (len(QUARTILES), 1))
     else:
-        q = np.tile(np.asarray(posterior.thompson_draw(), float), (len(QUARTILES), 1))
+        q = np.atleast_2d(posterior.quantile(list(QUARTILES)))
     return {f"{p}_q{round(100 * level)}": float(q[i, j])
             for j, p in enumerate(params) for i, level in enumerate(QUARTILES)}
 
@@ -97,49 +69,12 @@ class TimedRun:
     clock: pd.DataFrame
 
 
-def warm_up(methods=METHODS, eps=5.0, n=200):
-    """Compile (or load from numba's cache) the kernels of ``methods`` for the normal
-    model and the Laplace mechanism with a short run each, so that the clocks of the
-    runs that follow do not count compilation.  The releases are of synthetic standard
-    normal values (no population is involved)."""
-    from dpbook.model.mechanisms import release_one
-
-    rng = np.random.default_rng(0)
-    for method in methods:
-        post = online_posterior(method, eps, n_particles=64, n_max=n,
-                                subset=8 if method == "smc-subset" else None)
-        policy = stream_policy("adaptive", post, eps)
-        for _ in range(n):
-            l, r = policy.next_interval(post, rng)
-            post.update(release_one(rng.normal(), l, r, eps, rng), l, r)
-
-
-def stream_policy(policy, posterior, eps, family=None, mechanism="laplace"):
-    """``"adaptive"``: Thompson sampling with the best interval of eq. (13) (for the
-    online gradient, its own base interval at its estimate); ``(l, r)``: the fixed
-    interval; anything else is taken for a policy object."""
-    from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
-
-    if isinstance(policy, str):
-        if policy != "adaptive":
-            raise ValueError(f"policy must be 'adaptive', (l, r) or a policy, got {policy!r}")
-        if hasattr(posterior, "a"):  # the online gradient
-            return AdaptivePolicy(posterior.a, posterior.b)
-        from dpbook.fisher import best_interval
-
-        best = best_interval(eps, family=family, mechanism=mechanism, method="exact")
-        return AdaptivePolicy(best["a"], best["b"])
-    if isinstance(policy, (tuple, list)):
-        return FixedPolicy(*policy)
-    return policy
-
-
 def timed_run(method, population, n, policy="adaptive", checkpoints=None,
               n_particles=1000, subset=None, family=None, seed=0) -> TimedRun:
     """Algorithm 1 for n individuals of ``population`` with the online posterior
-    ``method`` (:func:`online_posterior`) and the interval ``policy``
+    ``method`` (:mod:`~dpbook.online.methods`) and the interval ``policy``
     (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
-    powers of ten up to n, and n), through :func:`dpbook.privacy.online.run_online`.
+    powers of ten up to n, and n), through :func:`dpbook.online.algorithm.run_online`.
     ``seed`` (an int or a SeedSequence, whose first two children are used) drives the
     posterior and the policy's draws, as in ``run_online``; the privacy noise is the
     population's."""
@@ -154,10 +89,10 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
                                       pool_size=ss.pool_size)
 
     mechanism = getattr(population, "mechanism", "laplace")
-    posterior = online_posterior(method, population.eps, family, mechanism,
-                                 n_particles=n_particles, n_max=n, subset=subset,
-                                 seed=fresh().spawn(2)[0])
-    policy = stream_policy(policy, posterior, population.eps, family, mechanism)
+    posterior = get_method(method).build(population.eps, family, mechanism,
+                                         n_particles=n_particles, n_max=n, subset=subset,
+                                         seed=fresh().spawn(2)[0])
+    policy = stream_policy(policy, method, posterior, population.eps, family, mechanism)
     clock = _Clock(posterior, checkpoints)
     # Algorithm 1 itself (the population's side of the privacy boundary) with the clock
     # standing in for the posterior
@@ -228,26 +163,40 @@ def against_exact(run: TimedRun, at, eps, family=None, mechanism="laplace",
     return pd.DataFrame(rows).assign(method=run.clock.method.iat[0])
 
 
-def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
-                 mechanism="laplace", n_particles=1000, n_max=None, subset=None, seed=0):
-    """The curator of a deployment (:class:`dpbook.privacy.curator.Curator`): the online
-    posterior ``method`` (:func:`online_posterior`; ``n_max``, the stream's length, for
-    the latent SMC) and the interval ``policy`` (:func:`stream_policy`).  ``seed`` (an
-    int or a SeedSequence) gives the posterior's and the policy's draws as
-    :func:`run_stream` does from its third child of the seed: a curator made with
-    ``seed=SeedSequence(S).spawn(3)[2]`` publishes the intervals and ends with the
-    posterior of ``run_stream(..., seed=S)`` when given the same releases."""
+def _stream_family(family, policy):
+    """The family of a stream; the adaptive policy needs a location-scale one."""
     from dpbook.model.families import as_family
-    from dpbook.privacy.curator import Curator
 
     fam = as_family(family)
     if isinstance(policy, str) and policy == "adaptive" and not fam.location_scale:
         raise ValueError(f"the adaptive policy of a stream needs a location-scale family, "
                          f"not {fam.name}: give a fixed interval")
+    return fam
+
+
+def _curator_parts(method, policy, eps, fam, mechanism, n_particles, n_max, subset, seed):
+    """The online posterior (from the first child of ``seed``) and the interval policy
+    of a stream, and the second child, which Algorithm 1 goes on with."""
     post_ss, online_ss = seed_sequence(seed).spawn(2)
-    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
-                                 n_max=n_max, subset=subset, seed=post_ss)
-    rule = stream_policy(policy, posterior, eps, fam, mechanism)
+    posterior = get_method(method).build(eps, fam, mechanism, n_particles=n_particles,
+                                         n_max=n_max, subset=subset, seed=post_ss)
+    return posterior, stream_policy(policy, method, posterior, eps, fam, mechanism), online_ss
+
+
+def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
+                 mechanism="laplace", n_particles=1000, n_max=None, subset=None, seed=0):
+    """The curator of a deployment (:class:`dpbook.privacy.curator.Curator`): the online
+    posterior ``method`` (:mod:`~dpbook.online.methods`; ``n_max``, the stream's length, for
+    the latent SMC) and the interval ``policy`` (:func:`stream_policy`).  ``seed`` (an
+    int or a SeedSequence) gives the posterior's and the policy's draws as
+    :func:`run_stream` does from its third child of the seed: a curator made with
+    ``seed=SeedSequence(S).spawn(3)[2]`` publishes the intervals and ends with the
+    posterior of ``run_stream(..., seed=S)`` when given the same releases."""
+    from dpbook.privacy.curator import Curator
+
+    fam = _stream_family(family, policy)
+    posterior, rule, online_ss = _curator_parts(method, policy, eps, fam, mechanism,
+                                                n_particles, n_max, subset, seed)
     # run_online spawns (its own posterior's seed, the policy's) from its seed
     return Curator(posterior, rule, np.random.default_rng(online_ss.spawn(2)[1]))
 
@@ -258,8 +207,8 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     """Algorithm 1 over a column of sensitive values (``dpbook stream``): each value, in
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
-    (:func:`online_posterior`) absorbs the release.  Returns ``(run, summary)``: the
-    :class:`~dpbook.privacy.online.OnlineRun` (the releases y, l, r and the posterior)
+    (:mod:`~dpbook.online.methods`) absorbs the release.  Returns ``(run, summary)``: the
+    :class:`~dpbook.online.algorithm.OnlineRun` (the releases y, l, r and the posterior)
     and {"n", "eps", "method", "policy", "family", "mechanism", "quartiles"} with the
     final posterior's quartiles per parameter (the online gradient's estimate for all
     three).
@@ -273,7 +222,6 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     that will be published; the seed then fixes the order and the algorithm's draws
     only, and the run cannot be repeated.
     """
-    from dpbook.model.families import as_family
     from dpbook.privacy.population import Population
     from dpbook.validation import check_eps, check_finite
 
@@ -281,19 +229,14 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     x = check_finite("values", values).ravel()
     if x.size == 0:
         raise ValueError("no values to release")
-    fam = as_family(family)
-    if isinstance(policy, str) and policy == "adaptive" and not fam.location_scale:
-        raise ValueError(f"the adaptive policy of a stream needs a location-scale family, "
-                         f"not {fam.name}: give a fixed interval")
+    fam = _stream_family(family, policy)
     order_ss, noise_ss, algo_ss = seed_sequence(seed).spawn(3)
     if shuffle:
         x = x[np.random.default_rng(order_ss).permutation(x.size)]
     population = Population(x, eps, None if deploy else np.random.default_rng(noise_ss),
                             mechanism=mechanism)
-    post_ss, online_ss = algo_ss.spawn(2)
-    posterior = online_posterior(method, eps, fam, mechanism, n_particles=n_particles,
-                                 n_max=x.size, subset=subset, seed=post_ss)
-    rule = stream_policy(policy, posterior, eps, fam, mechanism)
+    posterior, rule, online_ss = _curator_parts(method, policy, eps, fam, mechanism,
+                                                n_particles, x.size, subset, algo_ss)
     bar = None
     if progress:
         from tqdm import tqdm
