@@ -573,7 +573,7 @@ def _nb_loglik_particles_serial(y, l, r, invb, log2b, el, er, mu, sigma, out):
 def loglik_particles(y, l, r, eps, theta):
     """sum_t log p(y_t | theta_i) for each row theta_i = (mu_i, sigma_i) of ``theta``
     (numba, parallel over the rows): the likelihood of the marginal SMC's reweighting
-    and moves (:mod:`dpbook.marginal`).  No input checks."""
+    and moves (:mod:`dpbook.online.ibis`).  No input checks."""
     y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
     b = (r - l) / eps
     invb = 1.0 / b
