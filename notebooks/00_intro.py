@@ -63,7 +63,8 @@ fig.tight_layout(rect=(0, 0, 1, 0.9))
 fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=3,
            fontsize="small", frameon=False)
 save(fig, "finding",
-     f"{config['runs']} runs per ε; n = {config['n']}, N = {config['particles']}; "
+     f"{config['runs']} runs per ε; n = {config['n']}, "
+     f"N = {config['particles']}; "
      f"truth μ = {config['mu']:g}, σ = {config['sigma']:.3g}")
 
 # the sentence: the adaptive RMSE over the fixed interval's (SMC), per parameter

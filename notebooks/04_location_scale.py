@@ -158,7 +158,8 @@ grid = pit_ecdf_differences(pits, col="case", col_wrap=2, hue="(m, c)", band="ks
                             height=2.8, aspect=1.35)
 grid.set_axis_labels("u = $G_{[a,b]}(z)$", "ECDF(u) − u")
 fig = grid.figure
-save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% band of the "
+save(fig, "lemma1_cdf",
+     f"{size['samples']} draws before truncation; grey: 95% band of the "
      "KS statistic for the kept draws")
 
 # %% [markdown]
@@ -283,7 +284,8 @@ for ax, (m, c) in zip(axes, THETAS):
 axes[0].set_ylabel("quantiles of (Y − m)/c")
 axes[0].legend(fontsize=9, loc="upper left")
 fig.tight_layout()
-save(fig, "lemma2_qq", f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size['samples']} "
+save(fig, "lemma2_qq",
+     f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size['samples']} "
      "releases per sample; diagonal: equality in distribution")
 
 # %% [markdown]
@@ -439,7 +441,8 @@ axes[1].set(xscale="log", yscale="log", xlabel="h / c", ylabel="$c^2 F_{\\mu\\mu
             title="rescaled: one curve per ε", xlim=(1e-2, 1e2), ylim=(1e-3, None))
 axes[0].legend(fontsize=9, title="solid ε = 1, dashed ε = 10", title_fontsize=9)
 fig.tight_layout()
-save(fig, "collapse", f"normal, m = {m:g}, exact Fisher information; dots: largest "
+save(fig, "collapse",
+     f"normal, m = {m:g}, exact Fisher information; dots: largest "
      f"F_μμ on a grid of {h.size} half-widths")
 show_table(pd.DataFrame(rows).set_index(["ε", "c"]))
 
@@ -574,8 +577,9 @@ im = axes[2].imshow(z, origin="lower", extent=extent, vmin=-4, vmax=4, cmap="RdB
 axes[2].set(title="(MC − exact) / se", xlabel="b", ylabel="a")
 fig.colorbar(im, ax=axes[2], shrink=0.85)
 save(fig, "ranking_heatmaps",
-     f"normal, ε = {eps:g}, {size['grid']} x {size['grid']} grid of (a, b) on [-3, 3]², "
-     f"a < b; MC: eq. (8) with M = {size['M']}, K = {size['K']}; +: best cell")
+     f"normal, ε = {eps:g}, {size['grid']} x {size['grid']} grid of (a, b) "
+     f"on [-3, 3]², a < b; MC: eq. (8) with M = {size['M']}, "
+     f"K = {size['K']}; +: best cell")
 
 show_table(pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
            "sd of z": float(np.nanstd(z)), "max |z|": float(np.nanmax(np.abs(z)))}

@@ -161,8 +161,10 @@ RUN = 0
 for eps in EPS:  # one figure per privacy level, so that each is readable in the page
     fig = particle_clouds(trajectories, eps, RUN, METHODS)
     save(fig, f"figure2_eps{eps:g}",
-         f"ε = {eps:g}, run {RUN}; n = {config['n']}, N = {config['particles']} particles, "
-         f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; particles every {config['every']}th "
+         f"ε = {eps:g}, run {RUN}; n = {config['n']}, "
+         f"N = {config['particles']} particles, "
+         f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; "
+         f"particles every {config['every']}th "
          f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]", eps=eps)
 
 # %% [markdown]

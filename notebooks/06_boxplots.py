@@ -112,8 +112,10 @@ for (par, eps), ax in grid.axes_dict.items():
 grid.set_ylabels("posterior mean")
 grid.figure.tight_layout()
 save(grid.figure, "figure3",
-     f"{config['runs']} runs per ε; n = {config['n']}, N = {config['particles']} particles, "
-     f"MHAAR {config['mhaar_iters']} iterations with {config['mhaar_aux']} auxiliary draws; "
+     f"{config['runs']} runs per ε; n = {config['n']}, "
+     f"N = {config['particles']} particles, "
+     f"MHAAR {config['mhaar_iters']} iterations with "
+     f"{config['mhaar_aux']} auxiliary draws; "
      f"dashed: true μ = {TRUTH['mu']:g}, σ = {TRUTH['sigma']:.3g}")
 
 # %% [markdown]
@@ -288,7 +290,8 @@ sns.move_legend(grid, "lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, title=N
 grid.figure.tight_layout()
 runs_slip = slip.run.nunique()
 save(grid.figure, "figure3_original_code",
-     f"{runs_slip} runs per ε, the same populations and noise draws; dashed: true values")
+     f"{runs_slip} runs per ε, the same populations and noise draws; "
+     "dashed: true values")
 
 # %% tags=["hide-input"]
 med = paired.groupby(["code", "method", "eps"]).sigma_hat.median().unstack("code")

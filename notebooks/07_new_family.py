@@ -330,7 +330,8 @@ for eps, ax in grid.axes_dict.items():
 grid.axes.flat[0].legend(loc="lower right", fontsize=9)
 grid.set_titles("ε = {col_name:g}")
 fig = grid.figure
-save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), "
+save(fig, "fisher_grid",
+     "exact F_mm of one release at the Gumbel base (0, 1), "
      f"{size['grid']} x {size['grid']} grid")
 
 # %% [markdown]
@@ -367,7 +368,8 @@ grid.axes_dict["scale"].set_ylim(0, 3 * THETA[1])
 grid.axes_dict["width r − l"].set_yscale("log")
 grid.set_titles("{col_name}").add_legend()
 fig = grid.figure
-save(fig, "online_run", f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']} particles")
+save(fig, "online_run",
+     f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']} particles")
 
 # %% [markdown]
 # Is the SMC right?  For a given released data set the posterior of $\theta$ is a
@@ -476,7 +478,8 @@ grid.set_titles("{col_name}")
 grid.set_xlabels("ε")
 fig = grid.figure
 fig.tight_layout()
-save(fig, "boxplots", f"{size['runs']} runs per ε and policy, n = {size['n']}, "
+save(fig, "boxplots",
+     f"{size['runs']} runs per ε and policy, n = {size['n']}, "
      f"N = {size['N']}")
 
 # %% caption="RMSE of the location with the fixed interval over that with the adaptive one, per ε." name="tbl-07-ratio"
@@ -524,7 +527,8 @@ ax.set_xticks(ticks, [f"{v:g}" for v in ticks])  # no overlapping minor labels
 ax.xaxis.set_minor_formatter(NullFormatter())
 ax.legend()
 fig.tight_layout()
-save(fig, "poisson_intervals", f"exact eq. (9) on {tg.axes[0].size} values of λ, "
+save(fig, "poisson_intervals",
+     f"exact eq. (9) on {tg.axes[0].size} values of λ, "
      f"{size['grid']} x {size['grid']} grid each")
 print(f"{tg.evaluations} Fisher matrices in {tg.seconds:.1f} s, once; each Thompson draw "
       "then costs one interpolation")

@@ -135,7 +135,8 @@ def pit_panels(study_runs):
                                 col="panel").figure
 
 
-save(pit_panels(main), "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}")
+save(pit_panels(main), "pit_ecdf",
+     f"R = {R} replications per line, n = {N_MAIN}")
 
 # %% [markdown]
 # ## Coverage of the credible intervals
@@ -154,7 +155,8 @@ summary = cal.calibration_summary(main)
 show_table(cal.coverage_table(summary))
 
 # %% tags=["hide-input"] fig_caption="Coverage of the central 50% and 90% credible intervals per method (dots, one per ε), with ±2 binomial standard errors of a calibrated posterior; the vertical line is the nominal level." fig_alt="Four panels of dot plots, one row per method, showing the coverage of the 50 and 90 percent credible intervals for mu and sigma against the nominal level."
-save(coverage_dots(summary).figure, "coverage", f"R = {R}, n = {N_MAIN}; one dot per ε")
+save(coverage_dots(summary).figure, "coverage",
+     f"R = {R}, n = {N_MAIN}; one dot per ε")
 
 # %% [markdown]
 # ## Kolmogorov-Smirnov statistic against n
@@ -305,7 +307,8 @@ narrow = cal.calibration_summary(narrow_runs, prior=NARROW)
 show_table(cal.coverage_table(narrow))
 
 # %% tags=["hide-input"] fig_caption="As the first figure, under the narrower prior μ ~ N(0, 1) with the fixed interval [−8, 8]: ECDF of the PIT values minus the uniform cdf, ε = 1 and 10; grey: the simultaneous 95% band." fig_alt="Twelve small panels, one per method and parameter, each with two step lines (one per epsilon) over a grey band, for the study with the narrower prior."
-save(pit_panels(narrow_runs), "pit_ecdf_narrow", f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}")
+save(pit_panels(narrow_runs), "pit_ecdf_narrow",
+     f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}")
 
 # %% tags=["hide-input"]
 alpha, lines = cal.calibration_verdict(narrow)

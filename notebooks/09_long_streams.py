@@ -372,8 +372,9 @@ for ax, (lo, hi) in zip(g.axes[:, 0], [(MU - 3 * SIGMA, MU + 3 * SIGMA), (0, 3 *
     ax.set_ylim(lo, hi)
 g.set_titles("{row_name}, ε = {col_name:g}")
 g.add_legend(title="")
-save(g.figure, "long_stream", f"N = {N} particles; quartiles at {len(checkpoints)} "
-     "checkpoints", n=SIZES["long"])
+save(g.figure, "long_stream",
+     f"N = {N} particles; quartiles at {len(checkpoints)} checkpoints",
+     n=SIZES["long"])
 
 # %% [markdown]
 # The intervals $[l_t, r_t]$ the individuals were asked to clip to, at the same
