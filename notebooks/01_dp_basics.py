@@ -159,7 +159,8 @@ for ax, title in zip(axes, ["clipped query: T(x) + (r-l)V", "no clipping: x + (r
 axes[0].set_ylabel("privacy loss L(y)")
 axes[0].legend(loc="upper right")
 save(fig, "privacy_loss",
-     f"x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}] (grey); dotted lines: ±ε")
+     f"x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}] (grey); "
+     "dotted lines: ±ε")
 
 # %% [markdown]
 # The bound is attained (the loss is exactly $\pm\epsilon$ in the tails), so the Laplace
@@ -311,7 +312,8 @@ for ax, eps in zip(axes, eps_grid):
 axes[0].set_ylabel("transcripts")
 save(fig, "transcript_privacy_loss",
      f"n = {n_people} individuals, neighbour differs in individual {k}, "
-     f"h = {half_width:g}, {size['n_transcripts']} transcripts per ε; dotted lines: ±ε")
+     f"h = {half_width:g}, {size['n_transcripts']} transcripts per ε; "
+     "dotted lines: ±ε")
 table = pd.DataFrame(rows).set_index("eps")
 assert (table.abs() <= 1 + 1e-9).all().all()
 show_table(table)
@@ -405,8 +407,8 @@ axes[1].set(yscale="log", xlabel="offset |m − θ|/σ of the interval centre",
 axes[0].legend()
 fig.tight_layout()
 save(fig, "truncation_noise_tradeoff",
-     f"X ~ N(θ, σ²), θ = {theta:g}, σ = {sigma:g}; lines exact, dots Monte Carlo with "
-     f"{size['n_mse']} draws; stars: best Δ")
+     f"X ~ N(θ, σ²), θ = {theta:g}, σ = {sigma:g}; lines exact, "
+     f"dots Monte Carlo with {size['n_mse']} draws; stars: best Δ")
 
 rows = []
 for eps in eps_paper:

@@ -253,8 +253,9 @@ grid.axes[0, 0].set(ylabel="μ", ylim=(MU - 25, MU + 25))
 grid.axes[1, 0].set(ylabel="σ", ylim=(0, 4 * SIGMA))
 grid.set_titles(col_template="{col_name} truncation", row_template="")
 fig = grid.figure
-save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N} particles; "
-     f"fixed interval [μ − 10σ, μ + 10σ]; axes cut at μ ± 25 and 4σ")
+save(fig, "stream",
+     f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N} particles; "
+     "fixed interval [μ − 10σ, μ + 10σ]; axes cut at μ ± 25 and 4σ")
 
 # %% [markdown]
 # ## The exact posterior as a reference
@@ -317,8 +318,9 @@ def plot_marginals(name):
 
 fig = plot_marginals("adaptive")
 save(fig, "marginals_adaptive",
-     f"adaptive truncation, ε = {eps:g}, n = {n}, N = {N} particles (weighted histograms); "
-     f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%")
+     f"adaptive truncation, ε = {eps:g}, n = {n}, N = {N} particles "
+     f"(weighted histograms); exact: {GRID[0]} x {GRID[1]} grid; "
+     "windows: central 98% plus 10%")
 
 # %% [markdown]
 # With the adaptive intervals the posterior contracts quickly around the true values
@@ -328,8 +330,9 @@ save(fig, "marginals_adaptive",
 # %% tags=["hide-input"] fig_caption="The same comparison with the fixed wide interval: SMC posterior marginals of μ and σ at several times t against the exact posterior (black)." fig_alt="Two rows of histograms, mu and sigma, one column per time, each with the black exact density and a dotted line at the true value."
 fig = plot_marginals("fixed")
 save(fig, "marginals_fixed",
-     f"fixed interval [μ − 10σ, μ + 10σ], ε = {eps:g}, n = {n}, N = {N} particles; "
-     f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%")
+     f"fixed interval [μ − 10σ, μ + 10σ], ε = {eps:g}, n = {n}, "
+     f"N = {N} particles; exact: {GRID[0]} x {GRID[1]} grid; "
+     "windows: central 98% plus 10%")
 
 # %% [markdown]
 # The table puts numbers on the pictures: posterior mean and standard deviation of each
@@ -505,9 +508,10 @@ grid.axes[0, 0].legend(fontsize=9)
 grid.set_titles("{col_name} at t = n, one colour per run")
 fig = grid.figure
 save(fig, "hard_case_repeats",
-     f"fixed [μ − 10σ, μ + 10σ], ε = {eps_hard:g}, n = {n}; {size['repeats']} SMC runs with "
-     f"N = {N} on the same releases; exact: {GRID[0]} x {GRID[1]} grid; axes from the "
-     "0.5% to the 95% quantile")
+     f"fixed [μ − 10σ, μ + 10σ], ε = {eps_hard:g}, n = {n}; "
+     f"{size['repeats']} SMC runs with N = {N} on the same releases; "
+     f"exact: {GRID[0]} x {GRID[1]} grid; "
+     "axes from the 0.5% to the 95% quantile")
 
 # %% caption="Tail probabilities P(σ > v) of the exact posterior and of each SMC run, in the hard case." name="tbl-02-tails"
 tail = dict(zip((0.5, 0.9, 0.99), post.quantile([0.5, 0.9, 0.99])[:, 1]))
@@ -549,7 +553,8 @@ axes[1].set(xlabel="t", ylabel="accepted x-moves", ylim=(0, 1.02),
             title="acceptance of the MH moves on x")
 axes[0].legend(fontsize=9, loc="lower right")
 fig.tight_layout()
-save(fig, "diagnostics", f"n = {n}, N = {N} particles; ESS after the weighting step")
+save(fig, "diagnostics",
+     f"n = {n}, N = {N} particles; ESS after the weighting step")
 
 show_table(pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
                       "mean ESS / N": np.mean(smc.history.ess) / N,
@@ -603,9 +608,10 @@ cut = int((1e3 * all_seconds > top).sum())
 ax.set(xlabel="t", ylabel="ms per update", title=f"cost of one SMC update, N = {N}",
        ylim=(0, top))
 ax.legend(fontsize=9, loc="upper left")
-save(fig, "cost", f"n = {n}, N = {N}; {len(step_seconds)} timed runs; wall clock on the "
-     f"machine that built the book; {cut} of {all_seconds.size} updates lie above the "
-     "axis (slowed by other work)")
+save(fig, "cost",
+     f"n = {n}, N = {N}; {len(step_seconds)} timed runs; wall clock on the "
+     f"machine that built the book; {cut} of {all_seconds.size} updates "
+     "lie above the axis (slowed by other work)")
 
 show_table(pd.Series({"seconds per run of n updates (median over runs)":
                float(np.median(np.sum(step_seconds, axis=1))),

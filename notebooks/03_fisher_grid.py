@@ -282,8 +282,9 @@ fig.legend(handles + [Line2D([], [], color="white", lw=1.5)],
            labels + ["within 1% of the exact maximum"], loc="upper center", ncol=2,
            facecolor="0.75", bbox_to_anchor=(0.5, 1.04))
 save(fig, "heatmaps_mu",
-     f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², "
-     f"a < b; Monte Carlo with M = {M}, K = {K} (shared samples), seed {seed}")
+     f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on "
+     f"[{LIMS[0]:g}, {LIMS[1]:g}]², a < b; Monte Carlo with M = {M}, "
+     f"K = {K} (shared samples), seed {seed}")
 
 # %% [markdown]
 # The picture is the same for every $\epsilon$: one broad hill whose top lies on the
@@ -438,7 +439,8 @@ for ax in axes[:, 0]:
 fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center", ncol=2)
 save(fig, "symmetric_slice",
      f"symmetric intervals of N(0, 1); Monte Carlo with M = {M}, K = {K} "
-     f"(shared samples), seed {seed}, at A = 0.06, ..., 3; exact on {A_fine.size} points")
+     f"(shared samples), seed {seed}, at A = 0.06, ..., 3; "
+     f"exact on {A_fine.size} points")
 
 # %% [markdown]
 # Two things stand out.  The Monte Carlo points lie within their error bars of the exact
@@ -617,8 +619,8 @@ fig = grid.figure
 fig.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=2, facecolor="0.75",
            bbox_to_anchor=(0.5, 1.06))
 save(fig, "heatmaps_trace",
-     f"exact trace of the Fisher information of N(0, 1) on the {GRID} x {GRID} grid "
-     f"on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b")
+     "exact trace of the Fisher information of N(0, 1) on the "
+     f"{GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b")
 
 rows = []
 for eps in EPS:
