@@ -32,7 +32,7 @@ mode = "quick"  # "quick": the quick experiment of chapters 5-6; "full": the pap
 seed = 0  # root seed of the experiment (that of chapters 5 and 6)
 scheduler = None  # a Dask scheduler's address, to run the experiment there
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The paper's finding in this build's runs: the root mean squared error of the posterior means of μ and σ against ε, for the adaptive interval and for the fixed interval (online SMC and batch MHAAR); both axes logarithmic." fig_alt="Two line plots, RMSE of mu (left) and sigma (right) against epsilon on log axes, one line per method: adaptive SMC, fixed-interval SMC and MHAAR."
 import matplotlib.pyplot as plt
 from matplotlib.ticker import NullLocator
 
@@ -63,14 +63,9 @@ fig.tight_layout(rect=(0, 0, 1, 0.9))
 fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=3,
            fontsize="small", frameon=False)
 save(fig, "finding",
-     f"{config['runs']} runs per ε; n = {config['n']}, N = {config['particles']}; "
-     f"truth μ = {config['mu']:g}, σ = {config['sigma']:.3g}",
-     caption="The paper's finding in this build's runs: the root mean squared error of "
-             "the posterior means of μ and σ against ε, for the adaptive interval and "
-             "for the fixed interval (online SMC and batch MHAAR); both axes "
-             "logarithmic.",
-     alt="Two line plots, RMSE of mu (left) and sigma (right) against epsilon on log "
-         "axes, one line per method: adaptive SMC, fixed-interval SMC and MHAAR.")
+     f"{config['runs']} runs per ε; n = {config['n']}, "
+     f"N = {config['particles']}; "
+     f"truth μ = {config['mu']:g}, σ = {config['sigma']:.3g}")
 
 # the sentence: the adaptive RMSE over the fixed interval's (SMC), per parameter
 parts = []

@@ -135,7 +135,7 @@ show_table(pd.Series({
 # while the query is the raw value: the loss then leaves the band $[-\epsilon, \epsilon]$,
 # by a factor that grows with how far the data lie outside $[l, r]$.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The privacy loss L(y) of one release, for the worst pair of neighbouring values, with the clipped query (left: bounded by ±ε) and without clipping (right: unbounded)." fig_alt="Two panels of privacy loss against the released value for three epsilons: with clipping the loss stays between the dotted lines at plus and minus epsilon, without clipping it grows beyond them."
 eps_values = [check_eps(e) for e in (0.5, 1.0, 2.0)]
 x_low, x_high = l - 2.0, r + 3.0  # a worst-case pair: one below l, one above r
 y = np.linspace(l - 12.0, r + 12.0, size["n_grid"])
@@ -159,13 +159,8 @@ for ax, title in zip(axes, ["clipped query: T(x) + (r-l)V", "no clipping: x + (r
 axes[0].set_ylabel("privacy loss L(y)")
 axes[0].legend(loc="upper right")
 save(fig, "privacy_loss",
-     f"x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}] (grey); dotted lines: ±ε",
-     caption="The privacy loss L(y) of one release, for the worst pair of neighbouring "
-             "values, with the clipped query (left: bounded by ±ε) and without clipping "
-             "(right: unbounded).",
-     alt="Two panels of privacy loss against the released value for three epsilons: "
-         "with clipping the loss stays between the dotted lines at plus and minus "
-         "epsilon, without clipping it grows beyond them.")
+     f"x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}] (grey); "
+     "dotted lines: ±ε")
 
 # %% [markdown]
 # The bound is attained (the loss is exactly $\pm\epsilon$ in the tails), so the Laplace
@@ -204,7 +199,7 @@ show_table(table)
 # errors of the log ratio of two binomial frequencies; the line is the exact value from
 # the Laplace distribution function (`scipy.stats.laplace`).
 
-# %% caption="ε-DP checked on samples of release(): the bins used and the largest excess of the log ratio over ε." name="tbl-01-empirical-loss" tags=["hide-input"]
+# %% caption="ε-DP checked on samples of release(): the bins used and the largest excess of the log ratio over ε." name="tbl-01-empirical-loss" tags=["hide-input"] fig_caption="The privacy loss measured on samples of release(): the log ratio of the frequencies of each bin under x and x', with two standard errors, against the exact Laplace value and the bound ±ε." fig_alt="Points with error bars following a black curve that rises from minus epsilon to plus epsilon and stays within the dotted lines at plus and minus epsilon."
 eps = check_eps(1.0)
 n = size["n_release"]
 y_x = release(np.full(n, x_low), l, r, eps, rng)
@@ -234,13 +229,7 @@ ax.set(xlabel="bin centre", ylabel="log P[Y∈S | x] − log P[Y∈S | x']")
 ax.legend(loc="upper right")
 save(fig, "release_histogram_check",
      f"ε = {eps:g}, x = {x_low:g}, x' = {x_high:g}, [l, r] = [{l:g}, {r:g}], "
-     f"{n} releases each, 30 quantile bins",
-     caption="The privacy loss measured on samples of release(): the log ratio of the "
-             "frequencies of each bin under x and x', with two standard errors, "
-             "against the exact Laplace value and the bound ±ε.",
-     alt="Points with error bars following a black curve that rises from minus "
-         "epsilon to plus epsilon and stays within the dotted lines at plus and minus "
-         "epsilon.")
+     f"{n} releases each, 30 quantile bins")
 
 summary = pd.Series({"bins used": int(enough.sum()),
                      "largest |log ratio| - eps": float(np.max(np.abs(log_ratio[enough]) - eps)),
@@ -283,7 +272,7 @@ show_table(summary)
 # a neighbour $x'_{1:n}$ that replaces individual $k$ by an extreme value, summing
 # `noise_logpdf` over all $n$ steps (nothing is cancelled by hand).
 
-# %% caption="The largest privacy loss |L|/ε of whole transcripts of the toy adaptive algorithm, per ε." name="tbl-01-transcripts" tags=["hide-input"]
+# %% caption="The largest privacy loss |L|/ε of whole transcripts of the toy adaptive algorithm, per ε." name="tbl-01-transcripts" tags=["hide-input"] fig_caption="The privacy loss of whole transcripts of the toy adaptive algorithm (intervals centred at the running mean of the released values): histograms over simulated transcripts, one panel per ε." fig_alt="Three histograms of the transcript privacy loss, for epsilon 1, 2 and 5; each lies between the dotted lines at plus and minus epsilon."
 n_people, k, half_width = 30, 10, 1.5
 x_data = rng.normal(3.0, 1.0, n_people)
 x_neighbour = x_data.copy()
@@ -323,12 +312,8 @@ for ax, eps in zip(axes, eps_grid):
 axes[0].set_ylabel("transcripts")
 save(fig, "transcript_privacy_loss",
      f"n = {n_people} individuals, neighbour differs in individual {k}, "
-     f"h = {half_width:g}, {size['n_transcripts']} transcripts per ε; dotted lines: ±ε",
-     caption="The privacy loss of whole transcripts of the toy adaptive algorithm "
-             "(intervals centred at the running mean of the released values): "
-             "histograms over simulated transcripts, one panel per ε.",
-     alt="Three histograms of the transcript privacy loss, for epsilon 1, 2 and 5; "
-         "each lies between the dotted lines at plus and minus epsilon.")
+     f"h = {half_width:g}, {size['n_transcripts']} transcripts per ε; "
+     "dotted lines: ±ε")
 table = pd.DataFrame(rows).set_index("eps")
 assert (table.abs() <= 1 + 1e-9).all().all()
 show_table(table)
@@ -362,7 +347,7 @@ show_table(table)
 # side with $z$ the standardised distance from $\theta$ to the end point.  Below, lines
 # are that formula and markers are Monte Carlo estimates from `release`.
 
-# %% caption="The best half-width of a centred interval and the mean squared error of one release there, against the fixed interval [θ − 10σ, θ + 10σ]." name="tbl-01-half-width" tags=["hide-input"]
+# %% caption="The best half-width of a centred interval and the mean squared error of one release there, against the fixed interval [θ − 10σ, θ + 10σ]." name="tbl-01-half-width" tags=["hide-input"] fig_caption="The trade-off between truncation and noise: the mean squared error of the released value for an interval of half-width Δ centred at θ (left, dashed: the truncation part alone), and at the best Δ for an interval whose centre is off by |m − θ| (right)." fig_alt="Left: U-shaped error curves against the half-width on log axes, one per epsilon, with a star at each minimum. Right: the best error grows with the offset of the interval centre."
 theta, sigma = 0.0, 1.0
 eps_paper = [check_eps(e) for e in (1.0, 2.0, 5.0, 10.0)]  # the ε values of Section 6
 LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
@@ -422,15 +407,8 @@ axes[1].set(yscale="log", xlabel="offset |m − θ|/σ of the interval centre",
 axes[0].legend()
 fig.tight_layout()
 save(fig, "truncation_noise_tradeoff",
-     f"X ~ N(θ, σ²), θ = {theta:g}, σ = {sigma:g}; lines exact, dots Monte Carlo with "
-     f"{size['n_mse']} draws; stars: best Δ",
-     caption="The trade-off between truncation and noise: the mean squared error of "
-             "the released value for an interval of half-width Δ centred at θ (left, "
-             "dashed: the truncation part alone), and at the best Δ for an interval "
-             "whose centre is off by |m − θ| (right).",
-     alt="Left: U-shaped error curves against the half-width on log axes, one per "
-         "epsilon, with a star at each minimum. Right: the best error grows with the "
-         "offset of the interval centre.")
+     f"X ~ N(θ, σ²), θ = {theta:g}, σ = {sigma:g}; lines exact, "
+     f"dots Monte Carlo with {size['n_mse']} draws; stars: best Δ")
 
 rows = []
 for eps in eps_paper:

@@ -239,7 +239,7 @@ show_table(
 # time: the SMC posterior mean with a band of $\pm 2$ posterior standard deviations, the
 # true values, and (for $\mu$) the releases and the adaptive intervals.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="One stream analysed online with adaptive truncation (left) and with the fixed wide interval (right): the SMC posterior mean of μ (top) and σ (bottom) with a band of ±2 posterior standard deviations, the true values (dashed) and, for μ, the releases (grey) and the adaptive intervals (green)." fig_alt="Four panels against t: the posterior mean of mu (top) and sigma (bottom) with bands and a dashed line at the true value, adaptive truncation on the left, the fixed interval on the right, with the releases as grey points."
 t_axis = np.arange(1, n + 1)
 paths = paths_frame(runs, names={"mu": "μ", "sigma": "σ"})
 grid = posterior_paths(paths, row="param", col="method", truth={"μ": MU, "σ": SIGMA},
@@ -253,16 +253,9 @@ grid.axes[0, 0].set(ylabel="μ", ylim=(MU - 25, MU + 25))
 grid.axes[1, 0].set(ylabel="σ", ylim=(0, 4 * SIGMA))
 grid.set_titles(col_template="{col_name} truncation", row_template="")
 fig = grid.figure
-save(fig, "stream", f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N} particles; "
-     f"fixed interval [μ − 10σ, μ + 10σ]; axes cut at μ ± 25 and 4σ",
-     caption="One stream analysed online with adaptive truncation (left) and with the "
-             "fixed wide interval (right): the SMC posterior mean of μ (top) and σ "
-             "(bottom) with a band of ±2 posterior standard deviations, the true values "
-             "(dashed) and, for μ, the releases (grey) and the adaptive intervals "
-             "(green).",
-     alt="Four panels against t: the posterior mean of mu (top) and sigma (bottom) "
-         "with bands and a dashed line at the true value, adaptive truncation on the "
-         "left, the fixed interval on the right, with the releases as grey points.")
+save(fig, "stream",
+     f"X ~ N({MU:g}, {SIGMA**2:g}), ε = {eps:g}, n = {n}, N = {N} particles; "
+     "fixed interval [μ − 10σ, μ + 10σ]; axes cut at μ ± 25 and 4σ")
 
 # %% [markdown]
 # ## The exact posterior as a reference
@@ -311,7 +304,7 @@ print(
 # the same summaries: a weighted histogram against the exact marginal density, and
 # means, standard deviations and quantiles.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Adaptive truncation: the SMC approximation of the posterior marginals of μ (top) and σ (bottom) at several times t (weighted histograms of the particles) against the exact posterior on a grid (black)." fig_alt="Two rows of histograms, mu and sigma, one column per time, each with the black exact density and a dotted line at the true value."
 def plot_marginals(name):
     """Snapshots of the particles against the exact marginals, one column per time."""
     draws = pd.concat([runs[name].smc.history.snapshot(t).frame().assign(t=t) for t in TIMES])
@@ -325,28 +318,21 @@ def plot_marginals(name):
 
 fig = plot_marginals("adaptive")
 save(fig, "marginals_adaptive",
-     f"adaptive truncation, ε = {eps:g}, n = {n}, N = {N} particles (weighted histograms); "
-     f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%",
-     caption="Adaptive truncation: the SMC approximation of the posterior marginals of "
-             "μ (top) and σ (bottom) at several times t (weighted histograms of the "
-             "particles) against the exact posterior on a grid (black).",
-     alt="Two rows of histograms, mu and sigma, one column per time, each with the "
-         "black exact density and a dotted line at the true value.")
+     f"adaptive truncation, ε = {eps:g}, n = {n}, N = {N} particles "
+     f"(weighted histograms); exact: {GRID[0]} x {GRID[1]} grid; "
+     "windows: central 98% plus 10%")
 
 # %% [markdown]
 # With the adaptive intervals the posterior contracts quickly around the true values
 # (dotted), and the weighted particles follow the exact marginals at every time shown.
 # The same comparison for the fixed wide interval, whose releases are much noisier:
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The same comparison with the fixed wide interval: SMC posterior marginals of μ and σ at several times t against the exact posterior (black)." fig_alt="Two rows of histograms, mu and sigma, one column per time, each with the black exact density and a dotted line at the true value."
 fig = plot_marginals("fixed")
 save(fig, "marginals_fixed",
-     f"fixed interval [μ − 10σ, μ + 10σ], ε = {eps:g}, n = {n}, N = {N} particles; "
-     f"exact: {GRID[0]} x {GRID[1]} grid; windows: central 98% plus 10%",
-     caption="The same comparison with the fixed wide interval: SMC posterior marginals "
-             "of μ and σ at several times t against the exact posterior (black).",
-     alt="Two rows of histograms, mu and sigma, one column per time, each with the "
-         "black exact density and a dotted line at the true value.")
+     f"fixed interval [μ − 10σ, μ + 10σ], ε = {eps:g}, n = {n}, "
+     f"N = {N} particles; exact: {GRID[0]} x {GRID[1]} grid; "
+     "windows: central 98% plus 10%")
 
 # %% [markdown]
 # The table puts numbers on the pictures: posterior mean and standard deviation of each
@@ -511,7 +497,7 @@ show_table(
 # short of the exact ones.  The figure and the tail probabilities below show what the
 # particles do there.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The hard case (fixed wide interval, small ε): the final posterior of μ (left) and σ (right) from independent SMC runs on the same releases, one colour per run, against the exact posterior (black)." fig_alt="Two panels of overlaid histogram outlines, one per SMC run, around a thick black exact density: mu on the left, sigma on the right."
 post, hard_runs = exact_final[list(cases)[1]], repeats[list(cases)[1]]
 draws = pd.concat([smc.history.snapshot(n).frame().assign(run=k + 1)
                    for k, smc in enumerate(hard_runs)])
@@ -522,14 +508,10 @@ grid.axes[0, 0].legend(fontsize=9)
 grid.set_titles("{col_name} at t = n, one colour per run")
 fig = grid.figure
 save(fig, "hard_case_repeats",
-     f"fixed [μ − 10σ, μ + 10σ], ε = {eps_hard:g}, n = {n}; {size['repeats']} SMC runs with "
-     f"N = {N} on the same releases; exact: {GRID[0]} x {GRID[1]} grid; axes from the "
-     "0.5% to the 95% quantile",
-     caption="The hard case (fixed wide interval, small ε): the final posterior of μ "
-             "(left) and σ (right) from independent SMC runs on the same releases, one "
-             "colour per run, against the exact posterior (black).",
-     alt="Two panels of overlaid histogram outlines, one per SMC run, around a "
-         "thick black exact density: mu on the left, sigma on the right.")
+     f"fixed [μ − 10σ, μ + 10σ], ε = {eps_hard:g}, n = {n}; "
+     f"{size['repeats']} SMC runs with N = {N} on the same releases; "
+     f"exact: {GRID[0]} x {GRID[1]} grid; "
+     "axes from the 0.5% to the 95% quantile")
 
 # %% caption="Tail probabilities P(σ > v) of the exact posterior and of each SMC run, in the hard case." name="tbl-02-tails"
 tail = dict(zip((0.5, 0.9, 0.99), post.quantile([0.5, 0.9, 0.99])[:, 1]))
@@ -557,7 +539,7 @@ show_table(pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
 # $\mathrm{ESS}_t = 1/\sum_i (w^{(i)}_t)^2$ of the weights after step 4, and the
 # **acceptance rate** of the MH moves on $x_{1:t-1}$ (over all $k$ and all particles).
 
-# %% caption="Effective sample size and acceptance rate of the moves of the latent values, per stream." name="tbl-02-diagnostics" tags=["hide-input"]
+# %% caption="Effective sample size and acceptance rate of the moves of the latent values, per stream." name="tbl-02-diagnostics" tags=["hide-input"] fig_caption="Diagnostics of three runs over time: the effective sample size after the weighting step, as a fraction of N (left), and the acceptance rate of the Metropolis-Hastings moves on the latent values (right)." fig_alt="Left: ESS over N against t for three runs, mostly close to one with dips. Right: acceptance rates against t for the same runs."
 diag_runs = {f"adaptive, ε = {eps:g}": (runs["adaptive"].smc, "smc-adaptive", "-"),
              f"fixed, ε = {eps:g}": (runs["fixed"].smc, "smc-fixed", "-"),
              f"fixed, ε = {eps_hard:g} (hard)": (hard.smc, "smc-fixed", ":")}
@@ -571,12 +553,8 @@ axes[1].set(xlabel="t", ylabel="accepted x-moves", ylim=(0, 1.02),
             title="acceptance of the MH moves on x")
 axes[0].legend(fontsize=9, loc="lower right")
 fig.tight_layout()
-save(fig, "diagnostics", f"n = {n}, N = {N} particles; ESS after the weighting step",
-     caption="Diagnostics of three runs over time: the effective sample size after "
-             "the weighting step, as a fraction of N (left), and the acceptance rate "
-             "of the Metropolis-Hastings moves on the latent values (right).",
-     alt="Left: ESS over N against t for three runs, mostly close to one with dips. "
-         "Right: acceptance rates against t for the same runs.")
+save(fig, "diagnostics",
+     f"n = {n}, N = {N} particles; ESS after the weighting step")
 
 show_table(pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
                       "mean ESS / N": np.mean(smc.history.ess) / N,
@@ -608,7 +586,7 @@ show_table(pd.DataFrame({label: {"min ESS / N": min(smc.history.ess) / N,
 # particles (quick mode) the fixed part can dominate; at the paper's sizes the linear
 # part does.
 
-# %% caption="The cost of a run: measured seconds and the fitted fixed and linear parts." name="tbl-02-cost" tags=["hide-input"]
+# %% caption="The cost of a run: measured seconds and the fitted fixed and linear parts." name="tbl-02-cost" tags=["hide-input"] fig_caption="The cost of one SMC update against t: every update of every timed run (grey), the fastest update in each block of steps (blue) and a straight line fitted to those, whose slope is the O(Nt) cost of the moves." fig_alt="Scatter of milliseconds per update against t, rising linearly, with blue points along the lower edge and a black fitted line through them."
 block = max(n // 20, 1)
 all_seconds = np.array(step_seconds)  # runs x steps
 starts = np.arange(0, n - block + 1, block)
@@ -630,14 +608,10 @@ cut = int((1e3 * all_seconds > top).sum())
 ax.set(xlabel="t", ylabel="ms per update", title=f"cost of one SMC update, N = {N}",
        ylim=(0, top))
 ax.legend(fontsize=9, loc="upper left")
-save(fig, "cost", f"n = {n}, N = {N}; {len(step_seconds)} timed runs; wall clock on the "
-     f"machine that built the book; {cut} of {all_seconds.size} updates lie above the "
-     "axis (slowed by other work)",
-     caption="The cost of one SMC update against t: every update of every timed run "
-             "(grey), the fastest update in each block of steps (blue) and a straight "
-             "line fitted to those, whose slope is the O(Nt) cost of the moves.",
-     alt="Scatter of milliseconds per update against t, rising linearly, with blue "
-         "points along the lower edge and a black fitted line through them.")
+save(fig, "cost",
+     f"n = {n}, N = {N}; {len(step_seconds)} timed runs; wall clock on the "
+     f"machine that built the book; {cut} of {all_seconds.size} updates "
+     "lie above the axis (slowed by other work)")
 
 show_table(pd.Series({"seconds per run of n updates (median over runs)":
                float(np.median(np.sum(step_seconds, axis=1))),

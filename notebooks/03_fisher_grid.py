@@ -253,7 +253,7 @@ for name in [k for k in timings if "grids" in k]:
 # $\epsilon$, so that one colour scale serves all panels.  The white contour encloses
 # the intervals whose exact score is within 1% of the maximum.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The μ-entry of the Fisher information of one release, F_μμ(a, b), for the standard normal over the intervals [a, b] of the grid, exact (eq. 7, left) and by Monte Carlo (eq. 8, right), one row per ε, scaled by the exact maximum; the markers show the exact and Monte Carlo argmax and the interval the paper reports." fig_alt="Eight heat maps over a and b, one row per epsilon, exact and Monte Carlo side by side, with markers at the exact and Monte Carlo maxima and at the paper's interval."
 def near_max(ax, eps, level=0.99):
     S = exact[eps].scores("mu")
     ax.contour(values, values, np.nan_to_num(S.T / np.nanmax(S), nan=0.0), levels=[level],
@@ -282,16 +282,9 @@ fig.legend(handles + [Line2D([], [], color="white", lw=1.5)],
            labels + ["within 1% of the exact maximum"], loc="upper center", ncol=2,
            facecolor="0.75", bbox_to_anchor=(0.5, 1.04))
 save(fig, "heatmaps_mu",
-     f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², "
-     f"a < b; Monte Carlo with M = {M}, K = {K} (shared samples), seed {seed}",
-     caption="The μ-entry of the Fisher information of one release, F_μμ(a, b), for "
-             "the standard normal over the intervals [a, b] of the grid, exact (eq. 7, "
-             "left) and by Monte Carlo (eq. 8, right), one row per ε, scaled by the "
-             "exact maximum; the markers show the exact and Monte Carlo argmax and the "
-             "interval the paper reports.",
-     alt="Eight heat maps over a and b, one row per epsilon, exact and Monte Carlo "
-         "side by side, with markers at the exact and Monte Carlo maxima and at the "
-         "paper's interval.")
+     f"F_μμ of N(0, 1) on the {GRID} x {GRID} grid on "
+     f"[{LIMS[0]:g}, {LIMS[1]:g}]², a < b; Monte Carlo with M = {M}, "
+     f"K = {K} (shared samples), seed {seed}")
 
 # %% [markdown]
 # The picture is the same for every $\epsilon$: one broad hill whose top lies on the
@@ -420,7 +413,7 @@ show_table(best.T)
 # (`fisher_mc` with the same seed at every $A$, so the points share their random numbers,
 # as in the grid).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="F_μμ on the symmetric intervals [−A, A] of the standard normal, one panel per ε: Monte Carlo estimates at the paper's grid points with two standard errors, the exact curve, its argmax (dotted) and the paper's A (dashed)." fig_alt="Four panels of a hump-shaped exact curve against A with Monte Carlo points along it, a dotted line at the exact best A and a dashed line at the paper's A."
 A_fine = np.linspace(0.005, 3.0, 600)
 A_code = np.round(np.linspace(0.0, 3.0, 51)[1:], 10)  # the authors' lattice, spacing 0.06
 start = time.perf_counter()
@@ -446,13 +439,8 @@ for ax in axes[:, 0]:
 fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center", ncol=2)
 save(fig, "symmetric_slice",
      f"symmetric intervals of N(0, 1); Monte Carlo with M = {M}, K = {K} "
-     f"(shared samples), seed {seed}, at A = 0.06, ..., 3; exact on {A_fine.size} points",
-     caption="F_μμ on the symmetric intervals [−A, A] of the standard normal, one panel "
-             "per ε: Monte Carlo estimates at the paper's grid points with two standard "
-             "errors, the exact curve, its argmax (dotted) and the paper's A (dashed).",
-     alt="Four panels of a hump-shaped exact curve against A with Monte Carlo points "
-         "along it, a dotted line at the exact best A and a dashed line at the "
-         "paper's A.")
+     f"(shared samples), seed {seed}, at A = 0.06, ..., 3; "
+     f"exact on {A_fine.size} points")
 
 # %% [markdown]
 # Two things stand out.  The Monte Carlo points lie within their error bars of the exact
@@ -613,7 +601,7 @@ show_table(
 # the same score because the standard normal is symmetric) and the $F_{\mu\mu}$ argmax
 # for comparison.
 
-# %% caption="The best interval for the trace score against the F_μμ score, per ε." name="tbl-03-trace" tags=["hide-input"]
+# %% caption="The best interval for the trace score against the F_μμ score, per ε." name="tbl-03-trace" tags=["hide-input"] fig_caption="The trace F_μμ + F_σσ of the exact Fisher information of one release over the intervals [a, b], one panel per ε, scaled by its maximum: its argmax (and mirror image) against the F_μμ argmax." fig_alt="Four heat maps over a and b with two symmetric maxima off the anti-diagonal, marked with crosses, and a star for the F_mu_mu argmax between them."
 best_trace = {eps: exact[eps].best("trace") for eps in EPS}
 best_trace_mc = {eps: mc[eps].best("trace") for eps in EPS}
 traces = pd.concat([exact[eps].frame("trace").assign(scaled=lambda d, e=eps:
@@ -631,14 +619,8 @@ fig = grid.figure
 fig.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=2, facecolor="0.75",
            bbox_to_anchor=(0.5, 1.06))
 save(fig, "heatmaps_trace",
-     f"exact trace of the Fisher information of N(0, 1) on the {GRID} x {GRID} grid "
-     f"on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b",
-     caption="The trace F_μμ + F_σσ of the exact Fisher information of one release "
-             "over the intervals [a, b], one panel per ε, scaled by its maximum: its "
-             "argmax (and mirror image) against the F_μμ argmax.",
-     alt="Four heat maps over a and b with two symmetric maxima off the "
-         "anti-diagonal, marked with crosses, and a star for the F_mu_mu argmax "
-         "between them.")
+     "exact trace of the Fisher information of N(0, 1) on the "
+     f"{GRID} x {GRID} grid on [{LIMS[0]:g}, {LIMS[1]:g}]², a < b")
 
 rows = []
 for eps in EPS:

@@ -149,7 +149,7 @@ show_table(lemma1)
 # minus the uniform cdf, for every $(m, c)$, inside the band where 95% of such curves
 # would lie if the lemma holds (the KS critical value for the number of kept draws).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Lemma 1 checked by simulation: the empirical cdf of u, the truncated base cdf at the standardised truncated draws z = (x − m)/c, minus the uniform cdf, for several (m, c), one panel per family and interval." fig_alt="Panels of difference curves, one colour per (m, c), with a grey band around zero (the 95% band of the KS statistic)."
 pits = pd.concat(pd.DataFrame({"case": f"{family}, [a, b] = [{a:g}, {b:g}]",
                                "(m, c)": f"({m:g}, {c:.3g})",
                                "pit": truncated_base_cdf(family, a, b)(z)})
@@ -158,13 +158,9 @@ grid = pit_ecdf_differences(pits, col="case", col_wrap=2, hue="(m, c)", band="ks
                             height=2.8, aspect=1.35)
 grid.set_axis_labels("u = $G_{[a,b]}(z)$", "ECDF(u) − u")
 fig = grid.figure
-save(fig, "lemma1_cdf", f"{size['samples']} draws before truncation; grey: 95% band of the "
-     "KS statistic for the kept draws",
-     caption="Lemma 1 checked by simulation: the empirical cdf of u, the truncated base "
-             "cdf at the standardised truncated draws z = (x − m)/c, minus the uniform "
-             "cdf, for several (m, c), one panel per family and interval.",
-     alt="Panels of difference curves, one colour per (m, c), with a grey band around "
-         "zero (the 95% band of the KS statistic).")
+save(fig, "lemma1_cdf",
+     f"{size['samples']} draws before truncation; grey: 95% band of the "
+     "KS statistic for the kept draws")
 
 # %% [markdown]
 # **Truncation or clipping?**  Lemma 1 is about truncation (conditioning on the
@@ -271,7 +267,7 @@ show_table(lemma2)
 # place relative to the spread of $X$.
 # The quantile-quantile plot shows both, on the standardised scale $(y - m)/c$.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Lemma 2 checked by simulation: quantiles of the standardised releases (Y − m)/c with the interval of eq. (11) (blue) and with an unscaled interval (red, a control that should fail) against the quantiles of Y_0, one panel per (m, c)." fig_alt="Quantile-quantile panels, one per (m, c): blue points for the interval of eq. (11), red points for the control, and the diagonal."
 family, eps, a, b = lemma2_cases[0]
 levels = np.linspace(0.002, 0.998, 300)
 fig, axes = plt.subplots(1, len(THETAS), figsize=(9, 3.6))
@@ -288,14 +284,9 @@ for ax, (m, c) in zip(axes, THETAS):
 axes[0].set_ylabel("quantiles of (Y − m)/c")
 axes[0].legend(fontsize=9, loc="upper left")
 fig.tight_layout()
-save(fig, "lemma2_qq", f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size['samples']} "
-     "releases per sample; diagonal: equality in distribution",
-     caption="Lemma 2 checked by simulation: quantiles of the standardised releases "
-             "(Y − m)/c with the interval of eq. (11) (blue) and with an unscaled "
-             "interval (red, a control that should fail) against the quantiles of Y_0, "
-             "one panel per (m, c).",
-     alt="Quantile-quantile panels, one per (m, c): blue points for the interval of "
-         "eq. (11), red points for the control, and the diagonal.")
+save(fig, "lemma2_qq",
+     f"{family}, ε = {eps:g}, [a, b] = [{a:g}, {b:g}]; {size['samples']} "
+     "releases per sample; diagonal: equality in distribution")
 
 # %% [markdown]
 # ## Theorem 3: the Fisher information scales as $1/c^2$
@@ -426,7 +417,7 @@ show_table(theorem)
 # height and in where they peak.  On the right, the same numbers as $c^2 F_{\mu\mu}$
 # against $h/c$: one curve.
 
-# %% caption="F_μμ of symmetric intervals for several scales c: one curve after rescaling." name="tbl-04-rescaling" tags=["hide-input"]
+# %% caption="F_μμ of symmetric intervals for several scales c: one curve after rescaling." name="tbl-04-rescaling" tags=["hide-input"] fig_caption="Theorem 3: the exact F_μμ of symmetric intervals [m − h, m + h] for several scales c, in the units of the data (left) and rescaled by c² against h/c (right), where the curves of one ε fall onto one." fig_alt="Left: curves of F_mu_mu against the half-width on log axes, one colour per scale. Right: the same curves rescaled by c squared against h over c."
 m = THETAS[0][0]
 scales = [0.3, 1.0, 3.0, 10.0]
 h = np.geomspace(1e-3, 1e3, {"quick": 400, "full": 2000}[mode])  # units of the data
@@ -450,13 +441,9 @@ axes[1].set(xscale="log", yscale="log", xlabel="h / c", ylabel="$c^2 F_{\\mu\\mu
             title="rescaled: one curve per ε", xlim=(1e-2, 1e2), ylim=(1e-3, None))
 axes[0].legend(fontsize=9, title="solid ε = 1, dashed ε = 10", title_fontsize=9)
 fig.tight_layout()
-save(fig, "collapse", f"normal, m = {m:g}, exact Fisher information; dots: largest "
-     f"F_μμ on a grid of {h.size} half-widths",
-     caption="Theorem 3: the exact F_μμ of symmetric intervals [m − h, m + h] for "
-             "several scales c, in the units of the data (left) and rescaled by c² "
-             "against h/c (right), where the curves of one ε fall onto one.",
-     alt="Left: curves of F_mu_mu against the half-width on log axes, one colour per "
-         "scale. Right: the same curves rescaled by c squared against h over c.")
+save(fig, "collapse",
+     f"normal, m = {m:g}, exact Fisher information; dots: largest "
+     f"F_μμ on a grid of {h.size} half-widths")
 show_table(pd.DataFrame(rows).set_index(["ε", "c"]))
 
 # %% [markdown]
@@ -570,7 +557,7 @@ show_table(
 # flatness is discussed in {ref}`ch-fisher-grid`).  The heat maps show the surfaces, and
 # the right panel the differences in units of the Monte Carlo standard error.
 
-# %% caption="Monte Carlo at (m, c) against the exact information, in standard errors, over the grid's cells." name="tbl-04-mc-vs-exact" tags=["hide-input"]
+# %% caption="Monte Carlo at (m, c) against the exact information, in standard errors, over the grid's cells." name="tbl-04-mc-vs-exact" tags=["hide-input"] fig_caption="Theorem 3 on the whole grid: the exact F_μμ(a, b) of the base distribution (left), c² times the Monte Carlo F_μμ of the intervals m + c[a, b] at another (m, c) (middle), and their difference in Monte Carlo standard errors (right)." fig_alt="Three heat maps over a and b: the exact and the rescaled Monte Carlo surfaces with their best cells marked, and the standardised differences."
 fig, axes = plt.subplots(1, 3, figsize=(9, 3.4), layout="constrained")
 half = 0.5 * (base_exact.a_values[1] - base_exact.a_values[0])  # cell edges, not centres
 extent = [base_exact.b_values[0] - half, base_exact.b_values[-1] + half,
@@ -590,14 +577,9 @@ im = axes[2].imshow(z, origin="lower", extent=extent, vmin=-4, vmax=4, cmap="RdB
 axes[2].set(title="(MC − exact) / se", xlabel="b", ylabel="a")
 fig.colorbar(im, ax=axes[2], shrink=0.85)
 save(fig, "ranking_heatmaps",
-     f"normal, ε = {eps:g}, {size['grid']} x {size['grid']} grid of (a, b) on [-3, 3]², "
-     f"a < b; MC: eq. (8) with M = {size['M']}, K = {size['K']}; +: best cell",
-     caption="Theorem 3 on the whole grid: the exact F_μμ(a, b) of the base "
-             "distribution (left), c² times the Monte Carlo F_μμ of the intervals "
-             "m + c[a, b] at another (m, c) (middle), and their difference in Monte "
-             "Carlo standard errors (right).",
-     alt="Three heat maps over a and b: the exact and the rescaled Monte Carlo "
-         "surfaces with their best cells marked, and the standardised differences.")
+     f"normal, ε = {eps:g}, {size['grid']} x {size['grid']} grid of (a, b) "
+     f"on [-3, 3]², a < b; MC: eq. (8) with M = {size['M']}, "
+     f"K = {size['K']}; +: best cell")
 
 show_table(pd.Series({"cells": int(valid.sum()), "mean z": float(np.nanmean(z)),
            "sd of z": float(np.nanstd(z)), "max |z|": float(np.nanmax(np.abs(z)))}

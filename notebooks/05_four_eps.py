@@ -155,24 +155,17 @@ show_table(intervals)
 # prior; the fixed interval $[l_c, r_c]$ in most figures; and, at large $\epsilon$, the
 # ends of the adaptive intervals, which are then wider than the cloud of particles.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Figure 2 of the paper at ε = {eps:g}: the particles of θ = (μ, σ) over time t (dots in the method's colour, after resampling), their mean (red) and the true value (black), for the adaptive interval (left, with its ends l_t, r_t in green) and the fixed interval (right)." fig_alt="Four panels for epsilon {eps:g}: particle clouds of mu (top) and sigma (bottom, log scale) against time, adaptive truncation on the left and fixed truncation on the right, each with the posterior mean and the true value."
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive"}
 RUN = 0
 for eps in EPS:  # one figure per privacy level, so that each is readable in the page
     fig = particle_clouds(trajectories, eps, RUN, METHODS)
     save(fig, f"figure2_eps{eps:g}",
-         f"ε = {eps:g}, run {RUN}; n = {config['n']}, N = {config['particles']} particles, "
-         f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; particles every {config['every']}th "
-         f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]",
-         caption=f"Figure 2 of the paper at ε = {eps:g}: the particles of θ = (μ, σ) "
-                 "over time t (dots in the method's colour, after resampling), their "
-                 "mean (red) and the true value (black), for the adaptive interval "
-                 "(left, with its ends "
-                 "l_t, r_t in green) and the fixed interval (right).",
-         alt=f"Four panels for epsilon {eps:g}: particle clouds of mu (top) and sigma "
-             "(bottom, log scale) against time, adaptive truncation on the left and "
-             "fixed truncation on the right, each with the posterior mean and the "
-             "true value.")
+         f"ε = {eps:g}, run {RUN}; n = {config['n']}, "
+         f"N = {config['particles']} particles, "
+         f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; "
+         f"particles every {config['every']}th "
+         f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]", eps=eps)
 
 # %% [markdown]
 # ## How fast does the posterior concentrate?

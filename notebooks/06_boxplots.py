@@ -85,7 +85,7 @@ show_table(pd.Series({k: config[k] for k in ("n", "particles", "runs", "mhaar_it
 # The vertical scales differ between panels, because the spread changes a lot with
 # $\epsilon$.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Figure 3 of the paper: the posterior means of μ (top) and σ (bottom) over repeated runs, for SMC with adaptive truncation, SMC with the fixed interval and MHAAR, one column per ε; boxes show the quartiles and median, dots the individual runs." fig_alt="Eight box plots with the runs overlaid as dots, mu on top and sigma below, one column per epsilon, each comparing the adaptive, fixed and MHAAR estimates with a dashed line at the true value."
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive",
            "mhaar": "MHAAR"}
 EPS = config["eps"]
@@ -112,16 +112,11 @@ for (par, eps), ax in grid.axes_dict.items():
 grid.set_ylabels("posterior mean")
 grid.figure.tight_layout()
 save(grid.figure, "figure3",
-     f"{config['runs']} runs per ε; n = {config['n']}, N = {config['particles']} particles, "
-     f"MHAAR {config['mhaar_iters']} iterations with {config['mhaar_aux']} auxiliary draws; "
-     f"dashed: true μ = {TRUTH['mu']:g}, σ = {TRUTH['sigma']:.3g}",
-     caption=f"Figure 3 of the paper: the posterior means of μ (top) and σ (bottom) over "
-             f"{config['runs']} runs, for SMC with adaptive truncation, SMC with the "
-             "fixed interval and MHAAR, one column per ε; boxes show the quartiles and "
-             "median, dots the individual runs.",
-     alt="Eight box plots with the runs overlaid as dots, mu on top and sigma below, "
-         "one column per epsilon, each comparing the adaptive, fixed and MHAAR "
-         "estimates with a dashed line at the true value.")
+     f"{config['runs']} runs per ε; n = {config['n']}, "
+     f"N = {config['particles']} particles, "
+     f"MHAAR {config['mhaar_iters']} iterations with "
+     f"{config['mhaar_aux']} auxiliary draws; "
+     f"dashed: true μ = {TRUTH['mu']:g}, σ = {TRUTH['sigma']:.3g}")
 
 # %% [markdown]
 # ## Bias, RMSE and cost
@@ -266,7 +261,7 @@ show_table(agree)
 # runs per $\epsilon$, to keep the book's cost down; the comparison below uses the same
 # runs of the corrected experiment.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Figure 3's SMC methods as the authors' code would have run them (noise of scale (r − l)/(ε√2) at release, (r − l)/ε in the analysis) beside dpbook's ((r − l)/ε for both), in paired runs." fig_alt="Eight panels of paired box plots, mu on top and sigma below, one column per epsilon, comparing the corrected and the authors' noise scale for the adaptive and the fixed interval, with a dashed line at the true value."
 slip, slip_tr, SLIP_STORE, slip_elapsed, slip_computed = book_experiment(
     mode, seed, scheduler=scheduler, original_code=True)
 print(store_report(slip, SLIP_STORE, slip_elapsed, slip_computed))
@@ -295,13 +290,8 @@ sns.move_legend(grid, "lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, title=N
 grid.figure.tight_layout()
 runs_slip = slip.run.nunique()
 save(grid.figure, "figure3_original_code",
-     f"{runs_slip} runs per ε, the same populations and noise draws; dashed: true values",
-     caption=f"Figure 3's SMC methods as the authors' code would have run them (noise "
-             f"of scale (r − l)/(ε√2) at release, (r − l)/ε in the analysis) beside "
-             f"dpbook's ((r − l)/ε for both), {runs_slip} paired runs per ε.",
-     alt="Eight panels of paired box plots, mu on top and sigma below, one column per "
-         "epsilon, comparing the corrected and the authors' noise scale for the adaptive "
-         "and the fixed interval, with a dashed line at the true value.")
+     f"{runs_slip} runs per ε, the same populations and noise draws; "
+     "dashed: true values")
 
 # %% tags=["hide-input"]
 med = paired.groupby(["code", "method", "eps"]).sigma_hat.median().unstack("code")

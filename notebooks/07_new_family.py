@@ -320,7 +320,7 @@ show_table(
     ).rename_axis("eps")
 )
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The location entry of the exact Fisher information of one release for the Gumbel base distribution over the intervals [a, b], one panel per ε (each scaled by its maximum), with the best interval (a*, b*) of eq. (13)." fig_alt="Heat maps over a and b, one per epsilon, each with a red star at its maximum, which lies off-centre because the Gumbel distribution is skewed."
 scaled = pd.concat(g.frame("mu").assign(scaled=lambda d: d.score / d.score.max())
                    for g in grids.values())
 grid = interval_heatmaps(scaled, "scaled", col="eps", col_wrap=2, height=3.8,
@@ -330,13 +330,9 @@ for eps, ax in grid.axes_dict.items():
 grid.axes.flat[0].legend(loc="lower right", fontsize=9)
 grid.set_titles("ε = {col_name:g}")
 fig = grid.figure
-save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), "
-     f"{size['grid']} x {size['grid']} grid",
-     caption="The location entry of the exact Fisher information of one release for "
-             "the Gumbel base distribution over the intervals [a, b], one panel per ε "
-             "(each scaled by its maximum), with the best interval (a*, b*) of eq. (13).",
-     alt="Heat maps over a and b, one per epsilon, each with a red star at its "
-         "maximum, which lies off-centre because the Gumbel distribution is skewed.")
+save(fig, "fisher_grid",
+     "exact F_mm of one release at the Gumbel base (0, 1), "
+     f"{size['grid']} x {size['grid']} grid")
 
 # %% [markdown]
 # ## One online run
@@ -351,7 +347,7 @@ save(fig, "fisher_grid", f"exact F_mm of one release at the Gumbel base (0, 1), 
 # conjugate Gibbs move instead).
 # Only the population sees the sensitive values.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="One online run for the Gumbel population with the adaptive and the fixed policy: the posterior mean of the location and the scale with ±2 posterior sd (dashed: the truth), and the width of the requested interval over time." fig_alt="Three panels against t: the location and scale estimates of both policies with bands and the true values in black, and the requested interval width on a log axis."
 eps = size["EPS"][-1]
 l_c, r_c = gumbel.fixed_interval(*THETA)
 runs = {}
@@ -372,14 +368,8 @@ grid.axes_dict["scale"].set_ylim(0, 3 * THETA[1])
 grid.axes_dict["width r − l"].set_yscale("log")
 grid.set_titles("{col_name}").add_legend()
 fig = grid.figure
-save(fig, "online_run", f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']} particles",
-     caption="One online run for the Gumbel population with the adaptive and the fixed "
-             "policy: the posterior mean of the location and the scale with ±2 "
-             "posterior sd (dashed: the truth), and the width of the requested interval "
-             "over time.",
-     alt="Three panels against t: the location and scale estimates of both policies "
-         "with bands and the true values in black, and the requested interval width "
-         "on a log axis.")
+save(fig, "online_run",
+     f"one run, ε = {eps:g}, n = {size['n']}, N = {size['N']} particles")
 
 # %% [markdown]
 # Is the SMC right?  For a given released data set the posterior of $\theta$ is a
@@ -475,7 +465,7 @@ timings[
 summary = summarize(est).set_index(["eps", "method"])
 show_table(summary)
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="The error of the posterior means of the location (left) and the scale (right) over repeated runs, for the adaptive and the fixed policy at each ε." fig_alt="Box plots of the estimation errors of the location (left) and the scale (right), one box per policy at each epsilon, with a line at zero."
 errors = (est.assign(**{p: est[f"{p}_hat"] - truth for p, truth in zip(gumbel.params, THETA)})
           .melt(id_vars=["method", "eps"], value_vars=list(gumbel.params),
                 var_name="parameter", value_name="estimate − truth"))
@@ -488,13 +478,9 @@ grid.set_titles("{col_name}")
 grid.set_xlabels("ε")
 fig = grid.figure
 fig.tight_layout()
-save(fig, "boxplots", f"{size['runs']} runs per ε and policy, n = {size['n']}, "
-     f"N = {size['N']}",
-     caption=f"The error of the posterior means of the location (left) and the scale "
-             f"(right) over {size['runs']} runs, for the adaptive and the fixed policy "
-             "at each ε.",
-     alt="Box plots of the estimation errors of the location (left) and the scale "
-         "(right), one box per policy at each epsilon, with a line at zero.")
+save(fig, "boxplots",
+     f"{size['runs']} runs per ε and policy, n = {size['n']}, "
+     f"N = {size['N']}")
 
 # %% caption="RMSE of the location with the fixed interval over that with the adaptive one, per ε." name="tbl-07-ratio"
 rmse = summary["loc_rmse"].unstack("method")
@@ -527,7 +513,7 @@ print(
 # $\vartheta_t$.  dpbook solves it once on a grid of $\theta$ and interpolates
 # (`ThetaGridIntervals`); the shipped Poisson family shows what that costs and gives.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Poisson, a family without location and scale: the best interval [l, r] of eq. (9) at ε = 1, solved on a grid of λ (ThetaGridIntervals), against λ." fig_alt="Two increasing curves, the best left and right ends, on either side of the dotted line l equals lambda, against lambda on a log axis."
 poisson = get_family("poisson")
 tg = ThetaGridIntervals(poisson, 1.0, centre=(10.0,), span=4.0, points=13,
                         grid=size["grid"])
@@ -541,13 +527,9 @@ ax.set_xticks(ticks, [f"{v:g}" for v in ticks])  # no overlapping minor labels
 ax.xaxis.set_minor_formatter(NullFormatter())
 ax.legend()
 fig.tight_layout()
-save(fig, "poisson_intervals", f"exact eq. (9) on {tg.axes[0].size} values of λ, "
-     f"{size['grid']} x {size['grid']} grid each",
-     caption="Poisson, a family without location and scale: the best interval [l, r] "
-             "of eq. (9) at ε = 1, solved on a grid of λ (ThetaGridIntervals), "
-             "against λ.",
-     alt="Two increasing curves, the best left and right ends, on either side of the "
-         "dotted line l equals lambda, against lambda on a log axis.")
+save(fig, "poisson_intervals",
+     f"exact eq. (9) on {tg.axes[0].size} values of λ, "
+     f"{size['grid']} x {size['grid']} grid each")
 print(f"{tg.evaluations} Fisher matrices in {tg.seconds:.1f} s, once; each Thompson draw "
       "then costs one interpolation")
 

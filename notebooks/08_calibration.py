@@ -127,7 +127,7 @@ show_table(runs.groupby(["method", "n"]).seconds.mean().unstack().round(3).renam
 # the posterior's tails: the posterior is too narrow or shifted.  A hump in the middle
 # (an S shape) means that it is too wide.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="ECDF of the PIT values minus the uniform cdf for each method and parameter, ε = 1 and 10; grey: the simultaneous 95% band of a calibrated posterior." fig_alt="Twelve small panels, one per method and parameter, each with two step lines (one per epsilon) over a grey band; lines that leave the band mark a miscalibrated posterior."
 def pit_panels(study_runs):
     """One ECDF-difference panel per method and parameter, one line per ε."""
     pits = cal.pit_frame(study_runs)
@@ -135,13 +135,8 @@ def pit_panels(study_runs):
                                 col="panel").figure
 
 
-save(pit_panels(main), "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}",
-     caption=f"ECDF of the PIT values minus the uniform cdf for each method and "
-             f"parameter, ε = 1 and 10, n = {N_MAIN}, {R} replications; "
-             "grey: the simultaneous 95% band of a calibrated posterior.",
-     alt="Twelve small panels, one per method and parameter, each with two step lines "
-         "(one per epsilon) over a grey band; lines that leave the band mark a "
-         "miscalibrated posterior.")
+save(pit_panels(main), "pit_ecdf",
+     f"R = {R} replications per line, n = {N_MAIN}")
 
 # %% [markdown]
 # ## Coverage of the credible intervals
@@ -159,14 +154,9 @@ save(pit_panels(main), "pit_ecdf", f"R = {R} replications per line, n = {N_MAIN}
 summary = cal.calibration_summary(main)
 show_table(cal.coverage_table(summary))
 
-# %% tags=["hide-input"]
-save(coverage_dots(summary).figure, "coverage", f"R = {R}, n = {N_MAIN}; one dot per ε",
-     caption=f"Coverage of the central 50% and 90% credible intervals per method "
-             f"(dots, one per ε), with ±2 binomial standard errors of a calibrated "
-             f"posterior ({R} replications); the vertical line is the nominal level.",
-     alt="Four panels of dot plots, one row per method, showing the coverage of the "
-         "50 and 90 percent credible intervals for mu and sigma against the nominal "
-         "level.")
+# %% tags=["hide-input"] fig_caption="Coverage of the central 50% and 90% credible intervals per method (dots, one per ε), with ±2 binomial standard errors of a calibrated posterior; the vertical line is the nominal level." fig_alt="Four panels of dot plots, one row per method, showing the coverage of the 50 and 90 percent credible intervals for mu and sigma against the nominal level."
+save(coverage_dots(summary).figure, "coverage",
+     f"R = {R}, n = {N_MAIN}; one dot per ε")
 
 # %% [markdown]
 # ## Kolmogorov-Smirnov statistic against n
@@ -177,7 +167,7 @@ save(coverage_dots(summary).figure, "coverage", f"R = {R}, n = {N_MAIN}; one dot
 # $n$ as long as more data make a wrong posterior more confidently wrong.  The dashed
 # line is the 95% point of the KS statistic of $R$ uniform values.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="KS statistic of the PIT values against n for the exact, the naive and the original-code posteriors (the last at the two smaller n), ε = 1 and 10; dashed: the 95% point for a calibrated posterior." fig_alt="Two line plots of the KS statistic against n on a log axis, one line per method and parameter, with a dashed line at the 95% point of a calibrated posterior."
 ks = cal.calibration_summary(runs[runs.method.isin(list(BY_N))])
 g = sns.relplot(ks, kind="line", x="n", y="ks_stat", hue="method", style="param",
                 col="eps", palette=METHOD_COLOURS, marker="o", height=2.6, aspect=1.2)
@@ -185,14 +175,7 @@ g.set(xscale="log", ylim=(0, 1.02), ylabel="KS statistic")
 for ax in g.axes.flat:
     ax.axhline(stats.kstwo.ppf(0.95, R), color="0.4", ls="--", lw=0.8)
 g.set_titles("ε = {col_name:g}")
-save(g.figure, "ks_vs_n", f"R = {R} replications per point",
-     caption=f"KS statistic of the PIT values against n for the exact, the naive and "
-             f"the original-code posteriors (the last at the two smaller n), ε = 1 and "
-             f"10 ({R} replications per point); "
-             "dashed: the 95% point for a calibrated posterior.",
-     alt="Two line plots of the KS statistic against n on a log axis, one line per "
-         "method and parameter, with a dashed line at the 95% point of a calibrated "
-         "posterior.")
+save(g.figure, "ks_vs_n", f"R = {R} replications per point")
 span = ks.groupby(["method", "param"]).ks_stat.agg(["min", "max"])
 glue_number("ks-95", stats.kstwo.ppf(0.95, R))
 glue_phrase("ks-n-grid", ", ".join(f"{v}" for v in SIZES["n_grid"]))
@@ -323,13 +306,9 @@ narrow_runs = cal.run_calibration(
 narrow = cal.calibration_summary(narrow_runs, prior=NARROW)
 show_table(cal.coverage_table(narrow))
 
-# %% tags=["hide-input"]
-save(pit_panels(narrow_runs), "pit_ecdf_narrow", f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}",
-     caption=f"As the first figure, under the narrower prior μ ~ N(0, 1) with the fixed "
-             f"interval [−8, 8]: ECDF of the PIT values minus the uniform cdf, ε = 1 and "
-             f"10, n = {N_MAIN}, {R} replications; grey: the simultaneous 95% band.",
-     alt="Twelve small panels, one per method and parameter, each with two step lines "
-         "(one per epsilon) over a grey band, for the study with the narrower prior.")
+# %% tags=["hide-input"] fig_caption="As the first figure, under the narrower prior μ ~ N(0, 1) with the fixed interval [−8, 8]: ECDF of the PIT values minus the uniform cdf, ε = 1 and 10; grey: the simultaneous 95% band." fig_alt="Twelve small panels, one per method and parameter, each with two step lines (one per epsilon) over a grey band, for the study with the narrower prior."
+save(pit_panels(narrow_runs), "pit_ecdf_narrow",
+     f"prior mu ~ N(0, 1); R = {R}, n = {N_MAIN}")
 
 # %% tags=["hide-input"]
 alpha, lines = cal.calibration_verdict(narrow)

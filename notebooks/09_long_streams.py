@@ -122,7 +122,7 @@ glue_number("cpu-minutes", total / 60)
 # alone on the cores; the times depend on the machine, the slopes and the ratios
 # between methods carry over.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Seconds spent by each online method when individual n has been processed (its cost for a stream of length n), ε = 1 and 10, on log-log axes; the legend gives the fitted slope." fig_alt="Two log-log line plots, wall clock and CPU seconds against stream length, one line per method and epsilon: the latent SMC rises steeply and stops early, the subset SMC a little less steeply, the marginal SMC and the online gradient rise about linearly to the longest streams."
 adaptive = clock[clock.policy == "adaptive"]
 slopes = streams.cost_exponents(adaptive, by=("method", "eps"))
 cpu_slopes = streams.cost_exponents(adaptive, by=("method", "eps"), column="cpu_s")
@@ -137,14 +137,7 @@ g = sns.relplot(seconds[seconds.t >= 100].assign(method=lambda d: d.method.map(l
                 facet_kws=dict(sharey=False))
 g.set(xscale="log", yscale="log", xlabel="n (stream length)")
 g.set_titles("{row_name}")
-save(g.figure, "cost", f"N = {N} particles, m = {M}; slopes averaged over ε",
-     caption="Seconds spent by each online method when individual n has been processed "
-             "(its cost for a stream of length n), ε = 1 and 10, on log-log axes; the "
-             "legend gives the fitted slope.",
-     alt="Two log-log line plots, wall clock and CPU seconds against stream length, one "
-         "line per method and epsilon: the latent SMC rises steeply and stops early, "
-         "the subset SMC a little less steeply, the marginal SMC and the online gradient "
-         "rise about linearly to the longest streams.")
+save(g.figure, "cost", f"N = {N} particles, m = {M}; slopes averaged over ε")
 
 # %% caption="The cost of each method: wall and CPU seconds at the longest n measured, and the fitted exponent." name="tbl-09-cost"
 table = slopes.merge(
@@ -365,7 +358,7 @@ glue_phrase("exact-sigma-quartiles",
 # choice), and the online gradient, over the longest stream: posterior median (line)
 # and quartiles (band) against $t$, the truth dashed.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Posterior median and quartiles of μ and σ over a stream of {n:,} individuals: the marginal SMC with the adaptive and with the fixed interval, and the online gradient's estimate; ε = 1 and 10." fig_alt="Four panels, mu and sigma against the number of individuals on a log axis for two epsilons, one line with a band per run and the truth dashed."
 LONG = {"adaptive": METHOD_COLOURS["smc-adaptive"], "fixed": METHOD_COLOURS["smc-fixed"],
         "online-gradient": METHOD_COLOURS["online-gradient"]}
 paths = streams.quartile_paths(clock[clock.method.isin(["smc-marginal", "online-gradient"])])
@@ -379,13 +372,9 @@ for ax, (lo, hi) in zip(g.axes[:, 0], [(MU - 3 * SIGMA, MU + 3 * SIGMA), (0, 3 *
     ax.set_ylim(lo, hi)
 g.set_titles("{row_name}, ε = {col_name:g}")
 g.add_legend(title="")
-save(g.figure, "long_stream", f"N = {N} particles; quartiles at {len(checkpoints)} "
-     "checkpoints",
-     caption=f"Posterior median and quartiles of μ and σ over a stream of "
-             f"{SIZES['long']:,} individuals: the marginal SMC with the adaptive and with "
-             "the fixed interval, and the online gradient's estimate; ε = 1 and 10.",
-     alt="Four panels, mu and sigma against the number of individuals on a log axis for "
-         "two epsilons, one line with a band per run and the truth dashed.")
+save(g.figure, "long_stream",
+     f"N = {N} particles; quartiles at {len(checkpoints)} checkpoints",
+     n=SIZES["long"])
 
 # %% [markdown]
 # The intervals $[l_t, r_t]$ the individuals were asked to clip to, at the same
@@ -393,7 +382,7 @@ save(g.figure, "long_stream", f"N = {N} particles; quartiles at {len(checkpoints
 # $\sigma$ dashed).  The adaptive policy's first intervals follow draws from the prior,
 # $\mu \sim \mathcal{N}(0, 10^4)$, far outside the plot.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Midpoint and width of the interval [l, r] asked of individual t for the three runs of the figure above; ε = 1 and 10; dashed: the true μ (top) and σ (bottom)." fig_alt="Four panels against the number of individuals on a log axis: the fixed interval's midpoint and width are constant, the adaptive one's midpoint settles on the truth with a width far below the fixed one's, the online gradient's midpoint climbs from below to the truth."
 asked = pd.concat([pd.DataFrame({"t": ts, "midpoint": (run.run.l + run.run.r)[ts - 1] / 2,
                                  "width": (run.run.r - run.run.l)[ts - 1]})
                    .assign(run=m if m == "online-gradient" else policy, eps=eps)
@@ -408,14 +397,7 @@ g.axes[1, 0].set_yscale("log")
 for (what, _), ax in g.axes_dict.items():
     ax.axhline(MU if what == "midpoint" else SIGMA, color="k", lw=1, ls="--")
 g.set_titles("{row_name}, ε = {col_name:g}")
-save(g.figure, "intervals", f"intervals at {len(checkpoints)} checkpoints",
-     caption="Midpoint and width of the interval [l, r] asked of individual t for the "
-             "three runs of the figure above; ε = 1 and 10; dashed: the true μ (top) "
-             "and σ (bottom).",
-     alt="Four panels against the number of individuals on a log axis: the fixed "
-         "interval's midpoint and width are constant, the adaptive one's midpoint "
-         "settles on the truth with a width far below the fixed one's, the online "
-         "gradient's midpoint climbs from below to the truth.")
+save(g.figure, "intervals", f"intervals at {len(checkpoints)} checkpoints")
 
 # %% caption="The longest streams at t = n: the median, its error and the IQR, per ε and run." name="tbl-09-end"
 end = paths[paths.t == paths.t.max()].assign(

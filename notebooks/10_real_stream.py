@@ -275,7 +275,7 @@ glue_number("adaptive-mu", e.loc[("adaptive", 1.0), "loc q50"])
 # adaptive curator's first intervals follow draws from the prior, $\mu \sim
 # \mathcal{N}(0, 10^4)$, far outside the plot.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Posterior median and quartiles of the location (left) and scale (right) over the census stream: the normal family with the adaptive and the fixed curator, and the Student-t family with the adaptive one (ε = 1 and 5); dashed: the non-private normal posterior median of μ and the sample sd." fig_alt="Eight panels against the number of people on a log axis, one row per epsilon: the adaptive runs settle on the location quickly with a narrow band, the fixed runs have wide bands for longer; in the scale column the adaptive runs' bands narrow while the fixed runs' stay wide."
 paths = streams.quartile_paths(clock)
 paths["param"] = paths.param.map({"mu": "location", "sigma": "scale"})
 PALETTE = {"adaptive": "#0173b2", "fixed": "#de8f05", "student-t": "#029e73"}
@@ -289,15 +289,7 @@ for (_, param), ax in g.axes_dict.items():
     ax.set_ylim(*((mid - 1.5 * sd, mid + 1.5 * sd) if param == "location" else (0, 2.5 * sd)))
 g.set_titles("{col_name}, ε = {row_name:g}")
 g.add_legend(title="")
-save(g.figure, "census_paths", f"N = {N} particles; census n = {n:,}",
-     caption="Posterior median and quartiles of the location (left) and scale (right) "
-             "over the census stream: the normal family with the adaptive and the fixed "
-             "curator, and the Student-t family with the adaptive one (ε = 1 and 5); "
-             "dashed: the non-private normal posterior median of μ and the sample sd.",
-     alt="Eight panels against the number of people on a log axis, one row per "
-         "epsilon: the adaptive runs settle on the location quickly with a narrow band, "
-         "the fixed runs have wide bands for longer; in the scale column the adaptive "
-         "runs' bands narrow while the fixed runs' stay wide.")
+save(g.figure, "census_paths", f"N = {N} particles; census n = {n:,}")
 
 # %% [markdown]
 # ## What misspecification costs
@@ -381,7 +373,7 @@ glue_phrase("adaptive-sd-ratios",
 # over the histogram of the census values: the adaptive curator's last interval, and
 # the median of its last 100, against the fixed one.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Left: the census values; right: the interval each curator asked of the last individuals (median of the last 100 ends), per ε, and the fixed interval [0, 11.51], which reaches off the plot on both sides." fig_alt="A left-skewed histogram with a sharp peak near 6.6 and long tails; beside it horizontal bars: the adaptive intervals are narrow around 6.6, narrowest at small epsilon, wider at epsilon 5; the fixed interval spans the whole axis."
 import matplotlib.pyplot as plt  # noqa: E402
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw=dict(width_ratios=(1.3, 1)))
@@ -402,13 +394,7 @@ axes[1].set_xlim(4, 9)
 axes[1].set_xlabel("interval [l, r] (median of the last 100)")
 axes[0].axvspan(*FIXED, color="#de8f05", alpha=0.08)
 fig.tight_layout()
-save(fig, "census_intervals", f"N = {N} particles",
-     caption="Left: the census values; right: the interval each curator asked of the "
-             "last individuals (median of the last 100 ends), per ε, and the fixed "
-             "interval [0, 11.51], which reaches off the plot on both sides.",
-     alt="A left-skewed histogram with a sharp peak near 6.6 and long tails; beside it "
-         "horizontal bars: the adaptive intervals are narrow around 6.6, narrowest at "
-         "small epsilon, wider at epsilon 5; the fixed interval spans the whole axis.")
+save(fig, "census_intervals", f"N = {N} particles")
 
 # %% [markdown]
 # ## How much the order of arrival matters
@@ -552,7 +538,7 @@ for key, value in {
 # what is known before them.
 
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Birth weights: posterior median and quartiles of μ and σ (grams) over the stream under the paper's prior and the curator's prior, ε = 1 and 5; dashed: the sample mean and sd." fig_alt="Four panels against the number of births on a log axis: under the curator's prior the median of mu is near the dashed sample mean from the first releases; under the paper's prior it stays far below, under 1000 grams, and sigma near zero."
 b_paths = pd.concat([streams.quartile_paths(r.clock).assign(prior=name, eps=eps)
                      for (name, eps), r in b_runs.items()], ignore_index=True)
 g = posterior_paths(b_paths.assign(param=b_paths.param.map({"mu": "μ (g)", "sigma": "σ (g)"})),
@@ -563,14 +549,7 @@ g = posterior_paths(b_paths.assign(param=b_paths.param.map({"mu": "μ (g)", "sig
 g.set(xscale="log")
 g.set_titles("{row_name}, ε = {col_name:g}")
 g.add_legend(title="")
-save(g.figure, "births_paths", f"N = {N} particles; n = {births.size:,}",
-     caption="Birth weights: posterior median and quartiles of μ and σ (grams) over the "
-             "stream under the paper's prior and the curator's prior, ε = 1 and 5; "
-             "dashed: the sample mean and sd.",
-     alt="Four panels against the number of births on a log axis: under the curator's "
-         "prior the median of mu is near the dashed sample mean from the first "
-         "releases; under the paper's prior it stays far below, under 1000 grams, and "
-         "sigma near zero.")
+save(g.figure, "births_paths", f"N = {N} particles; n = {births.size:,}")
 
 # %% [markdown]
 # ## The curator and the individuals apart

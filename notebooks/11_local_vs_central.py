@@ -245,7 +245,7 @@ for key, value in {"replications": len(EPS) * R, "per-eps": R, "n-top": NS[-1],
 # {glue:text}`n-top:,`: the local streams took {glue:text}`cpu-local:.0f` CPU-seconds,
 # the central and non-private posteriors {glue:text}`cpu-central:.0f`.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] fig_caption="Posterior interquartile range of μ (top) and σ (bottom) against the number of people n, one column per ε, for the local methods (the paper's adaptive interval and the fixed one), the central release (fixed, privately chosen, and at the truth ± 2σ, which needs θ) and the non-private posterior." fig_alt="Six log-log panels of posterior width against n, one line per method: two local, three central and the non-private one, which is the lowest line in every panel."
 long = pd.concat([res[["method", "eps", "n", "rep"]].assign(param=GREEK[p], iqr=res[f"{p}_iqr"])
                   for p in ("mu", "sigma")], ignore_index=True)
 mean_iqr = long.groupby(["param", "eps", "method", "n"], as_index=False).iqr.mean()
@@ -254,15 +254,7 @@ g = sns.relplot(mean_iqr, kind="line", x="n", y="iqr", hue="method", row="param"
                 facet_kws=dict(sharey="row"))
 g.set(xscale="log", yscale="log", ylabel="posterior IQR")
 g.set_titles("{row_name}, ε = {col_name:g}")
-save(g.figure, "width_vs_n", f"mean of {R} replications per point",
-     caption="Posterior interquartile range of μ (top) and σ (bottom) against the number "
-             "of people n, one column per ε, for the local methods (the paper's "
-             "adaptive interval and the fixed one), the central release (fixed, "
-             "privately chosen, and at the truth ± 2σ, which needs θ) and the "
-             "non-private posterior.",
-     alt="Six log-log panels of posterior width against n, one line per method: two "
-         "local, three central and the non-private one, which is the lowest line in "
-         "every panel.")
+save(g.figure, "width_vs_n", f"mean of {R} replications per point")
 
 # %% tags=["hide-input"]
 top = NS[-1]

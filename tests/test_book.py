@@ -343,3 +343,78 @@ def test_tables_get_the_caption_of_their_cell():
     problems = run_chapters.caption_tables(bad)
     assert len(problems) == 2 and "without a caption" in problems[0]
     assert "has a caption and 0 tables" in problems[1]
+
+
+def _figure_cell(source, meta=None, names=("x",), fields=None):
+    import nbformat
+
+    from dpbook.figures import FIGURE_KEY, figure_caption, figure_html, figure_markdown
+
+    c = nbformat.v4.new_code_cell(source, metadata=meta or {})
+    for name in names:
+        info = {"name": name, "label": f"fig-01-{name}", "path": f"../figures/01/{name}.png",
+                "note": "n = 5", "stamp": "mode=quick", "fields": fields or {}}
+        text = figure_caption("", info["note"], info["stamp"])
+        data = {"text/markdown": figure_markdown(info["path"], info["label"], text),
+                "text/html": figure_html("AAAA", text), "text/plain": text}
+        c.outputs.append(nbformat.v4.new_output("display_data", data=data,
+                                                metadata={FIGURE_KEY: info}))
+    return c
+
+
+def test_figures_get_the_caption_and_alt_text_of_their_cell(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        _figure_cell("save(fig, 'x', note)", {"fig_caption": "What it\n shows.",
+                                              "fig_alt": "A line   rising."}),
+        _figure_cell("save(fig, f'e{eps:g}', note, eps=eps)",
+                     {"fig_caption": "At ε = {eps:g}.", "fig_alt": {"e2": "Two.", "e5": "Five."}},
+                     names=("e2",), fields={"eps": 2.0})])
+    assert run_chapters.caption_figures(nb, root=tmp_path) == []
+    data = nb.cells[0].outputs[0]["data"]
+    assert data["text/markdown"] == ("```{figure} ../figures/01/x.png\n:name: fig-01-x\n"
+                                     ":alt: A line rising.\n:width: 100%\n\n"
+                                     "What it shows. n = 5 (mode=quick).\n```\n")
+    assert 'alt="A line rising."' in data["text/html"] and "AAAA" in data["text/html"]
+    assert "What it shows. n = 5 (mode=quick)." in data["text/html"]
+    md = nb.cells[1].outputs[0]["data"]["text/markdown"]
+    assert ":alt: Two.\n" in md and "At ε = 2. n = 5 (mode=quick)." in md
+    bad = nbformat.v4.new_notebook(cells=[
+        _figure_cell("save(fig, 'x', note)", {"fig_caption": "Only a caption."}),
+        _figure_cell("save(fig, 'y')", names=("y",)),
+        _figure_cell("z = 1", {"fig_caption": "c", "fig_alt": "a"}, names=()),
+        _figure_cell("save(fig, 'w')", {"fig_caption": "{eps}", "fig_alt": "a"},
+                     names=("w",))])
+    problems = run_chapters.caption_figures(bad, root=tmp_path)
+    assert len(problems) == 4, problems
+    assert "fig-01-x without fig_alt" in problems[0]
+    assert "fig-01-y without fig_caption and fig_alt" in problems[1]
+    assert "a figure caption or alt text and no figure" in problems[2]
+    assert "fig-01-w" in problems[3] and "does not take the fields" in problems[3]
+
+
+def test_figure_captions_live_in_the_cells_not_in_save_calls():
+    # every save() of a chapter leaves caption and alt text to its cell's metadata
+    # (# %% fig_caption="..." fig_alt="..."), which has them for every figure it makes
+    import ast
+
+    bad = []
+    for path in CHAPTERS:
+        for cell in jupytext.read(path).cells:
+            if cell.cell_type != "code":
+                continue
+            source = "\n".join(line for line in cell.source.splitlines()
+                               if not line.lstrip().startswith(("%", "!")))
+            calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+                     and isinstance(n.func, ast.Name) and n.func.id == "save"
+                     and len(n.args) >= 2]
+            for call in calls:
+                where = f"{path.name}: save() of line {call.lineno} of its cell"
+                strings = [k.arg for k in call.keywords if k.arg in ("caption", "alt")]
+                if strings:
+                    bad.append(f"{where} passes {' and '.join(strings)}=")
+                for key in ("fig_caption", "fig_alt"):
+                    if not cell.metadata.get(key):
+                        bad.append(f"{where}: its cell has no {key}")
+    assert not bad, "; ".join(bad)

@@ -1,28 +1,42 @@
-"""dpbook.figures: the saver insists on captions, and the shared plotting helpers."""
+"""dpbook.figures: the saver leaves captions to the cell's metadata, and the shared
+plotting helpers."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from dpbook import figures  # noqa: E402
 from dpbook.fisher import fisher_grid  # noqa: E402
 
 
-def test_saver_wants_caption_and_alt_text(tmp_path, monkeypatch):
+def test_saver_leaves_caption_and_alt_text_to_the_cell(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("")
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
     save = figures.figure_saver("00_test", mode="quick")
     fig, _ = plt.subplots()
-    with pytest.raises(ValueError, match="caption and alt text"):
-        save(fig, "x", caption="", alt="a figure")
-    save(fig, "x", "note", caption="What it shows.", alt="An empty set of axes.")
+    with pytest.raises(TypeError, match="cell's metadata"):
+        save(fig, "x", caption="What it shows.", alt="An empty set of axes.")
+    save(fig, "x", "note", eps=np.float64(2.0))
     png = tmp_path / "build" / "figures" / "00_test" / "x.png"
     assert png.exists() and (png.with_suffix(".svg")).exists()
     from PIL import Image
 
+    assert float(Image.open(png).text[figures.MIN_TEXT_KEY]) > 0
+    data, meta = shown[0]._repr_mimebundle_()
+    assert meta[figures.FIGURE_KEY] == {
+        "name": "x", "label": "fig-00-test-x", "path": "../figures/00_test/x.png",
+        "note": "note", "stamp": "mode=quick", "fields": {"eps": 2.0}}
+    # in plain Jupyter: the image with the computed note and the stamp
+    assert data["text/plain"] == "note (mode=quick)."
+    assert "<figcaption>note (mode=quick).</figcaption>" in data["text/html"]
+    figures.describe_png(png, "An empty\n set of axes.")
+    assert Image.open(png).text["Description"] == "An empty set of axes."
     assert float(Image.open(png).text[figures.MIN_TEXT_KEY]) > 0
 
 

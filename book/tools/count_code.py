@@ -1,7 +1,8 @@
 """Count the non-blank, non-comment lines of the chapters' code cells at git revisions
 (parameter cells excluded), with and without the lines of figure captions and alt text
-(``caption=`` / ``alt=`` arguments and their string continuation lines).  The measure of
-issue #17 ("the chapters' code cells are shorter than before").
+(``caption=`` / ``alt=`` arguments and their string continuation lines; since issue #26
+they live in the cells' headers, ``# %% fig_caption=... fig_alt=...``, and count as
+none).  The measure of issue #17 ("the chapters' code cells are shorter than before").
 
     .venv/bin/python book/tools/count_code.py 2da9203 HEAD
 """

@@ -337,8 +337,7 @@ def caption_tables(nb) -> list[str]:
         caption, name = cell.metadata.get("caption"), cell.metadata.get("name")
         tables = [o for o in cell.get("outputs", [])
                   if o.get("metadata", {}).get(TABLE_KEY) and "text/markdown" in o.get("data", {})]
-        first = cell.source.strip().splitlines()[:1]
-        where = f"the cell starting {first[0][:50]!r}" if first else "an empty cell"
+        where = _where(cell)
         if tables and not caption:
             problems.append(f"a table without a caption in {where}")
         if caption and len(tables) != 1:
@@ -352,10 +351,79 @@ def caption_tables(nb) -> list[str]:
     return problems
 
 
+def _where(cell) -> str:
+    first = cell.source.strip().splitlines()[:1]
+    return f"the cell starting {first[0][:50]!r}" if first else "an empty cell"
+
+
+def caption_figures(nb, root: Path | None = None) -> list[str]:
+    """Give every figure output (dpbook.figures.figure_saver) the caption and alt text
+    of its cell's metadata (``# %% fig_caption="..." fig_alt="..."`` in the chapter
+    source; in a cell that makes several figures, each value may map figure names to
+    texts; ``{field}`` placeholders take the values of save()'s keyword arguments, and a
+    literal brace is doubled): a numbered MyST figure whose caption is the cell's
+    caption, the computed note and the stamp, with the alt text (also written into the
+    PNG, found under ``root``, default build/chapters, as its "Description").  Returns
+    the problems found: a figure without a caption or alt text, a figure caption
+    without a figure."""
+    import re
+
+    from dpbook.figures import (
+        FIGURE_KEY,
+        describe_png,
+        figure_caption,
+        figure_html,
+        figure_markdown,
+    )
+
+    root = OUTPUT if root is None else root
+    problems = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        texts = {"caption": cell.metadata.get("fig_caption"),
+                 "alt": cell.metadata.get("fig_alt")}
+        figures = [o for o in cell.get("outputs", [])
+                   if o.get("metadata", {}).get(FIGURE_KEY)]
+        if any(texts.values()) and not figures:
+            problems.append(f"{_where(cell)} has a figure caption or alt text and no figure")
+        for out in figures:
+            info = out["metadata"][FIGURE_KEY]
+            found, missing = {}, []
+            for key, value in texts.items():
+                value = value.get(info["name"]) if isinstance(value, dict) else value
+                if not isinstance(value, str) or not value.strip():
+                    missing.append(f"fig_{key}")
+                    continue
+                try:
+                    found[key] = " ".join(value.format(**info.get("fields", {})).split())
+                except (KeyError, IndexError, ValueError) as exc:
+                    problems.append(f"figure {info['label']}: its fig_{key} does not take "
+                                    f"the fields {sorted(info['fields'])} ({exc!r})")
+            if missing:
+                problems.append(f"figure {info['label']} without {' and '.join(missing)} "
+                                f"in the metadata of {_where(cell)}")
+            if len(found) < len(texts):
+                continue
+            caption = figure_caption(found["caption"], info["note"], info["stamp"])
+            data = out["data"]
+            data["text/markdown"] = figure_markdown(info["path"], info["label"], caption,
+                                                    found["alt"])
+            image = re.search(r'base64,([^"]*)"', data.get("text/html", ""))
+            if image:
+                data["text/html"] = figure_html(image.group(1), caption, found["alt"])
+            data["text/plain"] = caption
+            png = root / info["path"]
+            if png.exists():
+                describe_png(png, found["alt"])
+    return problems
+
+
 def finish(nb, source: Path, record: dict):
     """Hide papermill's parameter cells from the page, caption its tables
-    (:func:`caption_tables`), append the provenance box and keep the cache record in the
-    notebook's metadata.  Returns the tables' problems."""
+    (:func:`caption_tables`) and figures (:func:`caption_figures`), append the
+    provenance box and keep the cache record in the notebook's metadata.  Returns the
+    tables' and figures' problems."""
     import nbformat
 
     for cell in nb.cells:
@@ -363,7 +431,7 @@ def finish(nb, source: Path, record: dict):
         if ("parameters" in tags or "injected-parameters" in tags) and \
                 "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
-    problems = caption_tables(nb)
+    problems = caption_tables(nb) + caption_figures(nb)
     box = nbformat.v4.new_markdown_cell(provenance_markdown(source, record))
     box.metadata["tags"] = ["dpbook-provenance"]
     nb.cells.append(box)

@@ -1,5 +1,6 @@
 """The book's figures: one style, and a saver that files every figure as PNG and SVG,
-stamps it with how it was made and shows it as a numbered figure with a caption."""
+stamps it with how it was made and shows it; the book's build numbers it and adds the
+caption and alt text of its cell's metadata (see :func:`figure_saver`)."""
 
 from __future__ import annotations
 
@@ -364,35 +365,97 @@ def smallest_text_points(fig) -> float:
     return min(sizes) if sizes else float("inf")
 
 
-class Figure:
-    """A saved figure as a notebook output: a numbered MyST figure with its caption and
-    alt text in the book (text/markdown, rendered as MyST), the image with its caption
-    in Jupyter (text/html)."""
+FIGURE_KEY = "dpbook-figure"  # output metadata that marks a figure for the book's build
 
-    def __init__(self, png: Path, relative: str, label: str, caption: str, alt: str):
-        self.png, self.relative, self.label = png, relative, label
-        self.caption, self.alt = caption, alt
+
+def figure_caption(caption: str, note: str, stamp: str) -> str:
+    """The caption a figure shows: ``caption`` (from its cell's metadata; "" outside the
+    book's build), the computed ``note`` and the ``stamp`` parameters in brackets."""
+    full = f"{' '.join(caption.split())} {note.strip()}".strip().rstrip(".")
+    return f"{full} ({stamp})." if stamp else f"{full}."
+
+
+def figure_markdown(relative: str, label: str, caption: str, alt: str = "") -> str:
+    """A numbered MyST figure (label ``label``) of the image at ``relative``."""
+    alt = " ".join(alt.split())
+    alt = f":alt: {alt}\n" if alt else ""
+    return (f"```{{figure}} {relative}\n:name: {label}\n{alt}:width: 100%\n\n"
+            f"{caption}\n```\n")
+
+
+def figure_html(png_base64: str, caption: str, alt: str = "") -> str:
+    """The figure for Jupyter: the image inline, with its caption."""
+    alt = html.escape(" ".join(alt.split()))
+    return (f'<figure><img src="data:image/png;base64,{png_base64}" alt="{alt}"'
+            f' style="max-width:100%"><figcaption>{html.escape(caption)}'
+            "</figcaption></figure>")
+
+
+def describe_png(png: Path, alt: str) -> None:
+    """Write ``alt`` into the PNG's "Description" text (its other texts kept)."""
+    from PIL import Image, PngImagePlugin
+
+    with Image.open(png) as image:
+        image.load()
+        info = PngImagePlugin.PngInfo()
+        for key, value in image.text.items():
+            if key != "Description":
+                info.add_text(key, value)
+        info.add_text("Description", " ".join(alt.split()))
+        extra = {"dpi": image.info["dpi"]} if "dpi" in image.info else {}
+        image.save(png, pnginfo=info, **extra)
+
+
+def _plain(value):
+    """A JSON-friendly value for the output's metadata (numpy scalars as Python's)."""
+    value = value.item() if hasattr(value, "item") else value
+    return value if isinstance(value, str | int | float | bool) else str(value)
+
+
+class Figure:
+    """A saved figure as a notebook output, marked with :data:`FIGURE_KEY` in the output's
+    metadata (the figure's name, label, image path, note, stamp and fields): a MyST
+    figure (text/markdown, for the book) and the image (text/html, for Jupyter), both
+    captioned with the computed note and the stamp.  The book's build
+    (``book/tools/run_chapters.py``) adds the caption and alt text of the code cell's
+    metadata (see :func:`figure_saver`)."""
+
+    def __init__(self, png: Path, relative: str, label: str, name: str, note: str,
+                 stamp: str, fields: dict):
+        self.png, self.relative, self.label, self.name = png, relative, label, name
+        self.note, self.stamp, self.fields = note, stamp, fields
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        alt = " ".join(self.alt.split())
-        myst = (f"```{{figure}} {self.relative}\n:name: {self.label}\n:alt: {alt}\n"
-                f":width: 100%\n\n{self.caption}\n```\n")
+        caption = figure_caption("", self.note, self.stamp)
         data = base64.b64encode(self.png.read_bytes()).decode()
-        page = (f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"'
-                f' style="max-width:100%"><figcaption>{html.escape(self.caption)}'
-                "</figcaption></figure>")
-        return {"text/markdown": myst, "text/html": page, "text/plain": self.caption}
+        meta = {"name": self.name, "label": self.label, "path": self.relative,
+                "note": self.note, "stamp": self.stamp, "fields": self.fields}
+        return ({"text/markdown": figure_markdown(self.relative, self.label, caption),
+                 "text/html": figure_html(data, caption), "text/plain": caption},
+                {FIGURE_KEY: meta})
 
 
 def figure_saver(chapter: str, **stamp):
-    """Set the book's style and return ``save(fig, name, note="", *, caption, alt)`` for
-    the chapter ``chapter``.
+    """Set the book's style and return ``save(fig, name, note="", **fields)`` for the
+    chapter ``chapter``.
 
-    It writes build/figures/<chapter>/<name>.{png,svg}, stamped under the figure with
-    ``note``, the ``stamp`` parameters (for example mode="quick", seed=1) and the git
-    commit, and shows the figure as a numbered figure (label ``fig-<chapter>-<name>``)
-    whose caption is ``caption`` followed by the note and the parameters; ``alt`` says
-    in words what the figure shows, for readers who cannot see it.
+    ``save`` writes build/figures/<chapter>/<name>.{png,svg}, stamped under the figure
+    with ``note`` (what was computed: sizes, seeds, numbers), the ``stamp`` parameters
+    (for example mode="quick", seed=1) and the git commit, and shows the figure (label
+    ``fig-<chapter>-<name>``) captioned with the note and the parameters.
+
+    The figure's caption and alt text (what it shows, in words, for readers who cannot
+    see it) are not arguments: they live in the metadata of the cell that makes the
+    figure, beside it, as the tables' captions do; in the chapter source
+    ``# %% fig_caption="..." fig_alt="..."`` (a cell that makes several figures may map
+    each figure's name to its text: ``fig_caption={"name": "...", ...}``).  ``fields``
+    fill ``{field}`` placeholders in them (``save(fig, f"f{eps:g}", note, eps=eps)``
+    with ``fig_caption="... at ε = {eps:g} ..."``).  The book's build
+    (``book/tools/run_chapters.py``, its ``finish``) makes the figure a numbered MyST
+    figure whose caption is the cell's caption followed by the note and the parameters,
+    with the cell's alt text (also written into the PNG's "Description"); a figure
+    without them fails the chapter.  Run in plain Jupyter, a chapter shows each figure
+    with the note and the parameters only.
     """
     import matplotlib.pyplot as plt
     from IPython.display import display
@@ -402,9 +465,10 @@ def figure_saver(chapter: str, **stamp):
     folder.mkdir(parents=True, exist_ok=True)
     tag = ", ".join(f"{k}={v}" for k, v in stamp.items())
 
-    def save(fig, name: str, note: str = "", *, caption: str, alt: str):
-        if not caption.strip() or not alt.strip():
-            raise ValueError("every figure needs a caption and alt text")
+    def save(fig, name: str, note: str = "", **fields):
+        if "caption" in fields or "alt" in fields:
+            raise TypeError("a figure's caption and alt text live in its cell's metadata "
+                            '(# %% fig_caption="..." fig_alt="..."), not in save()')
         code = f", dpbook {commit()}" if commit() else ""
         text = f"{note}   [{tag}{code}]" if note else f"[{tag}{code}]"
         fig.text(0.0, -0.02, text, fontsize=STAMP_POINTS, color="0.35", ha="left",
@@ -412,13 +476,12 @@ def figure_saver(chapter: str, **stamp):
         smallest = smallest_text_points(fig) * DPI / 72  # pixels in the PNG
         png = folder / f"{name}.png"
         fig.savefig(png, bbox_inches="tight", dpi=DPI,
-                    metadata={MIN_TEXT_KEY: f"{smallest:.2f}", "Description": alt})
+                    metadata={MIN_TEXT_KEY: f"{smallest:.2f}"})
         fig.savefig(folder / f"{name}.svg", bbox_inches="tight", dpi=DPI)
         plt.close(fig)
-        full = f"{caption.strip()} {note.strip()}".strip().rstrip(".")
         display(Figure(png, f"../figures/{chapter}/{name}.png",
-                       f"fig-{chapter}-{name}".replace("_", "-"),
-                       f"{full} ({tag}).", alt))
+                       f"fig-{chapter}-{name}".replace("_", "-"), name, note, tag,
+                       {k: _plain(v) for k, v in fields.items()}))
 
     return save
 
