@@ -31,14 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.fisher import fisher_information
-from dpbook.fisher.normal_mc import (
-    _draw_y_base,
-    _shared_samples,
-    fisher_grid,
-    fisher_mc,
-    run_cells,
-)
+from dpbook.fisher import fisher_grid as _fisher_grid
+from dpbook.fisher import fisher_information, fisher_mc
+from dpbook.fisher.mc import PaperEngine, _shared_samples, _sorted_shared, run_cells
+
+
+def fisher_grid(eps, method, **kw):
+    return _fisher_grid(eps, method=method, **kw)
+
 
 HERE = Path(__file__).resolve().parent
 EPS = (1.0, 2.0, 5.0, 10.0)
@@ -60,8 +60,9 @@ def symmetric(eps, M, K, seed):
     A = np.linspace(0.0, 3.0, 51)[1:]
     ex = fisher_information(-A, A, eps, method="exact").F[:, 0, 0]
     rng = np.random.default_rng(seed)
-    zp, v = _draw_y_base(rng, M)
-    shared = _shared_samples(rng.standard_normal(K), 0.0, 1.0)
+    eng = PaperEngine("normal", "laplace")
+    zp, v = eng.release_draws(rng, M)
+    shared = _sorted_shared(*_shared_samples(eng, rng, (0.0, 1.0), K))
     res = {"exact": {"A": float(A[np.argmax(ex)]), "F_mumu": float(ex.max())}}
     for name, vv in (("mc", v), ("mc_code_noise", v / np.sqrt(2.0))):
         out = run_cells(-A, A, eps, 0.0, 1.0, zp, vv, shared, os.cpu_count() or 1)

@@ -11,7 +11,17 @@ from dpbook.fisher import (
     fisher_exact,
     fisher_information,
 )
-from dpbook.fisher.normal_mc import fisher_grid, fisher_mc
+from dpbook.fisher import fisher_grid as _fisher_grid
+from dpbook.fisher import fisher_mc as _fisher_mc
+
+
+def fisher_mc(l, r, eps, mu=0.0, sigma=1.0, **kw):
+    """The paper's model, theta = (mu, sigma) by position (the engine's PaperEngine)."""
+    return _fisher_mc(l, r, eps, (mu, sigma), **kw)
+
+
+def fisher_grid(eps, method="exact", **kw):
+    return _fisher_grid(eps, method=method, **kw)
 
 CASES = [  # (l, r, eps, mu, sigma)
     (-1.0, 1.0, 1.0, 0.0, 1.0),

@@ -1,5 +1,5 @@
 """Fisher information for any family (eq. 7, 8, Algorithm 4) and the interval search of
-eq. (9), (11)-(13): dpbook.fisher.normal_mc.fisher_mc_family and dpbook.fisher.grid."""
+eq. (9), (11)-(13): dpbook.fisher.mc and dpbook.fisher.grid."""
 
 import json
 
@@ -8,8 +8,6 @@ import pytest
 from conftest import shipped_family
 
 from dpbook.fisher import ThetaGridIntervals, best_interval, fisher_grid, fisher_mc
-from dpbook.fisher.normal_mc import fisher_grid as fisher_grid_normal
-from dpbook.fisher.normal_mc import fisher_mc as fisher_mc_normal
 from dpbook.model.families import available, get_family
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.online.methods import adaptive_policy
@@ -38,12 +36,20 @@ def _cases(name):
 
 
 def _draws(fam, mech, theta, M, K, seed, fresh=False):
-    """fisher_mc_family's documented draw order."""
-    rng = np.random.default_rng(seed)
-    xy = fam.sample(rng, *theta, size=M)
-    v = get_mechanism(mech).sample(rng, size=M)
-    x = fam.sample(rng, *theta, size=(M, K) if fresh else K)
-    return xy, v, x
+    """fisher_mc's documented draws for a family other than the paper's: a key from
+    the Generator, then keyed uniforms (dpbook.rng.uniforms) through the family's ppf
+    and the mechanism's inverse cdf (fresh samples: one block of rows)."""
+    from scipy import special
+
+    from dpbook.rng import uniforms
+
+    key = np.uint64(np.random.default_rng(seed).integers(0, 2**63))
+    xy = fam.ppf(uniforms(key, 1, M), *theta)
+    u = uniforms(key, 2, M)
+    v = (np.where(u < 0.5, np.log(2 * u), -np.log(2 - 2 * u)) if mech == "laplace"
+         else special.ndtri(u))
+    x = fam.ppf(uniforms(key, 3 + 8 * int(fresh), M * K if fresh else K), *theta)
+    return xy, v, x.reshape(M, K) if fresh else x
 
 
 def _brute(l, r, eps, theta, fam, mech, M, K, seed, fresh=False):
@@ -138,14 +144,13 @@ def test_paths_equal_literal_algorithm4(name, mech):
     _close(est, _brute(l, r, eps, theta, fam, mech, 40, 300, 9, fresh=True), 1e-10)
 
 
-def test_normal_family_matches_fisher_mc():
-    """Same draws as the normal-specific fisher_mc (x = mu + sigma z); scores differ by
-    rounding only."""
-    for share in (True, False):
-        kw = dict(M=200, K=1500, share_samples=share)
-        a = fisher_mc_normal(-0.7, 1.2, 3.0, 0.2, 1.3, rng=4, **kw)
-        b = fisher_mc(-0.7, 1.2, 3.0, (0.2, 1.3), "normal", rng=4, path="sorted", **kw)
-        _close(b, (a.F, a.se, a.se_trace, a.se_outer, a.se_outer_trace), 1e-12)
+def test_normal_family_paths_agree():
+    """The paper's model through the sorted and dense cells on its own draws (the dense
+    cell is the one of the Gaussian mechanism and of d > 2)."""
+    kw = dict(M=200, K=1500, rng=4)
+    a = fisher_mc(-0.7, 1.2, 3.0, (0.2, 1.3), "normal", path="sorted", **kw)
+    b = fisher_mc(-0.7, 1.2, 3.0, (0.2, 1.3), "normal", path="dense", **kw)
+    _close(b, (a.F, a.se, a.se_trace, a.se_outer, a.se_outer_trace), 1e-10)
 
 
 def test_same_seed_bit_identical():
@@ -184,11 +189,10 @@ def test_grid_cells_equal_fisher_mc_family_and_ignore_threads(name, mech):
 
 
 def test_grid_defaults_and_normal_equivalence():
-    g = fisher_grid(2.0, grid=12, path="sorted")
-    np.testing.assert_array_equal(g.F, fisher_grid_normal(2.0, "exact", grid=12).F)
+    g = fisher_grid(2.0, grid=12)
     assert g.a_values[0] == -3.0 and g.b_values[-1] == 3.0 and g.theta == (0.0, 1.0)
-    gm = fisher_grid(2.0, method="mc", grid=6, M=150, K=1000, seed=1, path="sorted")
-    ref = fisher_grid_normal(2.0, "mc", grid=6, M=150, K=1000, seed=1)
+    gm = fisher_grid(2.0, method="mc", grid=6, M=150, K=1000, seed=1)
+    ref = fisher_grid(2.0, method="mc", grid=6, M=150, K=1000, seed=1, path="dense")
     np.testing.assert_allclose(gm.F, ref.F, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(gm.se, ref.se, rtol=1e-10, atol=1e-14)
     # location-scale theta moves the default lims; the Poisson uses interval_lims

@@ -20,7 +20,10 @@ never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
 may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`)
-compiles any location-scale family whose functions numba can compile.
+compiles any location-scale family whose functions numba can compile.  Algorithm 4 /
+eq. (8) has one engine for every model (:mod:`dpbook.fisher.mc`): what is chosen here
+is only the class of its primitives, the paper model's own draws and closed-form score
+(registered) or the compiled or numpy ones of any other model (its ENGINES entry).
 
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """
@@ -35,18 +38,18 @@ from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
 
-ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "fisher_grid",
-              "loglik_particles")
+ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "loglik_particles")
 # kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
 # class) reads it from the family
-PRIOR_FREE = ("fisher_exact", "fisher_mc", "fisher_grid", "loglik_particles", "smc")
+PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "smc")
 PRIOR_ARGUMENT = ("posterior", "mhaar")  # kernels called with prior=family.prior
 
 _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
-ENGINES = {"smc": "dpbook.smc.engine:engine_class"}
+ENGINES = {"smc": "dpbook.smc.engine:engine_class",
+           "fisher_mc": "dpbook.fisher.mc:engine_class"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -97,8 +100,7 @@ for _algorithm, _target in (
     ("mhaar", "dpbook.mhaar.normal_laplace:mhaar_normal_laplace"),
     ("posterior", "dpbook.posterior.normal_laplace:exact_posterior_normal_laplace"),
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
-    ("fisher_mc", "dpbook.fisher.normal_mc:fisher_mc_theta"),
-    ("fisher_grid", "dpbook.fisher.normal_mc:fisher_grid"),
+    ("fisher_mc", "dpbook.fisher.mc:PaperEngine"),  # its draws and score: eq. (8)'s engine
     ("loglik_particles", "dpbook.likelihood.normal_laplace:loglik_particles"),
 ):
     register(_algorithm, Normal, LaplaceMechanism, _target)

@@ -1,11 +1,11 @@
 """The Fisher information of one released value and the choice of interval (Section 5).
 
 * :func:`fisher_exact` (eq. 7) and :func:`fisher_information`: :mod:`dpbook.fisher.exact`;
-* :func:`fisher_mc` (eq. 8 with Algorithm 4): :mod:`dpbook.fisher.mc`;
+* :func:`fisher_mc` (eq. 8 with Algorithm 4), one engine for every family and
+  mechanism: :mod:`dpbook.fisher.mc`;
 * :func:`fisher_grid`, :func:`best_interval` (eq. 9, 11-13) and
   :class:`ThetaGridIntervals`: :mod:`dpbook.fisher.grid`;
-* result types :class:`FisherEstimate`, :class:`FisherGrid`: :mod:`dpbook.fisher.estimates`;
-* the compiled normal/Laplace backend: :mod:`dpbook.fisher.normal_mc`.
+* result types :class:`FisherEstimate`, :class:`FisherGrid`: :mod:`dpbook.fisher.estimates`.
 """
 
 from dpbook.fisher.estimates import FisherEstimate, FisherGrid

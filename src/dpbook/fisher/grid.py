@@ -17,15 +17,15 @@ one release (eq. 7) at a Thompson draw theta_t from the posterior (Step 1 of Sec
 The search itself is a grid x grid lattice of (l, r) with l < r (the paper: 50 x 50),
 with F exact (numerical integration of eq. 7: ``dpbook.likelihood.quadrature.fisher_exact``, or
 the family's closed form where it has one) or Monte Carlo (eq. 8 with Algorithm 4:
-``dpbook.fisher.normal_mc.fisher_mc_family``).
+the engine of :mod:`dpbook.fisher.mc`, one for every family and mechanism).
 
 sc is F[0, 0] ('mu': the first parameter, the paper's choice in Section 6; for the
 Poisson it is F itself) or the trace ('trace').
 
 Random numbers (method 'mc'): ``np.random.default_rng(seed)`` draws one set of base
-draws used by every cell (common random numbers, as ``dpbook.fisher.normal_mc.fisher_grid``), in
-fisher_mc_family's order, so cell (l, r) is bit-identical to ``fisher_mc_family(l, r,
-eps, theta, family, mechanism, M, K, rng=np.random.default_rng(seed))``.  Cells run in
+draws used by every cell (common random numbers), in fisher_mc's order, so cell (l, r)
+is bit-identical to ``fisher_mc(l, r, eps, theta, family, mechanism, M=M, K=K,
+rng=np.random.default_rng(seed))``.  Cells run in
 a thread pool, one cell per thread call with a fixed summation order: the result does
 not depend on the number of threads.
 """
@@ -36,11 +36,9 @@ import itertools
 import math
 import os
 import time
-from dataclasses import replace
 
 import numpy as np
 
-from dpbook.backends import backend
 from dpbook.fisher.estimates import (
     FisherGrid,
     check_lims,
@@ -49,7 +47,6 @@ from dpbook.fisher.estimates import (
 )
 from dpbook.fisher.exact import fisher_exact
 from dpbook.fisher.mc import fisher_mc_bytes, fisher_mc_pairs, mc_setup
-from dpbook.model.families import as_family
 from dpbook.validation import check_count, check_eps, check_mc_size, check_memory, check_positive
 
 BASE_LIMS = (-3.0, 3.0)  # the paper's (a, b) range for the base distribution (Section 6)
@@ -89,25 +86,12 @@ def fisher_grid(eps, family=None, mechanism="laplace", theta=None, method="exact
     ``workers`` threads (default all cores).  Returns a :class:`FisherGrid` with
     a_values = l values and b_values = r values.
 
-    For the normal family with the Laplace mechanism at theta = (0, 1) (eq. 13) this is
-    the compiled backend :func:`dpbook.fisher.normal_mc.fisher_grid` (its own draws for
-    'mc'), unless ``path`` names a generic path.
     """
     grid = check_count("grid", grid, 2)
     mem = grid * grid * (2 * 8 * 2 * 2 + 16)  # F and its standard errors, per cell
     if method == "mc":
         mem += fisher_mc_bytes(check_mc_size("M", M), check_mc_size("K", K))
     check_memory(f"a {grid} x {grid} grid of Fisher informations", mem)
-    impl = backend("fisher_grid", family, mechanism) if path == "auto" else None
-    if impl is not None and (theta is None or tuple(theta) == (0.0, 1.0)):
-        g = impl(eps, method, grid, (-3.0, 3.0) if lims is None else lims, M, K, seed, workers)
-        return replace(g, family=as_family(family), mechanism="laplace", theta=(0.0, 1.0))
-    return _fisher_grid_generic(eps, family, mechanism, theta, method, grid, lims, M, K, seed,
-                                workers, path)
-
-
-def _fisher_grid_generic(eps, family, mechanism, theta, method, grid, lims, M, K, seed,
-                         workers, path="auto"):
     eps = check_eps(eps)
     check_method(method)
     fam, mech, theta = mc_setup(family, mechanism, theta)
@@ -205,7 +189,7 @@ class ThetaGridIntervals:
     the grid (default: ``points`` values per parameter, geometric over [c/span, c span]
     around ``centre``, default family.default_theta(); or ``theta_grid``: one axis per
     parameter), the best (l, r) of a grid x grid search over family.interval_lims(theta)
-    (``_fisher_grid_generic``, exact by default).  :meth:`interval` interpolates l and r
+    (``fisher_grid``, exact by default).  :meth:`interval` interpolates l and r
     linearly (in log theta for positive parameters; RegularGridInterpolator for d > 1)
     and clamps theta to the grid's range.
 
@@ -238,7 +222,7 @@ class ThetaGridIntervals:
         self.score = np.empty(shape)
         for idx in itertools.product(*(range(n) for n in shape)):
             theta = tuple(float(a[i]) for a, i in zip(self.axes, idx))
-            g = _fisher_grid_generic(self.eps, fam, mechanism, theta, method, grid,
+            g = fisher_grid(self.eps, fam, mechanism, theta, method, grid,
                                    fam.interval_lims(*theta), M, K, seed, workers)
             self.l[idx], self.r[idx], self.score[idx], _ = g.best(score)
         self.evaluations = int(np.prod(shape)) * grid * (grid - 1) // 2

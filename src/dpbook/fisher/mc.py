@@ -1,32 +1,107 @@
-"""Monte Carlo Fisher information of one release, eq. (8) with Algorithm 4, any family.
+"""Monte Carlo Fisher information of one release, eq. (8) with Algorithm 4: one engine
+for every family and mechanism.
 
-Paper, Section 5.1 and Appendix C.  F_{l,r}^eps(theta) of eq. (7) is estimated by eq. (8),
-F ~ (1/M) sum_j s_j s_j^T, with y_j ~ p(y | theta) and each score s_j by Algorithm 4
+Paper, Section 5.1 and Appendix C.  The released value is Y = T_l^r(X) + b V with
+X ~ P_theta, V the standard noise of the mechanism and b = (r - l)/eps (eq. 10).  Its
+Fisher information F_{l,r}^eps(theta) (eq. 7) is estimated by eq. (8),
+``F ~ (1/M) sum_j s_j s_j^T``, y_j ~ p(y | theta), each score s_j by Algorithm 4
 (self-normalised importance sampling of Fisher's identity): K draws x_i ~ P_theta,
-weights = the mechanism's density of y_j - T_l^r(x_i) at scale (r - l)/eps, and
-s_j = sum_i w_i grad log p_theta(x_i) / sum_i w_i.
+weights w_i = g_b(y_j - T_l^r(x_i)) (the mechanism's density) and
+``s_j = sum_i w_i grad log p_theta(x_i) / sum_i w_i``.
 
-:func:`fisher_mc` is the public entry point for every family and mechanism; for the
-normal family with the Laplace mechanism it runs the compiled backend
-(:mod:`dpbook.fisher.normal_mc`, chosen by :mod:`dpbook.backends`).  The generic code
-below feeds the family's samples and scores either to that backend's O(K + M log K)
-sorted-prefix-sum kernel (Laplace mechanism, d <= 2: path 'sorted') or to a direct
-O(M K) summation (any mechanism and d: path 'dense').
+One engine, primitives by model
+-------------------------------
+Everything but the model's primitives is written once: the draws' order, the sorted
+samples, the cells below, eq. (13)'s grid over them (:func:`fisher_mc_pairs`), the
+fresh-samples path and the standard errors.  The model enters through an engine object
+(:class:`FisherEngine`, chosen by :func:`dpbook.backends.backend`) with three
+primitives: the release draws (the latent z_j and the noise v_j of the M y's), the
+importance draws (K latent values) and the score grad log p_theta(x) at x = m + c z:
+
+* any location-scale family (Definition 2) with the Laplace or Gaussian mechanism:
+  :class:`CompiledEngine`.  Its draws are keyed uniforms (:func:`dpbook.rng.uniforms`,
+  key from ``rng``) through the family's ``base_ppf`` and the mechanism's inverse cdf,
+  its score ``(-g'(z)/c, -(1 + z g'(z))/c)`` from ``base_dlogpdf``, both compiled from
+  the family's numpy code by :func:`dpbook.vmath.compile_scalar` (a family written as
+  chapter 7 writes one compiles as it is);
+* the paper's normal family with the Laplace mechanism (Section 6):
+  :class:`PaperEngine`, which overrides only its draws (M normals, M Laplace, then the K
+  or M x K normals, from the ``numpy.random.Generator``: the draws behind the paper's
+  numbers) and its closed-form score ((x - mu)/sigma^2, ((x - mu)^2/sigma^2 - 1)/sigma),
+  as a ``scipy.stats`` distribution overrides a generic method with a closed form;
+* any other model (not location-scale, a mechanism of the user's, or a family whose
+  primitive numba cannot compile: one warning names it): :class:`FisherEngine`, the same
+  keyed uniforms through the family's own numpy ``ppf`` (``base_ppf``) and ``score``
+  (a mechanism of the user's draws its noise with its ``sample``).
+
+Fast path (``share_samples=True``, the default)
+------------------------------------------------
+Brute force costs M K weight evaluations per interval (5e10 for the paper's 1225-pair
+grid at four eps).  Instead the K x-samples are shared by the M y's of one interval
+(common random numbers: each score keeps exactly the distribution of Algorithm 4's
+output, only the M scores become dependent through the shared x's).  For the Laplace
+mechanism and d <= 2 (path 'sorted') with the samples sorted, the clipped values are
+sorted too, the samples at or below l and at or above r are two lumps, and calling the
+distinct positions p_0 < p_1 < ... with g-sums G_k, the weight of node i for
+p_j <= y < p_{j+1} factorises as
+
+    exp((p_i - y)/b) = exp((p_i - p_j)/b) exp((p_j - y)/b)           (i <= j)
+    exp((y - p_i)/b) = exp((p_{j+1} - p_i)/b) exp((y - p_{j+1})/b)   (i > j)
+
+so ``sum_i w_i G_k(i) = P_k[j] e^{d_lo} + Q_k[j+1] e^{d_hi}`` with recursive prefix sums
+``P_k[i] = P_k[i-1] exp(-(p_i - p_{i-1})/b) + G_k[i]`` and suffix sums ``Q_k`` likewise:
+every factor lies in (0, 1] and the common factor cancels in the ratio, so nothing
+overflows for any eps.  Cost O(K log K) once per theta, O(K + M log K) per interval.
+Any other mechanism or d (path 'dense') sums directly, O(M K), samples with the same
+clipped value merged into one node.  ``share_samples=False`` is the literal Algorithm
+4: fresh K samples for every y (O(M K)).
+
+Random numbers
+--------------
+The release draws come first (M latent values, M noises), then the K importance draws
+(M x K, in blocks of rows, with fresh samples), all standardised (x = m + c z), so the
+same seed gives bit-identical output and Theorem 3's identity
+``F_{m+ac, m+bc}(m, c) = F_{a,b}(0, 1)/c^2`` holds for the estimates too, up to
+rounding.  :func:`fisher_mc_pairs` (eq. 13's grid) uses the draws of
+``np.random.default_rng(seed)`` for every cell, so cell (l, r) is bit-identical to
+``fisher_mc(l, r, ..., rng=np.random.default_rng(seed))``; cells run in a thread pool,
+each computed by one thread in a fixed order: the result does not depend on threads.
+
+Standard errors and bias
+------------------------
+``se_outer`` is the standard error of the mean of the M outer products s_j s_j^T
+(ddof 1, over sqrt(M)) and ``se_outer_trace`` that of s_j^T s_j.  With shared samples
+``se`` adds the error of the K samples by the delta method,
+
+    se^2 = se_outer^2 + Var_i(H(x_i)) / K,
+    H(x_i) = (1/M) sum_j [s_j d_ij^T + d_ij s_j^T],  d_ij = K w_ij/W_j (g(x_i) - s_j),
+
+d_ij the influence of sample i on s_j (computed by the same sorted sums over the y's).
+With fresh samples se = se_outer.  Both share the O(1/K) upward bias of eq. (8) with
+Algorithm 4 scores, E[s_hat s_hat^T] = F + E[Var(s_hat | y)]: below 1e-3 of F_mumu
+for Section 6's intervals at K = 10^4, a few per cent of F_sigmasigma for wide
+intervals at small eps (~2/K at [-1, 1], eps = 1); it is not in se.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
 
+from dpbook import vmath
 from dpbook.backends import backend
 from dpbook.fisher.estimates import FisherEstimate
-from dpbook.fisher.normal_mc import count_le, run_cells, sorted_cell
 from dpbook.model.families import as_family
-from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism, get_mechanism
+from dpbook.model.families.base import LocationScaleFamily
+from dpbook.model.mechanisms import get_mechanism
+from dpbook.rng import uniforms
+from dpbook.smc.engine import NotCompilable, compiled_family
+from dpbook.smc.sweep import KIND
 from dpbook.validation import (
     as_generator,
     check_eps,
@@ -62,24 +137,320 @@ def mc_setup(family, mechanism, theta):
     return fam, get_mechanism(mechanism), _family_theta(fam, theta)
 
 
-def _family_scores(family, x, theta):
-    """grad_theta log p_theta(x) stacked on a last axis: (..., d) float array."""
-    g = family.score(x, *theta)
-    return np.stack([np.broadcast_to(np.asarray(c, float), np.shape(x)) for c in g], axis=-1)
+# --------------------------------------------------------------------------- kernels
 
 
-def _draw_family_base(rng, family, mech, theta, M):
-    """The y-draws of eq. (8): M x's from P_theta, then M standard noises (fixed order)."""
-    xy = np.asarray(family.sample(rng, *theta, size=M), dtype=float)
-    v = np.asarray(mech.sample(rng, size=M), dtype=float)
-    return xy, v
+@njit(cache=True)
+def count_le(p, n, y):
+    """Number of p[0..n) with p <= y (p ascending); binary search."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if p[mid] <= y:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
-def _sorted_family_samples(x, family, theta):
-    """Importance samples sorted ascending, (K,), with their scores, (K, d)."""
-    xs = np.sort(np.asarray(x, dtype=float), kind="stable")
-    return xs, np.ascontiguousarray(_family_scores(family, xs, theta))
+@njit(cache=True)
+def _count_lt(p, n, y):
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if p[mid] < y:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
+
+@njit(cache=True)
+def _argsort(key):
+    """Stable ascending argsort (bottom-up merge sort; cheaper to compile than np.argsort)."""
+    n = key.shape[0]
+    idx = np.arange(n)
+    tmp = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if key[idx[j]] < key[idx[i]]:
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
+@njit(cache=True)
+def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
+    """Eq. (8) with Algorithm 4 scores for one interval, K samples shared by the M y's.
+
+    xs: the K importance samples, ascending; gs: (2, K) their grad log N components;
+    pre / suf: (5, K + 1) sums of (g1, g2, g1^2, g1 g2, g2^2) over the first / last n.
+    Returns (F11, F12, F22, outer se x 3, outer se of trace, total se x 3, total se of
+    trace); see the module docstring.
+    """
+    K = xs.shape[0]
+    M = zp.shape[0]
+    bn = (r - l) / eps
+    # ---- nodes: lump at l, samples inside (l, r), lump at r; G = (count, g1, g2, g1^2,
+    # g1 g2, g2^2) summed over the node
+    nlo = count_le(xs, K, l)          # x <= l: clipped to l
+    hst = _count_lt(xs, K, r)          # x >= r (indices hst..K-1): clipped to r
+    nhi = K - hst
+    nmax = hst - nlo + 2
+    p = np.empty(nmax)
+    G = np.empty((6, nmax))
+    n = 0
+    if nlo > 0:
+        p[0] = l
+        G[0, 0] = nlo
+        for q in range(5):
+            G[q + 1, 0] = pre[q, nlo]
+        n = 1
+    for i in range(nlo, hst):
+        g1 = gs[0, i]
+        g2 = gs[1, i]
+        p[n] = xs[i]
+        G[0, n] = 1.0
+        G[1, n] = g1
+        G[2, n] = g2
+        G[3, n] = g1 * g1
+        G[4, n] = g1 * g2
+        G[5, n] = g2 * g2
+        n += 1
+    if nhi > 0:
+        p[n] = r
+        G[0, n] = nhi
+        for q in range(5):
+            G[q + 1, n] = suf[q, nhi]
+        n += 1
+    # ---- anchored prefix (P) and suffix (Q) sums of (count, g1, g2); all factors <= 1
+    E = np.empty(n)                    # E[i] = exp(-(p[i] - p[i-1])/bn)
+    E[0] = 1.0
+    for i in range(1, n):
+        E[i] = math.exp(-(p[i] - p[i - 1]) / bn)
+    P = np.empty((3, n))
+    Q = np.empty((3, n))
+    for q in range(3):
+        P[q, 0] = G[q, 0]
+        for i in range(1, n):
+            P[q, i] = P[q, i - 1] * E[i] + G[q, i]
+        Q[q, n - 1] = G[q, n - 1]
+        for i in range(n - 2, -1, -1):
+            Q[q, i] = Q[q, i + 1] * E[i + 1] + G[q, i]
+    # ---- Algorithm 4 score of every y_j
+    s1 = np.empty(M)
+    s2 = np.empty(M)
+    ys = np.empty(M)
+    invW = np.empty(M)                 # 1 / sum_i exp(-|y_j - c_i|/bn), for y_j between nodes
+    kind = np.empty(M, np.int8)        # -1: y_j < p[0], 1: y_j >= p[n-1], 0: between
+    for j in range(M):
+        y = min(max(mu + sigma * zp[j], l), r) + bn * v[j]
+        ys[j] = y
+        k = count_le(p, n, y) - 1     # last node at or below y
+        if k < 0:
+            S0, S1, S2 = Q[0, 0], Q[1, 0], Q[2, 0]
+            kind[j] = -1
+        elif k == n - 1:
+            S0, S1, S2 = P[0, k], P[1, k], P[2, k]
+            kind[j] = 1
+        else:
+            dlo = (p[k] - y) / bn      # <= 0
+            dhi = (y - p[k + 1]) / bn  # < 0
+            if dlo >= dhi:
+                mx, flo, fhi = dlo, 1.0, math.exp(dhi - dlo)
+            else:
+                mx, flo, fhi = dhi, math.exp(dlo - dhi), 1.0
+            S0 = P[0, k] * flo + Q[0, k + 1] * fhi
+            S1 = P[1, k] * flo + Q[1, k + 1] * fhi
+            S2 = P[2, k] * flo + Q[2, k + 1] * fhi
+            kind[j] = 0
+            invW[j] = math.exp(-mx) / S0
+        s1[j] = S1 / S0
+        s2[j] = S2 / S0
+    m11, m12, m22, o11, o12, o22, otr = _moments(s1, s2)
+    # ---- error from the K shared samples (delta method): H(x_i) = (1/M) sum_j IF_j(x_i),
+    # IF_j(x_i) = K w_ij/W_j (g_i - s_j) the influence of x_i on s_j, pushed through s s^T
+    # T_q(i) = sum_j w_ij/W_j coef_q(j), coef = (s1, s2, s1^2, s1 s2, s2^2)
+    Cb = np.zeros(5)
+    Ca = np.zeros(5)
+    nm = 0
+    nb = 0
+    for j in range(M):
+        if kind[j] == 0:
+            nm += 1
+        else:
+            if kind[j] < 0:
+                nb += 1
+                C = Cb
+            else:
+                C = Ca
+            C[0] += s1[j]
+            C[1] += s2[j]
+            C[2] += s1[j] * s1[j]
+            C[3] += s1[j] * s2[j]
+            C[4] += s2[j] * s2[j]
+    mid = np.empty(nm, np.int64)
+    t = 0
+    for j in range(M):
+        if kind[j] == 0:
+            mid[t] = j
+            t += 1
+    order = _argsort(ys[mid])
+    yy = np.empty(nm)
+    U = np.empty((5, nm))
+    for t in range(nm):
+        j = mid[order[t]]
+        yy[t] = ys[j]
+        w = invW[j]
+        U[0, t] = s1[j] * w
+        U[1, t] = s2[j] * w
+        U[2, t] = s1[j] * s1[j] * w
+        U[3, t] = s1[j] * s2[j] * w
+        U[4, t] = s2[j] * s2[j] * w
+    R = np.empty((5, nm))              # R[q, t] = sum_{t' <= t} U[q, t'] exp(-(yy[t] - yy[t'])/bn)
+    Rb = np.empty((5, nm))             # Rb[q, t] = sum_{t' >= t} U[q, t'] exp(-(yy[t'] - yy[t])/bn)
+    if nm > 0:
+        Ey = np.empty(nm)
+        Ey[0] = 1.0
+        for t in range(1, nm):
+            Ey[t] = math.exp(-(yy[t] - yy[t - 1]) / bn)
+        for q in range(5):
+            R[q, 0] = U[q, 0]
+            for t in range(1, nm):
+                R[q, t] = R[q, t - 1] * Ey[t] + U[q, t]
+            Rb[q, nm - 1] = U[q, nm - 1]
+            for t in range(nm - 2, -1, -1):
+                Rb[q, t] = Rb[q, t + 1] * Ey[t + 1] + U[q, t]
+    sc = K / M
+    T = np.empty(5)
+    sH = np.zeros(4)
+    sH2 = np.zeros(4)
+    al = np.empty(4)
+    b1 = np.empty(4)
+    b2 = np.empty(4)
+    for i in range(n):
+        for q in range(5):
+            T[q] = 0.0
+        if nb > 0:
+            f = math.exp(-(p[i] - p[0]) / bn) / Q[0, 0]
+            for q in range(5):
+                T[q] += Cb[q] * f
+        if nb + nm < M:
+            f = math.exp(-(p[n - 1] - p[i]) / bn) / P[0, n - 1]
+            for q in range(5):
+                T[q] += Ca[q] * f
+        t = count_le(yy, nm, p[i]) - 1
+        if t >= 0:
+            f = math.exp((yy[t] - p[i]) / bn)
+            for q in range(5):
+                T[q] += R[q, t] * f
+        if t + 1 < nm:
+            f = math.exp((p[i] - yy[t + 1]) / bn)
+            for q in range(5):
+                T[q] += Rb[q, t + 1] * f
+        # H = al + b1 g1 + b2 g2 for each sample of the node, for (11, 12, 22, trace)
+        al[0], b1[0], b2[0] = -2.0 * sc * T[2], 2.0 * sc * T[0], 0.0
+        al[1], b1[1], b2[1] = -2.0 * sc * T[3], sc * T[1], sc * T[0]
+        al[2], b1[2], b2[2] = -2.0 * sc * T[4], 0.0, 2.0 * sc * T[1]
+        al[3], b1[3], b2[3] = al[0] + al[2], b1[0] + b1[2], b2[0] + b2[2]
+        for q in range(4):
+            a_, c1, c2 = al[q], b1[q], b2[q]
+            sH[q] += a_ * G[0, i] + c1 * G[1, i] + c2 * G[2, i]
+            sH2[q] += (a_ * a_ * G[0, i] + c1 * c1 * G[3, i] + c2 * c2 * G[5, i]
+                       + 2.0 * (a_ * c1 * G[1, i] + a_ * c2 * G[2, i] + c1 * c2 * G[4, i]))
+    tot = np.empty(4)
+    outer = (o11, o12, o22, otr)
+    for q in range(4):
+        if K > 1:
+            vh = max(sH2[q] - sH[q] * sH[q] / K, 0.0) / (K - 1.0)
+            tot[q] = math.sqrt(outer[q] * outer[q] + vh / K)
+        else:
+            tot[q] = np.nan
+    return (m11, m12, m22, o11, o12, o22, otr, tot[0], tot[1], tot[2], tot[3])
+
+
+@njit(cache=True)
+def _moments(s1, s2):
+    """(F11, F12, F22, se11, se12, se22, se_trace) from the M scores (two-pass)."""
+    M = s1.shape[0]
+    m11 = 0.0
+    m12 = 0.0
+    m22 = 0.0
+    for j in range(M):
+        m11 += s1[j] * s1[j]
+        m12 += s1[j] * s2[j]
+        m22 += s2[j] * s2[j]
+    m11 /= M
+    m12 /= M
+    m22 /= M
+    mt = m11 + m22
+    v11 = 0.0
+    v12 = 0.0
+    v22 = 0.0
+    vt = 0.0
+    for j in range(M):
+        d11 = s1[j] * s1[j] - m11
+        d12 = s1[j] * s2[j] - m12
+        d22 = s2[j] * s2[j] - m22
+        dt = s1[j] * s1[j] + s2[j] * s2[j] - mt
+        v11 += d11 * d11
+        v12 += d12 * d12
+        v22 += d22 * d22
+        vt += dt * dt
+    if M > 1:
+        c = 1.0 / ((M - 1.0) * M)
+        return (m11, m12, m22, math.sqrt(v11 * c), math.sqrt(v12 * c), math.sqrt(v22 * c),
+                math.sqrt(vt * c))
+    nan = np.nan
+    return m11, m12, m22, nan, nan, nan, nan
+
+
+_NOUT = 11
+
+
+@njit(nogil=True, cache=True)
+def _cells(ls, rs, eps, mu, sigma, zp, v, xs, gs, pre, suf, out, lo, hi):
+    """Cells lo..hi-1 of the grid into out (runs without the GIL, one thread per call)."""
+    for c in range(lo, hi):
+        res = sorted_cell(ls[c], rs[c], eps, mu, sigma, zp, v, xs, gs, pre, suf)
+        for q in range(_NOUT):
+            out[c, q] = res[q]
+
+
+def run_cells(ls, rs, eps, mu, sigma, zp, v, shared, workers):
+    """All cells, in chunks over a thread pool; every cell is computed by one call of
+    _cell on the same inputs, so the result does not depend on workers or scheduling."""
+    out = np.empty((ls.size, _NOUT))
+    chunk = 8
+    bounds = [(lo, min(lo + chunk, ls.size)) for lo in range(0, ls.size, chunk)]
+    if workers == 1 or len(bounds) <= 1:
+        _cells(ls, rs, eps, mu, sigma, zp, v, *shared, out, 0, ls.size)
+        return out
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        futures = [ex.submit(_cells, ls, rs, eps, mu, sigma, zp, v, *shared, out, lo, hi)
+                   for lo, hi in bounds]
+        for fu in futures:
+            fu.result()
+    return out
 
 def _prefix_sums(xs, gs):
     """(xs, gs, pre, suf) for the sorted kernel _cell from any two score rows gs (2, K)
@@ -234,8 +605,8 @@ def _block_reduce(U, NG, pa, pb, s, T):
 def _node_logk(mech, y, p, b, U):
     """U = log weights of the nodes for the y block, minus each row's max."""
 
-    if type(mech) in (LaplaceMechanism, GaussianMechanism):
-        _logk_block(y, p, b, type(mech) is GaussianMechanism, U)
+    if type(mech) in KIND:
+        _logk_block(y, p, b, KIND[type(mech)] == 1, U)
     else:  # any other Mechanism: its log density, numpy
         U[...] = mech.logpdf(y[:, None] - p[None, :], b)
         U -= U.max(axis=1, keepdims=True)
@@ -286,22 +657,252 @@ def _dense_shared_cell(l, r, eps, mech, xy, v, xs, gs):
     return F, se, se_tr, se_o, se_o_tr
 
 
-def _dense_fresh_scores(rng, l, r, eps, mech, family, theta, xy, v, K):
-    """Literal Algorithm 4: fresh K samples from P_theta for every y_j, drawn row by row
-    in blocks of _ROWS_PER_CHUNK // K rows."""
-    M = xy.size
+
+
+# --------------------------------------------------------------------------- the engines
+P_RELEASE, P_NOISE, P_SAMPLES = 1, 2, 3  # keyed streams: rng.uniforms(key, purpose, n)
+
+
+@njit(cache=True, error_model="numpy")
+def _std_noise(kind, u, out):
+    """The mechanism's standard noise by inversion of keyed uniforms: Laplace(1)
+    (kind 0) or N(0, 1) (kind 1)."""
+    for i in range(u.shape[0]):
+        q = u[i]
+        if kind == 0:
+            out[i] = vmath.log(2.0 * q) if q < 0.5 else -vmath.log(2.0 - 2.0 * q)
+        else:
+            out[i] = vmath.ndtri(q)
+
+
+class FisherEngine:
+    """The model's primitives of eq. (8) with Algorithm 4 (module docstring), written
+    with the family's and mechanism's numpy code: the fallback of any model.
+
+    ``release_draws(rng, M)`` -> (z, v): the latent values and standard noises of the y's;
+    ``sample_draws(rng, n, part)`` -> n latent values of importance samples (part 0:
+    the shared ones, part 1 + k: block k of the fresh ones); ``grad(z, theta)`` ->
+    (n, d) scores grad log p_theta(x) at x = m + c z; ``loc_scale(theta)`` -> (m, c),
+    (0, 1) for a family that is not location-scale (its latent value is x itself).
+    """
+
+    def __init__(self, family, mechanism):
+        self.family, self.mech = family, get_mechanism(mechanism)
+        self.kind = KIND.get(type(self.mech), -1)  # -1: the mechanism's own sampler
+        self._ls = isinstance(family, LocationScaleFamily)
+        self._key = None
+
+    def loc_scale(self, theta):
+        return (float(theta[0]), float(theta[1])) if self._ls else (0.0, 1.0)
+
+    def _uniforms(self, purpose, n):
+        return uniforms(self._key, purpose, n)
+
+    def release_draws(self, rng, M):
+        self._key = np.uint64(rng.integers(0, 2**63))
+        z = self._latent(self._uniforms(P_RELEASE, M))
+        if self.kind < 0:
+            v = np.asarray(self.mech.sample(rng, size=M), dtype=float)
+        else:
+            v = np.empty(M)
+            _std_noise(self.kind, self._uniforms(P_NOISE, M), v)
+        return z, v
+
+    def sample_draws(self, rng, n, part):
+        return self._latent(self._uniforms(P_SAMPLES + 8 * part, n))
+
+    def _latent(self, u):
+        if self._ls:
+            return np.asarray(self.family.base_ppf(u), dtype=float)
+        return np.asarray(self.family.ppf(u, *self.theta), dtype=float)
+
+    def grad(self, z, theta):
+        m, c = self.loc_scale(theta)
+        g = self.family.score(m + c * z, *theta)
+        return np.stack([np.broadcast_to(np.asarray(a, float), z.shape) for a in g], axis=-1)
+
+
+class CompiledEngine(FisherEngine):
+    """A location-scale family's primitives compiled (module docstring): its
+    ``base_ppf`` on keyed uniforms and its score from ``base_dlogpdf``."""
+
+    def __init__(self, family, mechanism):
+        super().__init__(family, mechanism)
+        self._state, self._latent_k, self._grad_k = compiled_fisher(family)
+
+    def _latent(self, u):
+        out = np.empty(u.shape[0])
+        self._latent_k(self._state, u, out)
+        return out
+
+    def grad(self, z, theta):
+        out = np.empty((z.size, 2))
+        self._grad_k(self._state, np.ascontiguousarray(z).ravel(), float(theta[1]), out)
+        return out.reshape(z.shape + (2,))
+
+
+class PaperEngine(FisherEngine):
+    """The normal family with the Laplace mechanism (Section 6): the engine with the
+    paper model's own draws (standard normals and Laplace(1) from the Generator, in the
+    module docstring's order) and closed-form score (eq. 8's grad log N)."""
+
+    def release_draws(self, rng, M):
+        return rng.standard_normal(M), rng.laplace(0.0, 1.0, size=M)
+
+    def sample_draws(self, rng, n, part):
+        return rng.standard_normal(n)
+
+    def grad(self, z, theta):
+        mu, sigma = theta
+        d = (mu + sigma * z) - mu
+        return np.stack([d / sigma**2, (d * d / sigma**2 - 1.0) / sigma], axis=-1)
+
+
+@functools.cache
+def _kernels(ppf, dlogpdf):
+    """Array kernels of a family's compiled base_ppf and base_dlogpdf."""
+
+    @njit(error_model="numpy")
+    def latent(state, u, out):
+        fs = state[0]
+        for i in range(u.shape[0]):
+            out[i] = ppf(fs, u[i])
+
+    @njit(error_model="numpy")
+    def grad(state, z, c, out):
+        fs = state[0]
+        for i in range(z.shape[0]):
+            dz = dlogpdf(fs, z[i])
+            out[i, 0] = -dz / c
+            out[i, 1] = -(1.0 + z[i] * dz) / c
+
+    return latent, grad
+
+
+@functools.cache
+def _dlogpdf(cls):
+    return vmath.compile_scalar(cls.base_dlogpdf)
+
+
+_COMPILED: dict = {}
+_WARNED: set = set()
+
+
+def compiled_fisher(family):
+    """(state, latent, grad) kernels of a location-scale family, checked against its
+    numpy code once per class and numeric attributes; :class:`NotCompilable` naming the
+    primitive that numba cannot compile."""
+    cf = compiled_family(family)
+    key = (type(family), cf.state.tobytes())
+    if key not in _COMPILED:
+        latent, grad = _kernels(cf.ppf, _dlogpdf(type(family)))
+        z = np.array([-3.0, -1.2, -0.3, 0.4, 1.1, 2.5])
+        try:
+            out = np.empty((z.size, 2))
+            grad(cf.state, z, 1.0, out)
+        except Exception as e:  # numba's typing errors are many classes
+            lines = [s.strip() for s in str(e).splitlines() if s.strip()]
+            why = next((s for s in lines if "Unknown attribute" in s or "Untyped" in s
+                        or "No implementation" in s), lines[0] if lines else "")
+            _COMPILED[key] = NotCompilable(f"base_dlogpdf: {why}")
+        else:
+            ref = np.asarray(family.base_dlogpdf(z), float)
+            ok = np.allclose(-out[:, 0], ref, rtol=1e-12, atol=1e-14)
+            _COMPILED[key] = (cf.state, latent, grad) if ok else NotCompilable(
+                f"base_dlogpdf: its compiled form gives {-out[0, 0]!r} where the numpy one "
+                f"gives {ref[0]!r} at -3.0")
+    out = _COMPILED[key]
+    if isinstance(out, NotCompilable):
+        raise out
+    return out
+
+
+def engine_class(family, mechanism):
+    """The engine of a model without a registered one (:data:`dpbook.backends.ENGINES`):
+    :class:`CompiledEngine` for a location-scale family with the Laplace or Gaussian
+    mechanism whose primitives compile, else :class:`FisherEngine` (a family whose
+    primitive does not compile is named in one warning)."""
+    if not isinstance(family, LocationScaleFamily) or \
+            type(get_mechanism(mechanism)) not in KIND or not family.compiled_smc:
+        return FisherEngine
+    try:
+        compiled_fisher(family)
+    except NotCompilable as e:
+        if (type(family), str(e)) not in _WARNED:
+            _WARNED.add((type(family), str(e)))
+            warnings.warn(f"the {family.name} family's Fisher information runs on numpy, "
+                          f"not compiled: {e}.  To compile, write base_ppf and "
+                          f"base_dlogpdf with numpy or math functions of one value (no "
+                          f"scipy); see dpbook.fisher.mc", stacklevel=4)
+        return FisherEngine
+    return CompiledEngine
+
+
+def _engine(fam, mech, theta):
+    eng = backend("fisher_mc", fam, mech)(fam, mech)
+    eng.theta = theta
+    return eng
+
+
+# --------------------------------------------------------------------------- the estimator
+@njit(nogil=True, cache=True, error_model="numpy")
+def _fresh_reduce(lw, g, s):
+    """Algorithm 4 for rows of y's with their own samples: lw (rows, K) log weights, g
+    (rows, K, d) the samples' scores; s (rows, d) = sum_i w_i g_i / sum_i w_i."""
+    rows, K = lw.shape
+    d = g.shape[2]
+    for j in range(rows):
+        mx = -math.inf
+        for i in range(K):
+            mx = max(mx, lw[j, i])
+        W = 0.0
+        for a in range(d):
+            s[j, a] = 0.0
+        for i in range(K):
+            w = vmath.exp(lw[j, i] - mx)
+            W += w
+            for a in range(d):
+                s[j, a] += w * g[j, i, a]
+        for a in range(d):
+            s[j, a] /= W
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _release_logk(kind, y, x, l, r, b, out):
+    """out[j, i] = log g_b(y_j - T_l^r(x_ji)) up to a constant (kind 0 Laplace, 1 Gaussian)."""
+    rows, K = x.shape
+    for j in range(rows):
+        for i in range(K):
+            u = (y[j] - min(max(x[j, i], l), r)) / b
+            out[j, i] = -abs(u) if kind == 0 else -0.5 * u * u
+
+
+def _fresh_scores(eng, rng, l, r, eps, theta, y, K):
+    """Literal Algorithm 4: fresh K samples for every y_j, in blocks of
+    _ROWS_PER_CHUNK // K rows (block k drawn as part 1 + k)."""
+    M, d = y.size, len(theta)
     b = (r - l) / eps
-    y = np.clip(xy, l, r) + b * v
-    s = np.empty((M, len(theta)))
+    m, c = eng.loc_scale(theta)
+    s = np.empty((M, d))
     rows = max(1, _ROWS_PER_CHUNK // K)
-    for lo in range(0, M, rows):
+    for k, lo in enumerate(range(0, M, rows)):
         hi = min(M, lo + rows)
-        x = np.asarray(family.sample(rng, *theta, size=(hi - lo, K)), dtype=float)
-        lw = mech.logpdf(y[lo:hi, None] - np.clip(x, l, r), b)
-        w = np.exp(lw - lw.max(axis=1, keepdims=True))
-        g = _family_scores(family, x, theta)
-        s[lo:hi] = np.einsum("mk,mkd->md", w, g) / w.sum(axis=1)[:, None]
+        z = eng.sample_draws(rng, (hi - lo) * K, 1 + k).reshape(hi - lo, K)
+        x = m + c * z
+        lw = np.empty(x.shape)
+        if eng.kind < 0:
+            lw[...] = eng.mech.logpdf(y[lo:hi, None] - np.clip(x, l, r), b)
+        else:
+            _release_logk(eng.kind, y[lo:hi], x, l, r, b, lw)
+        _fresh_reduce(lw, np.ascontiguousarray(eng.grad(z, theta)), s[lo:hi])
     return s
+
+
+def _shared_samples(eng, rng, theta, K):
+    """The K shared importance samples sorted ascending (x = m + c z) and their scores."""
+    zs = np.sort(eng.sample_draws(rng, K, 0))
+    m, c = eng.loc_scale(theta)
+    return m + c * zs, np.ascontiguousarray(eng.grad(zs, theta))
 
 
 def _resolve_path(path, mech, d):
@@ -314,43 +915,34 @@ def _resolve_path(path, mech, d):
     return path
 
 
-def _shared_cell(l, r, eps, mech, xy, v, xs, gs, path, sorted_inputs=None):
-    """One interval with shared samples: (F, se, se_trace, se_outer, se_outer_trace)."""
-    if path == "sorted":
-        if sorted_inputs is None:
-            sorted_inputs = _sorted_shared(xs, gs)
-        res = sorted_cell(l, r, eps, 0.0, 1.0, xy, v, *sorted_inputs)
-        return _unpack_cell(res, gs.shape[1])
-    return _dense_shared_cell(l, r, eps, mech, xy, v, xs, gs)
+def fisher_mc_bytes(M, K, d=2) -> int:
+    """Memory of one Monte Carlo estimate: the M draws of y with their scores and the K
+    draws of x with their gradients (float64), with room for temporaries."""
+    return 8 * 3 * (M + K) * (2 + d)
 
 
-def _fisher_mc_generic(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000,
-                     K=10000, rng=None, share_samples=True, path="auto"):
-    """Monte Carlo Fisher information, eq. (8) with Algorithm 4 scores, for any family.
+def fisher_mc(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000, K=10000,
+              rng=None, share_samples=True, path="auto"):
+    """Monte Carlo Fisher information F_{l,r}^eps(theta), eq. (8) with Algorithm 4 scores.
 
     X ~ P_theta (``family``: a Family object or name, default the normal), Y =
     T_l^r(X) + ((r - l)/eps) V with V the standard noise of ``mechanism`` ('laplace',
     'gaussian' or a Mechanism).  M observations y_j ~ p(y|theta); each score by
-    Algorithm 4: K samples x_i ~ P_theta (family.sample), weights = the mechanism's
-    density of y_j - T_l^r(x_i) at scale (r - l)/eps, gradients family.score(x_i).
-    theta: a tuple (a scalar for one parameter); None -> (0, 1) for a location-scale
-    family (the base distribution of eq. 13), else family.default_theta().
+    Algorithm 4 with K importance samples x_i ~ P_theta.  theta: a tuple (a scalar for
+    one parameter); None -> (0, 1) for a location-scale family (the base distribution of
+    eq. 13), else family.default_theta().
 
-    share_samples=True: the K samples are shared by the M y's (common random numbers,
-    as fisher_mc).  path='auto' picks 'sorted' (the O(K + M log K) kernel of fisher_mc,
-    fed with the family's samples and scores) for the Laplace mechanism and d <= 2, and
-    'dense' (direct O(M K) summation, any mechanism and d) otherwise; both give the same
-    numbers up to rounding, and se is the delta-method total of the module docstring.
-    share_samples=False: the literal Algorithm 4 (fresh samples per y, O(M K), dense;
-    path is ignored), and se = se_outer.
-
-    Random numbers, from one Generator (rng: Generator, int seed, SeedSequence or None)
-    in this order: family.sample(size=M) (the x's behind the y's), mechanism.sample(M)
-    (their noise), then family.sample(size=K) (or M x K, in blocks of rows, when
-    share_samples=False).  The same seed gives bit-identical output.  For the normal
-    family and the Laplace mechanism these are fisher_mc's draws (mu + sigma z), so the
-    two agree to rounding.  Returns a FisherEstimate with F of shape (d, d).
+    share_samples=True: the K samples are shared by the M y's (common random numbers);
+    path 'auto' takes 'sorted' (O(K + M log K) per interval) for the Laplace mechanism
+    and d <= 2, 'dense' (O(M K), any mechanism and d) otherwise; both give the same
+    numbers up to rounding.  share_samples=False: the literal Algorithm 4 (fresh
+    samples per y, O(M K)) and se = se_outer.  ``rng``: Generator, int seed,
+    SeedSequence or None; the same seed gives bit-identical output (draws in the module
+    docstring's order).  Returns a :class:`FisherEstimate` with F of shape (d, d).
     """
+    M, K = check_mc_size("M", M), check_mc_size("K", K)
+    check_memory(f"the Monte Carlo Fisher information with M = {M}, K = {K}",
+                 fisher_mc_bytes(M, K))
     eps = check_eps(eps)
     l, r = check_interval(l, r)
     if l.ndim or r.ndim:
@@ -358,18 +950,26 @@ def _fisher_mc_generic(l, r, eps, theta=None, family=None, mechanism="laplace", 
                          "intervals")
     l, r = float(l), float(r)
     fam, mech, theta = mc_setup(family, mechanism, theta)
-    M = check_mc_size("M", M)
-    K = check_mc_size("K", K)
     path = _resolve_path(check_path(path), mech, fam.dim)
     rng = as_generator(rng)
-    xy, v = _draw_family_base(rng, fam, mech, theta, M)
+    eng = _engine(fam, mech, theta)
+    m, c = eng.loc_scale(theta)
+    z, v = eng.release_draws(rng, M)
     if not share_samples:
-        s = _dense_fresh_scores(rng, l, r, eps, mech, fam, theta, xy, v, K)
-        F, se, se_tr = _outer_moments(s)
+        y = np.clip(m + c * z, l, r) + (r - l) / eps * v
+        F, se, se_tr = _outer_moments(_fresh_scores(eng, rng, l, r, eps, theta, y, K))
         return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=se, se_outer_trace=se_tr)
-    x = np.asarray(fam.sample(rng, *theta, size=K), dtype=float)
-    xs, gs = _sorted_family_samples(x, fam, theta)
-    F, se, se_tr, so, so_tr = _shared_cell(l, r, eps, mech, xy, v, xs, gs, path)
+    xs, gs = _shared_samples(eng, rng, theta, K)
+    if path == "sorted":
+        res = sorted_cell(l, r, eps, m, c, z, v, *_sorted_shared(xs, gs))
+        F, se, se_tr, so, so_tr = _unpack_cell(res, fam.dim)
+    else:
+        F, se, se_tr, so, so_tr = _dense_shared_cell(l, r, eps, mech, m + c * z, v, xs, gs)
+    if M > 1 and K > 1 and not np.all(np.isfinite(se)):
+        # the delta-method kernel overflows when y falls more than ~700 noise scales
+        # from every sample (very large eps with few samples)
+        raise ValueError(f"the Monte Carlo standard error cannot be computed at eps = "
+                         f"{eps:g} with K = {K} samples: use a larger K or the exact method")
     return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=so, se_outer_trace=so_tr)
 
 
@@ -380,8 +980,10 @@ def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
     d = fam.dim
     path = _resolve_path(check_path(path), mech, d)
     rng = as_generator(seed, "seed")
-    xy, v = _draw_family_base(rng, fam, mech, theta, M)
-    xs, gs = _sorted_family_samples(fam.sample(rng, *theta, size=K), fam, theta)
+    eng = _engine(fam, mech, theta)
+    m, c = eng.loc_scale(theta)
+    z, v = eng.release_draws(rng, M)
+    xs, gs = _shared_samples(eng, rng, theta, K)
     n = A.size
     F = np.empty((n, d, d))
     se = np.empty((n, d, d))
@@ -389,18 +991,19 @@ def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
     se_tr = np.empty(n)
     so_tr = np.empty(n)
 
-    def store(c, res):
-        F[c], se[c], se_tr[c], so[c], so_tr[c] = res
+    def store(q, res):
+        F[q], se[q], se_tr[q], so[q], so_tr[q] = res
 
     if path == "sorted":
-        out = run_cells(A, B, eps, 0.0, 1.0, xy, v, _sorted_shared(xs, gs), workers)
-        for c in range(n):
-            store(c, _unpack_cell(out[c], d))
+        out = run_cells(A, B, eps, m, c, z, v, _sorted_shared(xs, gs), workers)
+        for q in range(n):
+            store(q, _unpack_cell(out[q], d))
         return F, se, se_tr, so, so_tr
+    xy = m + c * z
 
     def run(lo, hi):
-        for c in range(lo, hi):
-            store(c, _shared_cell(A[c], B[c], eps, mech, xy, v, xs, gs, "dense"))
+        for q in range(lo, hi):
+            store(q, _dense_shared_cell(A[q], B[q], eps, mech, xy, v, xs, gs))
 
     bounds = [(lo, min(lo + 4, n)) for lo in range(0, n, 4)]
     if workers == 1 or len(bounds) <= 1:
@@ -410,40 +1013,3 @@ def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
             for fu in [ex.submit(run, lo, hi) for lo, hi in bounds]:
                 fu.result()
     return F, se, se_tr, so, so_tr
-
-
-def fisher_mc_bytes(M, K, d=2) -> int:
-    """Memory of one Monte Carlo estimate: the M draws of y with their scores and the K
-    draws of x with their gradients (float64), with room for temporaries."""
-    return 8 * 3 * (M + K) * (2 + d)
-
-
-def fisher_mc(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000, K=10000,
-              rng=None, share_samples=True, path="auto"):
-    """Monte Carlo Fisher information, eq. (8) with Algorithm 4 scores, for any family.
-
-    X ~ P_theta (``family``: a Family object or name, default the normal), Y =
-    T_l^r(X) + ((r - l)/eps) V with V the standard noise of ``mechanism`` ('laplace',
-    'gaussian' or a Mechanism).  M observations y_j ~ p(y|theta); each score by
-    Algorithm 4: K samples x_i ~ P_theta, weights = the mechanism's density of
-    y_j - T_l^r(x_i) at scale (r - l)/eps, gradients family.score(x_i).  theta: a tuple
-    (a scalar for one parameter); None -> (0, 1) for a location-scale family (the base
-    distribution of eq. 13), else family.default_theta().
-
-    share_samples=True: the K samples are shared by the M y's (common random numbers).
-    share_samples=False: the literal Algorithm 4 (fresh samples per y, O(M K)), and
-    se = se_outer.  ``rng``: Generator, int seed, SeedSequence or None; the same seed
-    gives bit-identical output.  Returns a :class:`FisherEstimate` with F of shape (d, d).
-
-    The normal family with the Laplace mechanism runs the compiled backend (its own
-    draw order: M normals, M Laplace, K normals) unless ``path`` names a generic path
-    ('sorted' or 'dense', see the module docstring).
-    """
-    M, K = check_mc_size("M", M), check_mc_size("K", K)
-    check_memory(f"the Monte Carlo Fisher information with M = {M}, K = {K}",
-                 fisher_mc_bytes(M, K))
-    impl = backend("fisher_mc", family, mechanism) if path == "auto" else None
-    if impl is not None:
-        return impl(l, r, eps, theta, M=M, K=K, rng=rng, share_samples=share_samples)
-    return _fisher_mc_generic(l, r, eps, theta, family, mechanism, M=M, K=K, rng=rng,
-                              share_samples=share_samples, path=path)
