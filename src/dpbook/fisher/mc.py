@@ -682,8 +682,9 @@ class FisherEngine:
     ``release_draws(rng, M)`` -> (z, v): the latent values and standard noises of the y's;
     ``sample_draws(rng, n, part)`` -> n latent values of importance samples (part 0:
     the shared ones, part 1 + k: block k of the fresh ones); ``grad(z, theta)`` ->
-    (n, d) scores grad log p_theta(x) at x = m + c z; ``loc_scale(theta)`` -> (m, c),
-    (0, 1) for a family that is not location-scale (its latent value is x itself).
+    (d, n) scores grad log p_theta(x) at x = m + c z (z of shape (n,));
+    ``loc_scale(theta)`` -> (m, c), (0, 1) for a family that is not location-scale (its
+    latent value is x itself).
     """
 
     def __init__(self, family, mechanism):
@@ -719,7 +720,7 @@ class FisherEngine:
     def grad(self, z, theta):
         m, c = self.loc_scale(theta)
         g = self.family.score(m + c * z, *theta)
-        return np.stack([np.broadcast_to(np.asarray(a, float), z.shape) for a in g], axis=-1)
+        return np.stack([np.broadcast_to(np.asarray(a, float), z.shape) for a in g])
 
 
 class CompiledEngine(FisherEngine):
@@ -736,9 +737,9 @@ class CompiledEngine(FisherEngine):
         return out
 
     def grad(self, z, theta):
-        out = np.empty((z.size, 2))
-        self._grad_k(self._state, np.ascontiguousarray(z).ravel(), float(theta[1]), out)
-        return out.reshape(z.shape + (2,))
+        out = np.empty((2, z.size))
+        self._grad_k(self._state, z, float(theta[1]), out)
+        return out
 
 
 class PaperEngine(FisherEngine):
@@ -755,7 +756,13 @@ class PaperEngine(FisherEngine):
     def grad(self, z, theta):
         mu, sigma = theta
         d = (mu + sigma * z) - mu
-        return np.stack([d / sigma**2, (d * d / sigma**2 - 1.0) / sigma], axis=-1)
+        g = np.empty((2, z.size))
+        np.divide(d, sigma**2, out=g[0])
+        np.multiply(d, d, out=g[1])  # then (d d / sigma^2 - 1) / sigma, in that order
+        g[1] /= sigma**2
+        g[1] -= 1.0
+        g[1] /= sigma
+        return g
 
 
 @functools.cache
@@ -773,8 +780,8 @@ def _kernels(ppf, dlogpdf):
         fs = state[0]
         for i in range(z.shape[0]):
             dz = dlogpdf(fs, z[i])
-            out[i, 0] = -dz / c
-            out[i, 1] = -(1.0 + z[i] * dz) / c
+            out[0, i] = -dz / c
+            out[1, i] = -(1.0 + z[i] * dz) / c
 
     return latent, grad
 
@@ -798,7 +805,7 @@ def compiled_fisher(family):
         latent, grad = _kernels(cf.ppf, _dlogpdf(type(family)))
         z = np.array([-3.0, -1.2, -0.3, 0.4, 1.1, 2.5])
         try:
-            out = np.empty((z.size, 2))
+            out = np.empty((2, z.size))
             grad(cf.state, z, 1.0, out)
         except Exception as e:  # numba's typing errors are many classes
             lines = [s.strip() for s in str(e).splitlines() if s.strip()]
@@ -807,9 +814,9 @@ def compiled_fisher(family):
             _COMPILED[key] = NotCompilable(f"base_dlogpdf: {why}")
         else:
             ref = np.asarray(family.base_dlogpdf(z), float)
-            ok = np.allclose(-out[:, 0], ref, rtol=1e-12, atol=1e-14)
+            ok = np.allclose(-out[0], ref, rtol=1e-12, atol=1e-14)
             _COMPILED[key] = (cf.state, latent, grad) if ok else NotCompilable(
-                f"base_dlogpdf: its compiled form gives {-out[0, 0]!r} where the numpy one "
+                f"base_dlogpdf: its compiled form gives {-out[0][0]!r} where the numpy one "
                 f"gives {ref[0]!r} at -3.0")
     out = _COMPILED[key]
     if isinstance(out, NotCompilable):
@@ -848,23 +855,21 @@ def _engine(fam, mech, theta):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _fresh_reduce(lw, g, s):
     """Algorithm 4 for rows of y's with their own samples: lw (rows, K) log weights, g
-    (rows, K, d) the samples' scores; s (rows, d) = sum_i w_i g_i / sum_i w_i."""
+    (d, rows, K) the samples' scores; s (rows, d) = sum_i w_i g_i / sum_i w_i, the
+    weights rescaled by the row's largest (fixed-order sums: deterministic)."""
     rows, K = lw.shape
-    d = g.shape[2]
+    d = g.shape[0]
+    w = np.empty(K)
+    one = np.ones(K)
     for j in range(rows):
         mx = -math.inf
         for i in range(K):
             mx = max(mx, lw[j, i])
-        W = 0.0
-        for a in range(d):
-            s[j, a] = 0.0
         for i in range(K):
-            w = vmath.exp(lw[j, i] - mx)
-            W += w
-            for a in range(d):
-                s[j, a] += w * g[j, i, a]
+            w[i] = vmath.exp(lw[j, i] - mx)
+        W = _dot4(w, one, K)
         for a in range(d):
-            s[j, a] /= W
+            s[j, a] = _dot4(w, g[a, j], K) / W
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -894,15 +899,16 @@ def _fresh_scores(eng, rng, l, r, eps, theta, y, K):
             lw[...] = eng.mech.logpdf(y[lo:hi, None] - np.clip(x, l, r), b)
         else:
             _release_logk(eng.kind, y[lo:hi], x, l, r, b, lw)
-        _fresh_reduce(lw, np.ascontiguousarray(eng.grad(z, theta)), s[lo:hi])
+        _fresh_reduce(lw, eng.grad(z.ravel(), theta).reshape(d, hi - lo, K), s[lo:hi])
     return s
 
 
 def _shared_samples(eng, rng, theta, K):
-    """The K shared importance samples sorted ascending (x = m + c z) and their scores."""
+    """The K shared importance samples sorted ascending (x = m + c z) and their scores
+    (K, d)."""
     zs = np.sort(eng.sample_draws(rng, K, 0))
     m, c = eng.loc_scale(theta)
-    return m + c * zs, np.ascontiguousarray(eng.grad(zs, theta))
+    return m + c * zs, eng.grad(zs, theta).T
 
 
 def _resolve_path(path, mech, d):
