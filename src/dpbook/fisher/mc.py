@@ -438,7 +438,7 @@ def _cells(ls, rs, eps, mu, sigma, zp, v, xs, gs, pre, suf, out, lo, hi):
 
 def run_cells(ls, rs, eps, mu, sigma, zp, v, shared, workers):
     """All cells, in chunks over a thread pool; every cell is computed by one call of
-    _cell on the same inputs, so the result does not depend on workers or scheduling."""
+    sorted_cell on the same inputs, so the result does not depend on workers or scheduling."""
     out = np.empty((ls.size, _NOUT))
     chunk = 8
     bounds = [(lo, min(lo + chunk, ls.size)) for lo in range(0, ls.size, chunk)]
@@ -452,10 +452,14 @@ def run_cells(ls, rs, eps, mu, sigma, zp, v, shared, workers):
             fu.result()
     return out
 
-def _prefix_sums(xs, gs):
-    """(xs, gs, pre, suf) for the sorted kernel _cell from any two score rows gs (2, K)
-    (the generic form of _shared_samples: sums of g1, g2, g1^2, g1 g2, g2^2)."""
-    g1, g2 = gs
+
+
+def _sorted_shared(xs, gs):
+    """Inputs (xs, gs, pre, suf) of sorted_cell from the sorted samples and their scores
+    gs (K, d <= 2; a zero second component when d = 1): gs as two rows and the prefix /
+    suffix sums of g1, g2, g1^2, g1 g2, g2^2 over the first / last n samples."""
+    g1, g2 = np.zeros((2, xs.size))
+    g1[:], g2[:] = gs[:, 0], gs[:, 1] if gs.shape[1] > 1 else 0.0
     terms = np.stack([g1, g2, g1 * g1, g1 * g2, g2 * g2])
     zero = np.zeros((5, 1))
     pre = np.concatenate([zero, np.cumsum(terms, axis=1)], axis=1)
@@ -463,15 +467,8 @@ def _prefix_sums(xs, gs):
     return xs, np.ascontiguousarray(terms[:2]), pre, suf
 
 
-def _sorted_shared(xs, gs):
-    """Inputs of _cell for d <= 2 (a zero second score component when d = 1)."""
-    g = np.zeros((2, xs.size))
-    g[: gs.shape[1]] = gs.T
-    return _prefix_sums(xs, g)
-
-
 def _unpack_cell(res, d):
-    """_cell's 11 numbers -> (F, se, se_trace, se_outer, se_outer_trace) for d = 1, 2."""
+    """sorted_cell's 11 numbers -> (F, se, se_trace, se_outer, se_outer_trace) for d = 1, 2."""
     res = np.asarray(res, dtype=float)
     if d == 1:
         one = lambda q: res[q].reshape(1, 1)  # noqa: E731
@@ -958,31 +955,29 @@ def fisher_mc(l, r, eps, theta=None, family=None, mechanism="laplace", M=1000, K
     fam, mech, theta = mc_setup(family, mechanism, theta)
     path = _resolve_path(check_path(path), mech, fam.dim)
     rng = as_generator(rng)
+    if share_samples:
+        F, se, se_tr, so, so_tr = (a[0] for a in fisher_mc_pairs(
+            np.array([l]), np.array([r]), eps, fam, mech, theta, M, K, rng, 1, path))
+        if M > 1 and K > 1 and not np.all(np.isfinite(se)):
+            # the delta-method kernel overflows when y falls more than ~700 noise scales
+            # from every sample (very large eps with few samples)
+            raise ValueError(f"the Monte Carlo standard error cannot be computed at eps = "
+                             f"{eps:g} with K = {K} samples: use a larger K or the exact "
+                             f"method")
+        return FisherEstimate(F=F, se=se, se_trace=float(se_tr), se_outer=so,
+                              se_outer_trace=float(so_tr))
     eng = _engine(fam, mech, theta)
     m, c = eng.loc_scale(theta)
     z, v = eng.release_draws(rng, M)
-    if not share_samples:
-        y = np.clip(m + c * z, l, r) + (r - l) / eps * v
-        F, se, se_tr = _outer_moments(_fresh_scores(eng, rng, l, r, eps, theta, y, K))
-        return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=se, se_outer_trace=se_tr)
-    xs, gs = _shared_samples(eng, rng, theta, K)
-    if path == "sorted":
-        res = sorted_cell(l, r, eps, m, c, z, v, *_sorted_shared(xs, gs))
-        F, se, se_tr, so, so_tr = _unpack_cell(res, fam.dim)
-    else:
-        F, se, se_tr, so, so_tr = _dense_shared_cell(l, r, eps, mech, m + c * z, v, xs, gs)
-    if M > 1 and K > 1 and not np.all(np.isfinite(se)):
-        # the delta-method kernel overflows when y falls more than ~700 noise scales
-        # from every sample (very large eps with few samples)
-        raise ValueError(f"the Monte Carlo standard error cannot be computed at eps = "
-                         f"{eps:g} with K = {K} samples: use a larger K or the exact method")
-    return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=so, se_outer_trace=so_tr)
+    y = np.clip(m + c * z, l, r) + (r - l) / eps * v
+    F, se, se_tr = _outer_moments(_fresh_scores(eng, rng, l, r, eps, theta, y, K))
+    return FisherEstimate(F=F, se=se, se_trace=se_tr, se_outer=se, se_outer_trace=se_tr)
 
 
 def fisher_mc_pairs(A, B, eps, fam, mech, theta, M, K, seed, workers, path):
-    """eq. (8) for the intervals (A[c], B[c]) on common random numbers (the draws of
-    :func:`fisher_mc` from ``seed``, shared by every interval), ``workers`` threads:
-    arrays (F, se, se_tr, se_o, se_o_tr) over c."""
+    """eq. (8) for the intervals (A[q], B[q]) on common random numbers (the draws of
+    :func:`fisher_mc` from ``seed``, a Generator or what it takes, shared by every
+    interval), ``workers`` threads: arrays (F, se, se_tr, se_o, se_o_tr) over q."""
     d = fam.dim
     path = _resolve_path(check_path(path), mech, d)
     rng = as_generator(seed, "seed")
