@@ -100,7 +100,7 @@ for _algorithm, _target in (
     ("mhaar", "dpbook.mhaar.normal_laplace:mhaar_normal_laplace"),
     ("posterior", "dpbook.posterior.normal_laplace:exact_posterior_normal_laplace"),
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
-    ("fisher_mc", "dpbook.fisher.mc:PaperEngine"),  # its draws and score: eq. (8)'s engine
+    ("fisher_mc", "dpbook.fisher.normal_mc:PaperEngine"),  # its draws and score: eq. (8)'s engine
     ("loglik_particles", "dpbook.likelihood.normal_laplace:loglik_particles"),
 ):
     register(_algorithm, Normal, LaplaceMechanism, _target)

@@ -2,7 +2,8 @@
 
 * :func:`fisher_exact` (eq. 7) and :func:`fisher_information`: :mod:`dpbook.fisher.exact`;
 * :func:`fisher_mc` (eq. 8 with Algorithm 4), one engine for every family and
-  mechanism: :mod:`dpbook.fisher.mc`;
+  mechanism: :mod:`dpbook.fisher.mc` (the paper model's own draws and closed-form
+  score: :mod:`dpbook.fisher.normal_mc`);
 * :func:`fisher_grid`, :func:`best_interval` (eq. 9, 11-13) and
   :class:`ThetaGridIntervals`: :mod:`dpbook.fisher.grid`;
 * result types :class:`FisherEstimate`, :class:`FisherGrid`: :mod:`dpbook.fisher.estimates`.

@@ -25,10 +25,11 @@ importance draws (K latent values) and the score grad log p_theta(x) at x = m + 
   the family's numpy code by :func:`dpbook.vmath.compile_scalar` (a family written as
   chapter 7 writes one compiles as it is);
 * the paper's normal family with the Laplace mechanism (Section 6):
-  :class:`PaperEngine`, which overrides only its draws (M normals, M Laplace, then the K
-  or M x K normals, from the ``numpy.random.Generator``: the draws behind the paper's
-  numbers) and its closed-form score ((x - mu)/sigma^2, ((x - mu)^2/sigma^2 - 1)/sigma),
-  as a ``scipy.stats`` distribution overrides a generic method with a closed form;
+  :class:`dpbook.fisher.normal_mc.PaperEngine`, which overrides only its draws (M
+  normals, M Laplace, then the K or M x K normals, from the ``numpy.random.Generator``:
+  the draws behind the paper's numbers) and its closed-form score ((x - mu)/sigma^2,
+  ((x - mu)^2/sigma^2 - 1)/sigma), as a ``scipy.stats`` distribution overrides a generic
+  method with a closed form;
 * any other model (not location-scale, a mechanism of the user's, or a family whose
   primitive numba cannot compile: one warning names it): :class:`FisherEngine`, the same
   keyed uniforms through the family's own numpy ``ppf`` (``base_ppf``) and ``score``
@@ -654,8 +655,6 @@ def _dense_shared_cell(l, r, eps, mech, xy, v, xs, gs):
     return F, se, se_tr, se_o, se_o_tr
 
 
-
-
 # --------------------------------------------------------------------------- the engines
 P_RELEASE, P_NOISE, P_SAMPLES = 1, 2, 3  # keyed streams: rng.uniforms(key, purpose, n)
 
@@ -737,29 +736,6 @@ class CompiledEngine(FisherEngine):
         out = np.empty((2, z.size))
         self._grad_k(self._state, z, float(theta[1]), out)
         return out
-
-
-class PaperEngine(FisherEngine):
-    """The normal family with the Laplace mechanism (Section 6): the engine with the
-    paper model's own draws (standard normals and Laplace(1) from the Generator, in the
-    module docstring's order) and closed-form score (eq. 8's grad log N)."""
-
-    def release_draws(self, rng, M):
-        return rng.standard_normal(M), rng.laplace(0.0, 1.0, size=M)
-
-    def sample_draws(self, rng, n, part):
-        return rng.standard_normal(n)
-
-    def grad(self, z, theta):
-        mu, sigma = theta
-        d = (mu + sigma * z) - mu
-        g = np.empty((2, z.size))
-        np.divide(d, sigma**2, out=g[0])
-        np.multiply(d, d, out=g[1])  # then (d d / sigma^2 - 1) / sigma, in that order
-        g[1] /= sigma**2
-        g[1] -= 1.0
-        g[1] /= sigma
-        return g
 
 
 @functools.cache
