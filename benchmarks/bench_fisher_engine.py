@@ -1,7 +1,7 @@
 """Algorithm 4 / eq. (8) on one engine: a user's family against the paper's normal,
 the code before the engine against the engine, side by side in one run.
 
-Usage:  python benchmarks/bench_fisher_engine.py [--before REV] [--repeats 3] [--quick]
+Usage:  python benchmarks/bench_fisher_engine.py [--before REV] [--repeats 5] [--quick]
 
 The user's family is a logistic, defined below as chapter 7 defines a family (numpy
 only: base_logpdf = -z - 2 log1p(exp(-z)), base_dlogpdf, base_cdf, base_ppf,
@@ -11,8 +11,9 @@ this process: the normal family ran its compiled kernel there, every other famil
 generic code (numpy draws and scores feeding the same cell kernel; numpy exp for the
 Gaussian mechanism).  "engine" is dpbook.fisher as installed.
 
-Timed, single-threaded (one grid worker, one numba thread), warm (the median of
---repeats runs after one untimed call), for the normal and the logistic family:
+Timed, single-threaded (one grid worker, one numba thread), warm (the fastest of
+--repeats rounds of at least 0.25 s each, after one untimed call), for the normal
+and the logistic family:
 
 * fisher_mc at the paper's sizes (M = 1000, K = 10000), Laplace mechanism;
 * fisher_mc, Gaussian mechanism (the dense cell, O(M K));
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import subprocess
 import sys
@@ -86,20 +88,26 @@ def load_before(rev):
             importlib.import_module("fisher_before_mc"))
 
 
-def timed(fn, repeats):
-    fn()  # warm: compiled, caches filled
-    ts = []
+def timed(fn, repeats, floor=0.25):
+    """Seconds per call: the fastest of ``repeats`` rounds (the least disturbed by other
+    processes on a shared machine), each round calling ``fn`` enough times to last
+    ``floor`` seconds; after one untimed call (compiled, caches filled)."""
+    t0 = time.perf_counter()
+    fn()
+    calls = max(1, int(floor / max(time.perf_counter() - t0, 1e-6)))
+    best = math.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--before", default="1d9ba12")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="a 10 x 10 grid, M = 300")
     args = p.parse_args(argv)
     numba.set_num_threads(1)

@@ -101,7 +101,6 @@ from dpbook.model.families import as_family
 from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.rng import uniforms
-from dpbook.smc.engine import NotCompilable, compiled_family
 from dpbook.smc.sweep import KIND
 from dpbook.validation import (
     as_generator,
@@ -459,8 +458,8 @@ def _sorted_shared(xs, gs):
     """Inputs (xs, gs, pre, suf) of sorted_cell from the sorted samples and their scores
     gs (K, d <= 2; a zero second component when d = 1): gs as two rows and the prefix /
     suffix sums of g1, g2, g1^2, g1 g2, g2^2 over the first / last n samples."""
-    g1, g2 = np.zeros((2, xs.size))
-    g1[:], g2[:] = gs[:, 0], gs[:, 1] if gs.shape[1] > 1 else 0.0
+    g1 = gs[:, 0]
+    g2 = gs[:, 1] if gs.shape[1] > 1 else np.zeros(xs.size)
     terms = np.stack([g1, g2, g1 * g1, g1 * g2, g2 * g2])
     zero = np.zeros((5, 1))
     pre = np.concatenate([zero, np.cumsum(terms, axis=1)], axis=1)
@@ -772,6 +771,8 @@ def compiled_fisher(family):
     """(state, latent, grad) kernels of a location-scale family, checked against its
     numpy code once per class and numeric attributes; :class:`NotCompilable` naming the
     primitive that numba cannot compile."""
+    from dpbook.smc.engine import NotCompilable, compiled_family
+
     cf = compiled_family(family)
     key = (type(family), cf.state.tobytes())
     if key not in _COMPILED:
@@ -805,6 +806,8 @@ def engine_class(family, mechanism):
     if not isinstance(family, LocationScaleFamily) or \
             type(get_mechanism(mechanism)) not in KIND or not family.compiled_smc:
         return FisherEngine
+    from dpbook.smc.engine import NotCompilable
+
     try:
         compiled_fisher(family)
     except NotCompilable as e:
