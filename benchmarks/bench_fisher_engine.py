@@ -12,7 +12,7 @@ generic code (numpy draws and scores feeding the same cell kernel; numpy exp for
 Gaussian mechanism).  "engine" is dpbook.fisher as installed.
 
 Timed, single-threaded (one grid worker, one numba thread), warm (the fastest of
---repeats rounds of at least 0.25 s each, after one untimed call), for the normal
+--repeats rounds of at least 0.25 s each, interleaved, after one untimed call), for the normal
 and the logistic family:
 
 * fisher_mc at the paper's sizes (M = 1000, K = 10000), Laplace mechanism;
@@ -88,19 +88,23 @@ def load_before(rev):
             importlib.import_module("fisher_before_mc"))
 
 
-def timed(fn, repeats, floor=0.25):
-    """Seconds per call: the fastest of ``repeats`` rounds (the least disturbed by other
-    processes on a shared machine), each round calling ``fn`` enough times to last
-    ``floor`` seconds; after one untimed call (compiled, caches filled)."""
-    t0 = time.perf_counter()
-    fn()
-    calls = max(1, int(floor / max(time.perf_counter() - t0, 1e-6)))
-    best = math.inf
-    for _ in range(repeats):
+def timed(fns, repeats, floor=0.25):
+    """Seconds per call of each of ``fns`` (a dict): the fastest of ``repeats`` rounds,
+    each calling the function enough times to last ``floor`` seconds, the functions'
+    rounds interleaved (so that other processes on a shared machine disturb them
+    alike); after one untimed call each (compiled, caches filled)."""
+    calls = {}
+    for k, fn in fns.items():
         t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls)
+        fn()
+        calls[k] = max(1, int(floor / max(time.perf_counter() - t0, 1e-6)))
+    best = dict.fromkeys(fns, math.inf)
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls[k]):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) / calls[k])
     return best
 
 
@@ -156,10 +160,10 @@ def main(argv=None):
                                  rng=1, share_samples=share)
 
     for kind in ("laplace", "gaussian", "fresh", "grid"):
-        row = {}
-        for fname, fam in (("normal", normal), ("logistic", logistic)):
-            for code, make in (("before", before), ("engine", engine)):
-                row[f"{fname}/{code}"] = timed(make(fam, kind), args.repeats)
+        row = timed({f"{fname}/{code}": make(fam, kind)
+                     for fname, fam in (("normal", normal), ("logistic", logistic))
+                     for code, make in (("before", before), ("engine", engine))},
+                    args.repeats)
         cases[kind] = row
         print(f"{kind:9s}", "  ".join(f"{k} {v:7.3f} s" for k, v in row.items()),
               f"| logistic/normal engine {row['logistic/engine'] / row['normal/engine']:.2f}x,"
