@@ -763,39 +763,22 @@ def _dlogpdf(cls):
     return vmath.compile_scalar(cls.base_dlogpdf)
 
 
-_COMPILED: dict = {}
 _WARNED: set = set()
 
 
 def compiled_fisher(family):
-    """(state, latent, grad) kernels of a location-scale family, checked against its
-    numpy code once per class and numeric attributes; :class:`NotCompilable` naming the
-    primitive that numba cannot compile."""
+    """(state, latent, grad) kernels of a location-scale family whose base_ppf and
+    base_dlogpdf compile and agree with its numpy code (checked once per class and
+    numeric attributes by :func:`dpbook.smc.engine.compiled_family`, with its
+    base_logpdf); :class:`~dpbook.smc.engine.NotCompilable` naming the primitive that
+    does not."""
     from dpbook.smc.engine import NotCompilable, compiled_family
 
     cf = compiled_family(family)
-    key = (type(family), cf.state.tobytes())
-    if key not in _COMPILED:
-        latent, grad = _kernels(cf.ppf, _dlogpdf(type(family)))
-        z = np.array([-3.0, -1.2, -0.3, 0.4, 1.1, 2.5])
-        try:
-            out = np.empty((2, z.size))
-            grad(cf.state, z, 1.0, out)
-        except Exception as e:  # numba's typing errors are many classes
-            lines = [s.strip() for s in str(e).splitlines() if s.strip()]
-            why = next((s for s in lines if "Unknown attribute" in s or "Untyped" in s
-                        or "No implementation" in s), lines[0] if lines else "")
-            _COMPILED[key] = NotCompilable(f"base_dlogpdf: {why}")
-        else:
-            ref = np.asarray(family.base_dlogpdf(z), float)
-            ok = np.allclose(-out[0], ref, rtol=1e-12, atol=1e-14)
-            _COMPILED[key] = (cf.state, latent, grad) if ok else NotCompilable(
-                f"base_dlogpdf: its compiled form gives {-out[0][0]!r} where the numpy one "
-                f"gives {ref[0]!r} at -3.0")
-    out = _COMPILED[key]
-    if isinstance(out, NotCompilable):
-        raise out
-    return out
+    if cf.information is None:  # the engine's check of base_dlogpdf failed
+        raise NotCompilable("base_dlogpdf: numba cannot compile it, or its compiled form "
+                            "differs from the numpy one")
+    return (cf.state, *_kernels(cf.ppf, _dlogpdf(type(family))))
 
 
 def engine_class(family, mechanism):
