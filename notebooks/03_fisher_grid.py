@@ -175,7 +175,7 @@ show_table(
 # $\epsilon$.  Taken literally, Algorithm 4 draws fresh importance samples for every
 # $y^{(j)}$: $M K = 10^7$ weights per interval, $5 \times 10^{10}$ for the whole search.
 # `dpbook` makes two implementation choices (details in the docstring of
-# `dpbook.fisher.normal_mc`):
+# `dpbook.fisher.mc`, the one engine of every family):
 #
 # * **Common random numbers.**  The $K$ importance samples are shared by the $M$ values
 #   $y^{(j)}$ of an interval, and one set of base draws (standard normals and Laplace
