@@ -46,7 +46,8 @@ _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
-ENGINES = {"smc": "dpbook.smc.engine:engine_class"}
+ENGINES = {"smc": "dpbook.smc.engine:engine_class",
+           "mhaar": "dpbook.mhaar.engine:engine_mhaar"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
