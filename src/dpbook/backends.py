@@ -20,7 +20,8 @@ never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
 may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`)
-compiles any location-scale family whose functions numba can compile.
+and MHAAR's (:mod:`dpbook.mhaar.engine`) compile any location-scale family whose
+functions numba can compile.
 
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """

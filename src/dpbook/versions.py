@@ -59,8 +59,9 @@ VERSIONS = {
     "gradient": 1,  # the online gradient estimate (Section 7)
     # every family and mechanism but the normal/Laplace pair; 2: the latent SMC of a
     # location-scale family runs the compiled engine (dpbook.smc.engine); 3: the engine's
-    # random-walk covariance from the compiled scores (summed in another order)
-    "generic-model": 3,
+    # random-walk covariance from the compiled scores (summed in another order); 4: MHAAR
+    # runs its engine (dpbook.mhaar.engine: keyed streams, walk in (loc, log scale))
+    "generic-model": 4,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")

@@ -105,7 +105,7 @@ class MHAARResult:
 
     ``samples[m]`` is theta after iteration m + 1 (columns named by ``params``);
     ``accepted[m]`` whether that iteration accepted; ``steps[m]`` the random-walk steps
-    after it, in the coordinates named by ``step_coords`` (the generic sampler: log for
+    after it, in the coordinates named by ``step_coords`` (the engine: log for
     positive parameters; the compiled normal/Laplace one: mu and sigma^2).  Estimates
     use the last ``n_kept`` samples (``burn_fraction`` of the chain discarded).
     """
@@ -263,6 +263,12 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     """
     n_iter, n_aux = check_count("n_iter", n_iter, 1), check_count("n_aux", n_aux, 2)
     check_seed(seed)
+    try:
+        burn_fraction = float(burn_fraction)
+    except (TypeError, ValueError):
+        burn_fraction = math.nan
+    if not 0.0 <= burn_fraction < 1.0:
+        raise ValueError(f"burn_fraction must be in [0, 1), got {burn_fraction!r}")
     # the chain, its steps and acceptances; n x N auxiliary draws and their weights
     check_memory(f"MHAAR with {n_iter} iterations and {n_aux} auxiliary draws for "
                  f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)

@@ -33,7 +33,8 @@ Two paths, one chain:
 * compiled (:func:`make_chain`): a location-scale family whose ``base_ppf`` numba
   compiles (:func:`dpbook.smc.engine.compiled_family`, which rebinds the family's numpy
   code through :func:`dpbook.vmath.compile_scalar`), with its
-  :class:`~dpbook.model.prior.LocationScalePrior`, the Laplace or Gaussian mechanism:
+  :class:`~dpbook.model.prior.LocationScalePrior`, the Laplace or Gaussian mechanism
+  (weights that cannot underflow, below):
   whole blocks of iterations in one kernel; every loop over t (keyed uniforms and
   ``base_ppf``, the weights of both thetas, the resampling) is written so that LLVM
   vectorises it;
@@ -44,7 +45,11 @@ Two paths, one chain:
   same streams in the same order: for a location-scale family both paths give the same
   chain up to the rounding of ``base_ppf`` and the prior.
 
-The sums over the N draws are max-shifted (log-sum-exp) for each t.  The paper's model
+The compiled chain shifts every log weight by its largest value over [l_t, r_t]
+(-d_t/b_t for the Laplace mechanism, d_t the distance from y_t to [l_t, r_t]; the
+Gaussian's -(d_t/b_t)^2/2), so its sums need no maximum when the shifted weights lie
+above e^-600 (Laplace: eps <= 600); otherwise the Python path's max-shifted
+log-sum-exp runs.  The paper's model
 keeps its own kernel (:mod:`dpbook.mhaar.normal_laplace`: ziggurat normals, a walk in
 (mu, sigma^2), its Section 6 steps and start); ``mhaar(..., generic=True)`` runs the
 normal family here instead.
@@ -148,9 +153,11 @@ def make_chain(ppf):
     """The compiled chain for a family's compiled ``base_ppf`` (inlined)."""
 
     @njit(error_model="numpy")
-    def chain(fs, key, kind, y, l, r, invb, pr, m0, m1, adapt_start, st, z, Z, C0, C1, S0,
-              S1, mx, tmp, bases, k, g, out_th, out_acc, out_steps):
-        """Iterations m0 + 1 .. m1; st = (m, c, log s_m, log s_logc) updated in place."""
+    def chain(fs, key, kind, y, l, r, invb, off, pr, m0, m1, adapt_start, st, z, Z, C0, C1,
+              S0, S1, tmp, bases, k, g, out_th, out_acc, out_steps):
+        """Iterations m0 + 1 .. m1; st = (m, c, log s_m, log s_logc) updated in place.
+        Every log weight minus ``off`` (its largest value over c in [l_t, r_t]) is at
+        least -600, so the sums need no maximum."""
         N, n = Z.shape
         mu, c, ls0, ls1 = st[0], st[1], st[2], st[3]
         s0, s1 = math.exp(ls0), math.exp(ls1)
@@ -167,18 +174,27 @@ def make_chain(ppf):
             for i in range(1, N):
                 for t in range(n):
                     Z[i, t] = ppf(fs, _uniform(bases[t], i - 1))
-            for i in range(N):
+            for t in range(n):
+                S0[t] = 0.0
+                S1[t] = 0.0
+            for i in range(N):  # shifted exponents in [-600, 0]: no maximum needed
                 for t in range(n):
                     x = Z[i, t]
-                    C0[i, t] = _loglik(kind, y[t] - min(max(mu + c * x, l[t]), r[t]), invb[t])
-                    C1[i, t] = _loglik(kind, y[t] - min(max(mp + cp * x, l[t]), r[t]),
-                                       invb[t])
-            a0 = _log_sum(C0, S0, mx, tmp)
-            a1 = _log_sum(C1, S1, mx, tmp)
+                    S0[t] += vmath.exp(_loglik(kind, y[t] - min(max(mu + c * x, l[t]), r[t]),
+                                               invb[t]) - off[t])
+                    S1[t] += vmath.exp(_loglik(kind, y[t] - min(max(mp + cp * x, l[t]), r[t]),
+                                               invb[t]) - off[t])
+                    C0[i, t] = S0[t]
+                    C1[i, t] = S1[t]
+            for t in range(n):
+                tmp[t] = vmath.log(S1[t]) - vmath.log(S0[t])
+            a1 = 0.0
+            for t in range(n):
+                a1 += tmp[t]
             acc = False
             if valid:
                 acc = math.log(w) < (_log_prior_free(mp, cp, pr) + a1
-                                     - _log_prior_free(mu, c, pr) - a0)
+                                     - _log_prior_free(mu, c, pr))
             if acc:
                 mu, c = mp, cp
                 _resample(bases, C1, S1, Z, z, k)
@@ -243,12 +259,6 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
     y, l, r = check_observations(y, l, r)
     eps = check_eps(eps)
     n_iter, n_aux = check_count("n_iter", n_iter, 1), check_count("n_aux", n_aux, 2)
-    try:
-        burn_fraction = float(burn_fraction)
-    except (TypeError, ValueError):
-        burn_fraction = math.nan
-    if not 0.0 <= burn_fraction < 1.0:
-        raise ValueError(f"burn_fraction must be in [0, 1), got {burn_fraction!r}")
     seed = check_seed(seed)
     d, n = fam.dim, y.size
     positive = np.array(fam.positive, dtype=bool)
@@ -295,17 +305,22 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
     out_acc = np.empty(n_iter, np.bool_)
     out_steps = np.empty((n_iter, d))
     adapt_start = int(math.floor(ADAPT_START_FRACTION * n_iter)) if adapt else n_iter + 1
-    if cf is not None:
+    kind = KIND.get(type(mech))
+    dist = np.maximum(np.maximum(l - y, y - r), 0.0) / b  # from y_t to [l_t, r_t], / b_t
+    # log g_b over [l_t, r_t] (distance in [dist, dist + eps]): -d (Laplace) or -d^2/2
+    off = -dist if kind == 0 else -0.5 * dist ** 2
+    low = -(dist + eps) if kind == 0 else -0.5 * (dist + eps) ** 2
+    if cf is not None and np.all(low - off >= -600.0):
         p = fam.prior
         pr = np.array([p.loc_mean, p.loc_var, p.scale2_shape, p.scale2_scale])
         chain = _chain_for(cf.ppf)
         st = np.array([theta[0], theta[1], math.log(steps[0]), math.log(steps[1])])
         chunk = max(10, int(_CHUNK_DRAWS // (n * n_aux)))
         for m0 in range(0, n_iter, chunk):
-            chain(cf.state, key, KIND[type(mech)], y, l, r, 1.0 / b, pr, m0,
-                  min(n_iter, m0 + chunk), adapt_start, st, z, Z, C0, C1, S0, S1, mx, tmp,
-                  bases, k, g, out_th, out_acc, out_steps)
-    else:
+            chain(cf.state, key, kind, y, l, r, 1.0 / b, off, pr, m0, min(n_iter, m0 + chunk),
+                  adapt_start, st, z, Z, C0, C1, S0, S1, tmp, bases, k, g, out_th, out_acc,
+                  out_steps)
+    else:  # (weights that could underflow: the max-shifted sums)
         _python_chain(fam, mech, latent, key, y, l, r, b, theta, np.log(steps), positive,
                       adapt_start, z, Z, (C0, C1), (S0, S1), mx, tmp, bases, k, g, out_th,
                       out_acc, out_steps)
