@@ -75,12 +75,18 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
     if isinstance(target, str):
         target = _REGISTRY[key] = _resolve(target)
     if target is None and algorithm in ENGINES:  # no kernel for these classes
-        return _resolve(ENGINES[algorithm])(fam, mechanism)
+        return engine(algorithm, fam, mechanism)
     prior = getattr(fam, "prior", None)
     if target is None or not isinstance(prior, LocationScalePrior) or prior.is_section6 \
             or algorithm in PRIOR_FREE:
         return target
     return functools.partial(target, prior=prior) if algorithm in PRIOR_ARGUMENT else None
+
+
+def engine(algorithm: str, family=None, mechanism="laplace"):
+    """What the engine of ``algorithm`` (:data:`ENGINES`) runs for this model, even
+    where a kernel is registered."""
+    return _resolve(ENGINES[algorithm])(as_family(family), mechanism)
 
 
 def _resolve(target):

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpbook.backends import backend
+from dpbook.backends import backend, engine
 from dpbook.model.families import as_family
 from dpbook.validation import (
     ReliabilityWarning,
@@ -272,12 +272,8 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     # the chain, its steps and acceptances; n x N auxiliary draws and their weights
     check_memory(f"MHAAR with {n_iter} iterations and {n_aux} auxiliary draws for "
                  f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)
-    if generic:
-        from dpbook.mhaar.engine import engine_mhaar
-
-        impl = engine_mhaar(family, mechanism)
-    else:
-        impl = backend("mhaar", family, mechanism)
+    impl = engine("mhaar", family, mechanism) if generic else backend("mhaar", family,
+                                                                      mechanism)
     res = impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
                burn_fraction=burn_fraction, steps=steps, adapt=adapt, **backend_options)
     return _checked_chain(res, check_observations(y, l, r), eps, as_family(family),

@@ -78,7 +78,13 @@ from dpbook.mhaar.algorithm import (
 from dpbook.model.families import Family, LocationScaleFamily, as_family
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.model.prior import LocationScalePrior
-from dpbook.smc.engine import NotCompilable, _log_prior_free, _loglik, _uniform, compiled_family
+from dpbook.smc.engine import (
+    NotCompilable,
+    compiled_family,
+    keyed_uniform,
+    log_prior_free,
+    noise_loglik,
+)
 from dpbook.smc.sweep import KIND
 from dpbook.validation import check_count, check_eps, check_observations, check_seed
 
@@ -97,7 +103,7 @@ def _keyed_uniforms(key, m, rows, U, bases):
         bases[t] = _rng.stream_key(key, m, t)
     for i in range(rows):
         for t in range(n):
-            U[i, t] = _uniform(bases[t], i)
+            U[i, t] = keyed_uniform(bases[t], i)
 
 
 @njit(cache=True, error_model="numpy")
@@ -131,7 +137,7 @@ def _resample(bases, C, S, L, lat, k):
     N, n = C.shape
     for t in range(n):
         k[t] = 0
-        S[t] = _uniform(bases[t], N - 1) * S[t]
+        S[t] = keyed_uniform(bases[t], N - 1) * S[t]
     for i in range(N - 1):
         for t in range(n):
             k[t] += C[i, t] <= S[t]
@@ -173,16 +179,16 @@ def make_chain(ppf):
                 Z[0, t] = z[t]
             for i in range(1, N):
                 for t in range(n):
-                    Z[i, t] = ppf(fs, _uniform(bases[t], i - 1))
+                    Z[i, t] = ppf(fs, keyed_uniform(bases[t], i - 1))
             for t in range(n):
                 S0[t] = 0.0
                 S1[t] = 0.0
             for i in range(N):  # shifted exponents in [-600, 0]: no maximum needed
                 for t in range(n):
                     x = Z[i, t]
-                    S0[t] += vmath.exp(_loglik(kind, y[t] - min(max(mu + c * x, l[t]), r[t]),
+                    S0[t] += vmath.exp(noise_loglik(kind, y[t] - min(max(mu + c * x, l[t]), r[t]),
                                                invb[t]) - off[t])
-                    S1[t] += vmath.exp(_loglik(kind, y[t] - min(max(mp + cp * x, l[t]), r[t]),
+                    S1[t] += vmath.exp(noise_loglik(kind, y[t] - min(max(mp + cp * x, l[t]), r[t]),
                                                invb[t]) - off[t])
                     C0[i, t] = S0[t]
                     C1[i, t] = S1[t]
@@ -193,8 +199,8 @@ def make_chain(ppf):
                 a1 += tmp[t]
             acc = False
             if valid:
-                acc = math.log(w) < (_log_prior_free(mp, cp, pr) + a1
-                                     - _log_prior_free(mu, c, pr))
+                acc = math.log(w) < (log_prior_free(mp, cp, pr) + a1
+                                     - log_prior_free(mu, c, pr))
             if acc:
                 mu, c = mp, cp
                 _resample(bases, C1, S1, Z, z, k)
