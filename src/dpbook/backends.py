@@ -20,10 +20,11 @@ never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
 may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`)
-compiles any location-scale family whose functions numba can compile.  Algorithm 4 /
-eq. (8) has one engine for every model (:mod:`dpbook.fisher.mc`): what is chosen here
-is only the class of its primitives, the paper model's own draws and closed-form score
-(registered) or the compiled or numpy ones of any other model (its ENGINES entry).
+and MHAAR's (:mod:`dpbook.mhaar.engine`) compile any location-scale family whose
+functions numba can compile.  Algorithm 4 / eq. (8) has one engine for every model
+(:mod:`dpbook.fisher.mc`): what is chosen here is only the class of its primitives, the
+paper model's own draws and closed-form score (registered) or the compiled or numpy
+ones of any other model (its ENGINES entry).
 
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """
@@ -49,7 +50,8 @@ _REGISTRY: dict = {}
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
 ENGINES = {"smc": "dpbook.smc.engine:engine_class",
-           "fisher_mc": "dpbook.fisher.mc:engine_class"}
+           "fisher_mc": "dpbook.fisher.mc:engine_class",
+           "mhaar": "dpbook.mhaar.engine:engine_mhaar"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -76,12 +78,18 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
     if isinstance(target, str):
         target = _REGISTRY[key] = _resolve(target)
     if target is None and algorithm in ENGINES:  # no kernel for these classes
-        return _resolve(ENGINES[algorithm])(fam, mechanism)
+        return engine(algorithm, fam, mechanism)
     prior = getattr(fam, "prior", None)
     if target is None or not isinstance(prior, LocationScalePrior) or prior.is_section6 \
             or algorithm in PRIOR_FREE:
         return target
     return functools.partial(target, prior=prior) if algorithm in PRIOR_ARGUMENT else None
+
+
+def engine(algorithm: str, family=None, mechanism="laplace"):
+    """What the engine of ``algorithm`` (:data:`ENGINES`) runs for this model, even
+    where a kernel is registered."""
+    return _resolve(ENGINES[algorithm])(as_family(family), mechanism)
 
 
 def _resolve(target):

@@ -61,8 +61,9 @@ VERSIONS = {
     # location-scale family runs the compiled engine (dpbook.smc.engine); 3: the engine's
     # random-walk covariance from the compiled scores (summed in another order); 4:
     # Algorithm 4 / eq. (8) of any other model draws keyed uniforms through its ppf
-    # (dpbook.fisher.mc)
-    "generic-model": 4,
+    # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.engine: keyed streams,
+    # walk in (loc, log scale))
+    "generic-model": 5,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")

@@ -229,12 +229,16 @@ def mhaar_kernel():
 
 @case("rng", "population", "mhaar", *GENERIC_MODEL)
 def mhaar_generic():
+    """MHAAR's engine: compiled (the normal family by generic=True, Laplace with the
+    Gaussian mechanism, a user's logistic) and one iteration at a time (Student-t)."""
     from dpbook.mhaar import mhaar
 
     y, l, r = _normal_releases(40, 2.0, 35.0, 65.0)
     out = {}
     for name, fam, mech, generic in (("normal", "normal", "laplace", True),
-                                     ("laplace", "laplace", "gaussian", False)):
+                                     ("laplace", "laplace", "gaussian", False),
+                                     ("logistic", Logistic(), "laplace", False),
+                                     ("student_t", "student_t", "laplace", False)):
         res = mhaar(y, l, r, 2.0, family=fam, mechanism=mech, n_iter=400, n_aux=5, seed=4,
                     generic=generic)
         _put(out, name, {"samples": res.samples, "acceptance": res.acceptance})

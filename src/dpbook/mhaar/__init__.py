@@ -1,10 +1,11 @@
 """MHAAR, the batch MCMC baseline of Section 6 (Alparslan & Yildirim 2022, Algorithm 8).
 
-* :mod:`dpbook.mhaar.algorithm`: :func:`mhaar`, the one public sampler (any family and
-  mechanism, numpy), and its result :class:`MHAARResult`;
-* :mod:`dpbook.mhaar.normal_laplace`: the compiled backend for the normal family with the
-  Laplace mechanism, which :func:`mhaar` runs for that model (:mod:`dpbook.backends`);
-* :mod:`dpbook.mhaar.simd`: the explicit-vector LLVM helpers of that backend.
+* :mod:`dpbook.mhaar.algorithm`: :func:`mhaar`, the one public sampler, and its result
+  :class:`MHAARResult`;
+* :mod:`dpbook.mhaar.engine`: the sampler for any family and mechanism, compiled for a
+  location-scale family whose ``base_ppf`` compiles;
+* :mod:`dpbook.mhaar.normal_laplace`: the paper's kernel (normal family, Laplace
+  mechanism) and :mod:`dpbook.mhaar.simd`, its explicit-vector LLVM helpers.
 """
 
 from dpbook.mhaar.algorithm import MHAARResult, batch_means_se, effective_sample_size, mhaar

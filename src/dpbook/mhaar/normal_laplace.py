@@ -57,7 +57,7 @@ chain moves (mu, log sigma^2) by default (``walk='log_var'``; ``walk='var'`` kee
 paper's walk): log sigma'^2 = log sigma^2 + s_v N(0, 1), the Jacobian sigma'^2 / sigma^2
 in the acceptance ratio (the target in (mu, log sigma^2) is eta(mu, sigma^2) sigma^2
 times the likelihood), and initial steps of the size of the posterior sds, from the
-Fisher pilot of the generic sampler combined with the prior's precision
+Fisher pilot of the engine combined with the prior's precision
 (:func:`_log_walk_steps`); the adaptation is the same.  The reason
 (``benchmarks/mhaar_vs_exact.py``, issue 24): where the data say little about sigma its
 posterior keeps the IG(1, 1) prior's tail (density ~ sigma^-3, infinite variance), on
@@ -109,22 +109,11 @@ either mode, and however the iterations are split into calls of the compiled cha
 * n is padded to a multiple of 8 with a harmless dummy observation that is never used.
 
 Cost: n N draws per iteration (2e9 for the Section 6 run: n = 1000, N = 20, 10^5
-iterations), 7-10.5 ns of CPU each on 1 thread of the 2-core development VM (2.5 GHz
-Cascade Lake; the speed varies by up to 1.5 times with the load of the host).  Measured
-in a slow phase of the host: ~4.5-5 ns the ziggurat (keys and SplitMix64 words ~0.8 ns,
-scalar table look-ups ~2.3 ns, conversion ~0.5 ns, rejection steps ~1 ns), ~2.8-3.2 ns
-the two clipped Laplace weights (theta, theta'), ~0.6 ns the resampling (one theta),
-the rest per-observation overhead.  The serial chain is 6-9% faster than the version
-that resampled both thetas (same output bit for bit): 7.5 against 8.1 ns per draw at
-best, a Section 6 run (eps = 1, 1 thread) 20-21 s against 23-24 s in the same slow
-phase (16-18 s for the old version with the host idle).  On 2 threads the old version
-took 8.3 s with the machine otherwise idle (benchmarks/bench_mhaar.py,
-results/mhaar.json).
-
-Why this module is over 500 lines: ninety of them are this description; the rest is one
-compiled chain whose parts (draws, block sums, resampling, the chain loop, the wrapper)
-share one random-stream layout and are read together.  The explicit-vector LLVM code it
-calls is in :mod:`dpbook.mhaar.simd`.
+iterations), 7-10.5 ns of CPU each on 1 thread of the 2-core development VM
+(benchmarks/bench_mhaar.py; beside the engine for any family, which keeps this
+kernel's random walk and adaptation but not its random numbers:
+benchmarks/bench_mhaar_engine.py).  The explicit-vector LLVM code it calls is in
+:mod:`dpbook.mhaar.simd`.
 """
 
 from __future__ import annotations
@@ -544,7 +533,7 @@ def _run_chain(run, n_iter, npad, n_aux, parallel):
 def _log_walk_steps(y, l, r, eps, mu0, v0, prior, seed):
     """Initial steps (s_mu, s_log_var) of the (mu, log sigma^2) walk: approximate
     posterior sds 1 / sqrt(n I_jj + P_j), with I the per-observation Fisher information of
-    the generic sampler's Gaussian-approximation pilot
+    the engine's Gaussian-approximation pilot
     (:func:`dpbook.mhaar.algorithm.pilot_steps`, at (mu0, sqrt(v0)), its latent draws
     from a numpy Generator seeded by the chain's key and a tag) and P the prior's
     precision: 1/loc_var for mu, and the curvature scale2_shape of

@@ -202,14 +202,14 @@ def engine_class(family, mechanism):
 
 # ------------------------------------------------------------------ the kernels
 @njit(cache=True)
-def _uniform(base, j):
+def keyed_uniform(base, j):
     """Word j of the SplitMix64 sequence from ``base`` as a uniform on (0, 1)."""
     z = _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
     return (float(np.int64(z >> uint64(11))) + 0.5) * _rng.TWO53_INV
 
 
 @njit(cache=True, error_model="numpy")
-def _loglik(kind, v, invb):
+def noise_loglik(kind, v, invb):
     """log g_b(v) up to its normalising constant (the same for every particle at a
     step): -|v|/b (Laplace) or -(v/b)^2/2 (Gaussian)."""
     z = v * invb
@@ -238,7 +238,7 @@ def _init_theta(key, theta, pr):
 
 
 @njit(cache=True)
-def _log_prior_free(m, c, pr):
+def log_prior_free(m, c, pr):
     """log eta(m, c) + log c (the Jacobian of c = exp(phi)), up to a constant:
     m ~ N(pr[0], pr[1]); c^2 ~ IG(pr[2], pr[3]) gives c^(-2 a - 1) exp(-b / c^2)."""
     return -0.5 * (m - pr[0]) ** 2 / pr[1] - 2.0 * pr[2] * math.log(c) - pr[3] / (c * c)
@@ -256,10 +256,10 @@ def _sweep(ppf, fs, m, c, base, t, x_old, x_new, y, l, r, invb, kind, exact):
     close = 0
     for k in range(t):
         xo = x_old[k]
-        lo = _loglik(kind, y[k] - min(max(xo, l[k]), r[k]), invb[k])
-        xp = m + c * ppf(fs, _uniform(base, 2 * k))
-        lp = _loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
-        u = _uniform(base, 2 * k + 1)
+        lo = noise_loglik(kind, y[k] - min(max(xo, l[k]), r[k]), invb[k])
+        xp = m + c * ppf(fs, keyed_uniform(base, 2 * k))
+        lp = noise_loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
+        u = keyed_uniform(base, 2 * k + 1)
         if exact:
             ok = vmath.log(u) < lp - lo
         else:
@@ -295,7 +295,7 @@ def _sum8(tmp, t):
 def _target(acc, t, m, c, pr):
     """The random walk's target from acc = sum_k log g((x_k - m)/c): the latent values'
     density (-t log c), the prior and the Jacobian."""
-    return acc - t * math.log(c) + _log_prior_free(m, c, pr)
+    return acc - t * math.log(c) + log_prior_free(m, c, pr)
 
 
 def make_log_target(logpdf):
@@ -377,11 +377,11 @@ def make_step(logpdf, ppf, ppf1):
                     x_new[i, k] = x_old[a, k]
                 for j in range(n_moved):
                     q = ks[j]
-                    xp = m + c * ppf1(fs, _uniform(base, 2 * j))
+                    xp = m + c * ppf1(fs, keyed_uniform(base, 2 * j))
                     xo = x_old[a, q]
-                    lo = _loglik(kind, y[q] - min(max(xo, l[q]), r[q]), invb[q])
-                    lp = _loglik(kind, y[q] - min(max(xp, l[q]), r[q]), invb[q])
-                    if math.log(_uniform(base, 2 * j + 1)) < lp - lo:
+                    lo = noise_loglik(kind, y[q] - min(max(xo, l[q]), r[q]), invb[q])
+                    lp = noise_loglik(kind, y[q] - min(max(xp, l[q]), r[q]), invb[q])
+                    if math.log(keyed_uniform(base, 2 * j + 1)) < lp - lo:
                         x_new[i, q] = xp
                         nacc += 1
             acc_x[i] = nacc
@@ -407,7 +407,7 @@ def make_step(logpdf, ppf, ppf1):
             s, u = _rng.uniform(s)  # Algorithm 2 steps 3-4
             xt = m + c * ppf1(fs, u)
             x_new[i, t] = xt
-            logw[i] = _loglik(kind, y[t] - min(max(xt, l[t]), r[t]), invb[t])
+            logw[i] = noise_loglik(kind, y[t] - min(max(xt, l[t]), r[t]), invb[t])
             th_new[i, 0] = m
             th_new[i, 1] = c
 
