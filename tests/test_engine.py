@@ -15,7 +15,7 @@ from dpbook.model.families import get_family
 from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
-from dpbook.posterior.quadrature import exact_posterior_quadrature
+from posterior_oracle import exact_posterior_quadrature
 from dpbook.smc import SMC, smc_posterior
 from dpbook.smc.engine import CompiledSMC, compiled_family, engine_class
 

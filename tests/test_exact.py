@@ -15,8 +15,8 @@ from dpbook.likelihood.normal_laplace import (
     score,
     score_fn,
 )
-from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace as exact_posterior
-from dpbook.posterior.normal_laplace import log_prior
+from dpbook.posterior import exact_posterior
+from dpbook.posterior.exact import log_prior
 
 
 def _brute_density(y, l, r, eps, mu, sigma):

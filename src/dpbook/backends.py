@@ -19,8 +19,11 @@ information, likelihood).  Targets are written as
 never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
-may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`)
-compiles any location-scale family whose functions numba can compile.
+may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`) and
+the exact posterior's log-likelihood grid (:mod:`dpbook.posterior.engine`) compile any
+location-scale family whose functions numba can compile.  For the exact posterior the
+registered "kernel" of the paper's model is its model object (closed-form likelihood),
+which the one grid pipeline of :mod:`dpbook.posterior.exact` runs.
 
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """
@@ -46,7 +49,8 @@ _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
-ENGINES = {"smc": "dpbook.smc.engine:engine_class"}
+ENGINES = {"smc": "dpbook.smc.engine:engine_class",
+           "posterior": "dpbook.posterior.engine:engine_model"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -73,12 +77,18 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
     if isinstance(target, str):
         target = _REGISTRY[key] = _resolve(target)
     if target is None and algorithm in ENGINES:  # no kernel for these classes
-        return _resolve(ENGINES[algorithm])(fam, mechanism)
+        return engine(algorithm, fam, mechanism)
     prior = getattr(fam, "prior", None)
     if target is None or not isinstance(prior, LocationScalePrior) or prior.is_section6 \
             or algorithm in PRIOR_FREE:
         return target
     return functools.partial(target, prior=prior) if algorithm in PRIOR_ARGUMENT else None
+
+
+def engine(algorithm: str, family=None, mechanism="laplace"):
+    """What the compiled engine of ``algorithm`` runs for this model, skipping any
+    registered kernel (None: the numpy code)."""
+    return _resolve(ENGINES[algorithm])(as_family(family), mechanism)
 
 
 def _resolve(target):
@@ -95,7 +105,7 @@ def is_compiled(family=None, mechanism="laplace") -> bool:
 for _algorithm, _target in (
     ("smc", "dpbook.smc.normal_laplace:NormalLaplaceSMC"),
     ("mhaar", "dpbook.mhaar.normal_laplace:mhaar_normal_laplace"),
-    ("posterior", "dpbook.posterior.normal_laplace:exact_posterior_normal_laplace"),
+    ("posterior", "dpbook.posterior.exact:PaperModel"),  # its closed-form likelihood
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
     ("fisher_mc", "dpbook.fisher.normal_mc:fisher_mc_theta"),
     ("fisher_grid", "dpbook.fisher.normal_mc:fisher_grid"),

@@ -60,7 +60,9 @@ VERSIONS = {
     # every family and mechanism but the normal/Laplace pair; 2: the latent SMC of a
     # location-scale family runs the compiled engine (dpbook.smc.engine); 3: the engine's
     # random-walk covariance from the compiled scores (summed in another order)
-    "generic-model": 3,
+    # 4: their exact posterior runs the one grid pipeline (dpbook.posterior.exact), its
+    # likelihood compiled for a location-scale family (dpbook.posterior.engine)
+    "generic-model": 4,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")

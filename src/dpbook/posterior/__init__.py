@@ -2,35 +2,53 @@
 MHAAR are checked against.
 
 :func:`exact_posterior` is the public entry point for every family and mechanism; it
-returns a :class:`GridPosterior`.  The normal family with the Laplace mechanism runs the
-closed-form backend :mod:`dpbook.posterior.normal_laplace` (chosen in
-:mod:`dpbook.backends`), every other model the quadrature of
-:mod:`dpbook.posterior.quadrature`.
+returns a :class:`GridPosterior`.  One pipeline (:mod:`dpbook.posterior.exact`) runs
+every model; what differs is the log-likelihood grid, chosen in :mod:`dpbook.backends`:
+the closed form of the paper's normal/Laplace model, the compiled engine of
+:mod:`dpbook.posterior.engine` for a location-scale family, or the numpy quadrature.
 
 :func:`central_posterior` is its counterpart for a central release (noisy clipped sums,
 :mod:`dpbook.posterior.central`, chapter 11), also a :class:`GridPosterior`.
 """
 
-from dpbook.backends import backend
+from dpbook import backends
+from dpbook.model.families import as_family
+from dpbook.model.mechanisms import get_mechanism
 from dpbook.posterior.central import central_posterior
+from dpbook.posterior.exact import grid_posterior, numpy_model
 from dpbook.posterior.grid import GridPosterior
-from dpbook.posterior.quadrature import exact_posterior_quadrature
+from dpbook.validation import check_eps, check_observations
 
 
-def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", generic=False, **kw):
-    """p(theta | y_{1:n}) of eq. (5) on a grid, as a :class:`GridPosterior`.
+def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", generic=False, grid=None,
+                    bounds=None, tol=1e-5):
+    """p(theta | y_{1:n}) of eq. (5) on a grid, as a :class:`GridPosterior` (one or two
+    parameters).
 
-    ``kw`` go to the implementation: for the normal/Laplace backend ``grid`` (n_mu,
-    n_sigma), ``bounds`` and ``tol`` (see
-    :func:`dpbook.posterior.normal_laplace.exact_posterior_normal_laplace`); otherwise
-    ``grid``, ``bounds`` and ``theta_grid`` (see
-    :func:`dpbook.posterior.quadrature.exact_posterior_quadrature`).  ``generic=True``
-    runs the quadrature for the normal/Laplace model too.
+    p(theta | y_{1:n}) is proportional to eta(theta) prod_t p(y_t | theta), each factor
+    the density of one release with x_t integrated out.  ``grid``: nodes per parameter
+    (default (101, 101), or 201 for one parameter); ``bounds``: one (lo, hi) pair per
+    parameter (the grid is then uniform in theta_j, or log theta_j for a positive
+    parameter), else the box is found automatically: the posterior mode and Laplace sd
+    first, then the box grows from +-6 sd until its boundary is 40 below the maximum
+    log density, with nodes u = mode + 2 sd sinh(t), t uniform (u = theta_j or
+    log theta_j); the grid is refined (n -> 2n - 1, nested) while the estimated
+    quadrature error exceeds ``tol`` posterior sd (:mod:`dpbook.posterior.exact`).
+    ``generic=True`` runs the paper's model on the engine for any family, not its closed
+    form.
+
+    Note: with clipping, p(y | theta) tends to a positive constant as a scale -> inf, so
+    the posterior of a scale can have an infinite variance; the moments reported are
+    those of the posterior restricted to the box (quantiles are the robust summaries).
     """
-    impl = None if generic else backend("posterior", family, mechanism)
-    if impl is not None:
-        return impl(y, l, r, eps, **kw)
-    return exact_posterior_quadrature(y, l, r, eps, family, mechanism, **kw)
+    y, l, r = check_observations(y, l, r)
+    eps = check_eps(eps)
+    fam, mech = as_family(family), get_mechanism(mechanism)
+    if fam.dim not in (1, 2):
+        raise ValueError(f"exact_posterior grids one or two parameters; {fam.name} has {fam.dim}")
+    make = (backends.engine if generic else backends.backend)("posterior", fam, mech)
+    model = make(y, l, r, eps) if make is not None else numpy_model(fam, mech, y, l, r, eps)
+    return grid_posterior(model, grid, bounds, tol)
 
 
 __all__ = ["central_posterior", "exact_posterior", "GridPosterior"]
