@@ -44,7 +44,7 @@ from dpbook.smc.sweep import KIND
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
                    1 - 1e-14])  # base quantiles: panel ends (the outer two: the support)
 GL_NODES = 8
-SLIVER = 0.25  # no panel narrower than this (x min(1, b/c)) but at lo, zu and hi
+SLIVER = 0.25  # no noise half-width point within this (x min(1, b/c)) of another
 _ARGS = (-30.0, -3.0, -1.2, -0.3, 0.0, 0.4, 1.1, 2.5, 30.0)  # where compiled = numpy
 
 
@@ -97,23 +97,27 @@ def make_kernel(logpdf, cdf, sf):
                     near[no - 1 - k] = zu - offs[k] * sc
                     near[no + 1 + k] = zu + offs[k] * sc
                 near[no] = zu
-                # a point closer than ``gap`` to the last one kept or to the next of
-                # lo, zu, hi (which stay) would only make a sliver panel: dropped
+                # inside (lo, hi): zu and the base's quantiles (where a kink of g may
+                # be) stay; a noise half-width point closer than ``gap`` to the last
+                # point kept or to the next quantile, zu or hi would only make a sliver
+                # panel: dropped
                 gap = SLIVER * min(1.0, sc)
-                zc = min(max(zu, lo), hi)
                 pts[0] = lo
                 kept = 1
                 a = 0
                 q = 0
-                for k in range(npts - 2):
+                for _ in range(npts - 2):
                     if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
                         v = near[a]
                         a += 1
+                        if a - 1 != no:  # a half-width point, not zu
+                            nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
+                            if not (v - pts[kept - 1] > gap and nxt - v > gap):
+                                continue
                     else:
                         v = qz[q]
                         q += 1
-                    nxt = zc if v < zc else hi
-                    if v == zc or (v - pts[kept - 1] > gap and nxt - v > gap):
+                    if lo < v < hi:
                         pts[kept] = v
                         kept += 1
                 pts[kept] = hi

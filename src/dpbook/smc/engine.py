@@ -185,7 +185,7 @@ def compiled_family(family) -> CompiledFamily:
 def compiled_primitive(family, name, args):
     """``family.<name>`` (a base function of one array argument, written with numpy)
     compiled for one float by :func:`dpbook.vmath.compile_scalar` and checked against
-    the numpy code at ``args``; called as ``fn(compiled_family(family).state[0], z)``.
+    the numpy code at ``args``; called as ``fn(family_state(family)[0], z)``.
     Raises :class:`NotCompilable` naming the primitive (cached per class)."""
     key = (type(family), name, tuple(_numeric_attributes(family).items()))
     if key not in _COMPILED:
