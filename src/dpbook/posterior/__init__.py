@@ -23,23 +23,16 @@ from dpbook.validation import check_eps, check_observations
 def exact_posterior(y, l, r, eps, family=None, mechanism="laplace", generic=False, grid=None,
                     bounds=None, tol=1e-5):
     """p(theta | y_{1:n}) of eq. (5) on a grid, as a :class:`GridPosterior` (one or two
-    parameters).
+    parameters): eta(theta) prod_t p(y_t | theta), x_t integrated out.
 
-    p(theta | y_{1:n}) is proportional to eta(theta) prod_t p(y_t | theta), each factor
-    the density of one release with x_t integrated out.  ``grid``: nodes per parameter
-    (default (101, 101), or 201 for one parameter); ``bounds``: one (lo, hi) pair per
-    parameter (the grid is then uniform in theta_j, or log theta_j for a positive
-    parameter), else the box is found automatically: the posterior mode and Laplace sd
-    first, then the box grows from +-6 sd until its boundary is 40 below the maximum
-    log density, with nodes u = mode + 2 sd sinh(t), t uniform (u = theta_j or
-    log theta_j); the grid is refined (n -> 2n - 1, nested) while the estimated
-    quadrature error exceeds ``tol`` posterior sd (:mod:`dpbook.posterior.exact`).
-    ``generic=True`` runs the paper's model on the engine for any family, not its closed
-    form.
-
-    Note: with clipping, p(y | theta) tends to a positive constant as a scale -> inf, so
-    the posterior of a scale can have an infinite variance; the moments reported are
-    those of the posterior restricted to the box (quantiles are the robust summaries).
+    ``grid``: nodes per parameter (default (101, 101), or 201 for one parameter);
+    ``bounds``: one (lo, hi) pair per parameter (uniform nodes in theta_j, or log theta_j
+    for a positive parameter), else the box and sinh nodes around the mode are found
+    automatically and the grid refined while the quadrature error exceeds ``tol``
+    posterior sd (:mod:`dpbook.posterior.exact`).  ``generic=True``: the engine's
+    likelihood for the paper's model too, not its closed form.  With clipping the
+    posterior of a scale can have infinite variance: moments are those of the box,
+    quantiles the robust summaries.
     """
     y, l, r = check_observations(y, l, r)
     eps = check_eps(eps)

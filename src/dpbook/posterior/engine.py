@@ -1,27 +1,19 @@
 """The log-likelihood grid of the exact posterior (5), compiled for any location-scale
-family with the Laplace or Gaussian mechanism.
+family with the Laplace or Gaussian mechanism.  For theta = (m, c) and each release
+(eq. 7's density, x integrated out), in z = (x - m)/c:
 
-For theta = (m, c) on a grid and every release, log p(y | m, c) with x integrated out
-(eq. 5; the density of eq. 7): in z = (x - m)/c,
+    p(y | m, c) = G(z_l) g_b(y - l) + S(z_r) g_b(y - r) + int_{z_l}^{z_r} g(z) g_b(y - m - c z) dz,
 
-    p(y | m, c) = G(z_l) g_b(y - l) + S(z_r) g_b(y - r)
-                  + int_{z_l}^{z_r} g(z) g_b(y - m - c z) dz,
-
-g, G, S the family's base density, cdf and survival function, g_b the noise density
-of scale b = (r - l)/eps, z_l = (l - m)/c, z_r = (r - m)/c.  The integral is composite
-Gauss-Legendre (8 nodes a panel) on [z_l, z_r] cut to the base's [1e-14, 1 - 1e-14]
-quantiles widened by the noise's reach; panels end at the base's quantiles at fixed
-levels (computed once), at the noise's peak z_u = (T_l^r(y) - m)/c (a kink for Laplace
-noise) and at z_u +- the noise's half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39
-b/c): the rule of :mod:`dpbook.likelihood.quadrature` (its numpy form, kept as the
-test oracle in ``tests/``) in the base's coordinate, so that the family's quantiles
-are the same numbers for every theta.  Sums in log space.
-
-The family's ``base_logpdf``, ``base_cdf`` and ``base_sf`` (numpy code) are compiled
-for scalars by the machinery of the SMC engine (:func:`dpbook.smc.engine.compiled_primitive`,
-:func:`dpbook.vmath.compile_scalar`); a family whose primitive does not compile runs
-the numpy quadrature, with one warning naming it.  Chosen by :mod:`dpbook.backends`
-(``ENGINES["posterior"]``).
+g, G, S the base density, cdf and sf, g_b the noise density of scale b = (r - l)/eps.
+The rule of :mod:`dpbook.likelihood.quadrature` (checked against it in tests) in the
+base's coordinate: Gauss-Legendre (8 nodes a panel) on [z_l, z_r] cut to the base's
+[1e-14, 1 - 1e-14] quantiles widened by the noise's reach, panels ending at the base's
+quantiles (computed once), at z_u = (T_l^r(y) - m)/c and z_u +- the noise's
+half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39 b/c); sums in log space.  The
+family's numpy ``base_logpdf``, ``base_cdf`` and ``base_sf`` are compiled by the SMC
+engine's machinery (:func:`dpbook.smc.engine.compiled_primitive`); a family that does
+not compile runs the numpy quadrature, with one warning naming the primitive.  Chosen
+by :mod:`dpbook.backends` (``ENGINES["posterior"]``).
 """
 
 from __future__ import annotations

@@ -84,14 +84,12 @@ class GridModel:
         return float(mid), np.where(np.isfinite(grad), grad, 0.0)
 
     def initial_box(self):
-        """[lo_0, hi_0, lo_1, hi_1, ...] in u: all data and +-10 prior sd of a location
-        (a location-scale family), scales from 1e-3 min(1, b) to max(1e3, 10 x range)
-        (b = (r - l)/eps); otherwise the family's guess +-10 data ranges, or x/e^9 to
-        x e^9 for a positive parameter."""
+        """[lo_0, hi_0, lo_1, ...] in u: all data and +-10 prior sd of a location, scales
+        1e-3 min(1, b) to max(1e3, 10 x range); else the guess +-10 ranges (or x e^+-9)."""
         y, l, r, eps = self.y, self.l, self.r, self.eps
         lo_data = min(l.min(), y.min())
         hi_data = max(r.max(), y.max())
-        prior = getattr(self.family, "prior", None)
+        prior = getattr(self, "prior", None) or getattr(self.family, "prior", None)
         if self.positive == (False, True) and isinstance(prior, LocationScalePrior):
             m0, psd = prior.loc_mean, math.sqrt(prior.loc_var)
             b_min = float(np.min((r - l) / eps))
@@ -144,6 +142,7 @@ class PaperModel(GridModel):
         if not isinstance(prior, LocationScalePrior):
             raise ValueError(f"prior must be a LocationScalePrior, got {prior!r}")
         self.y, self.l, self.r, self.eps, self.prior = y, l, r, eps, prior
+        self.family = None
 
     def log_post(self, axes):
         mu, sigma = axes
@@ -162,16 +161,6 @@ class PaperModel(GridModel):
         d_sig = (float(np.sum(s[:, 1])) - 2.0 * (prior.scale2_shape + 1.0) / sigma
                  + 2.0 * prior.scale2_scale / sigma**3 + 1.0 / sigma)
         return val, np.array([d_mu, sigma * d_sig + 1.0])
-
-    def initial_box(self):
-        y, l, r = self.y, self.l, self.r
-        lo_data = min(l.min(), y.min())
-        hi_data = max(r.max(), y.max())
-        m0, psd = self.prior.loc_mean, math.sqrt(self.prior.loc_var)
-        b_min = float(np.min((r - l) / self.eps))
-        return np.array([min(m0 - 10 * psd, lo_data), max(m0 + 10 * psd, hi_data),
-                         math.log(1e-3 * min(1.0, b_min)),
-                         math.log(max(1e3, 10 * (hi_data - lo_data)))])
 
 
 # ------------------------------------------------------------------ the result
@@ -198,23 +187,17 @@ class ExactPosterior(GridPosterior):
 
     ``log_post`` is the log density w.r.t. d theta, normalised by the quadrature
     ``weights``: sum exp(log_post) prod_j weights[j] = 1.  The grids need not be uniform.
-    ``log_evidence`` is log p(y_{1:n}) (integral over the box); ``edge_density`` is the
-    largest density on the boundary of the box relative to the largest overall, in the
-    measure d log theta_j for a positive parameter: a check that the box holds the
+    ``log_evidence`` is log p(y_{1:n}) (integral over the box); ``edge`` is the log of
+    the largest density on the boundary of the box relative to the largest overall, in
+    the measure d log theta_j for a positive parameter: a check that the box holds the
     posterior.  ``quad_error`` is the largest change of the posterior means and sd, in
     units of the posterior sd, when every other node is dropped (NaN for even grid
     sizes): a conservative estimate of the quadrature error.  Marginals and moments are
     computed in a fixed order of operations (the paper's numbers keep their bits).
     """
 
-    edge_density: float = math.nan
+    edge_density: float = math.nan  # exp(edge)
     quad_error: float = math.nan
-
-    mu_grid = property(lambda self: self.axes[0])
-    sigma_grid = property(lambda self: self.axes[1])
-    log_density = property(lambda self: self.log_post)
-    w_mu = property(lambda self: self.weights[0])
-    w_sigma = property(lambda self: self.weights[1])
 
     def _marg(self, j):
         p = np.exp(self.log_post)
@@ -226,12 +209,6 @@ class ExactPosterior(GridPosterior):
         """(axis, marginal density) of parameter j (an index or a name)."""
         j = self._index(j)
         return self.axes[j], self._marg(j)
-
-    def marginal_mu(self):
-        return self._marg(0)
-
-    def marginal_sigma(self):
-        return self._marg(1)
 
     def mean(self):
         """Posterior means, array (d,)."""
@@ -245,17 +222,10 @@ class ExactPosterior(GridPosterior):
                                  for j, (x, w) in enumerate(zip(self.axes, self.weights))]))
 
     def quantile(self, q):
-        """Marginal posterior quantiles: shape (d,) or (len(q), d).
-
-        Robust summaries: unlike the sd of a scale (see :func:`exact_posterior`) they do
-        not depend on how far the box reaches into the tails.  The nodes are uniform in
-        the grid's own coordinate t (``_axis``: x = centre + scale sinh(t)), so the
-        marginal mass per unit of t is interpolated by a cubic spline, its
-        antiderivative inverted by root finding, and t mapped back to the parameter by
-        monotone interpolation of the nodes.  (A spline in sigma itself oscillates
-        across the geometric tail nodes: on a 41 x 41 grid it put the median of sigma
-        at 1e12.)
-        """
+        """Marginal posterior quantiles: shape (d,) or (len(q), d).  The marginal mass per
+        unit of the grid's own coordinate t (``_axis``) by a cubic spline, inverted by
+        root finding, t mapped back by monotone interpolation of the nodes (a spline in
+        sigma itself oscillated across the geometric tail: a median of sigma at 1e12)."""
         q = np.asarray(q, dtype=float)
         if not np.all((q >= 0) & (q <= 1)):
             raise ValueError("quantile levels must lie in [0, 1]")

@@ -449,19 +449,9 @@ def _step_for(logpdf, ppf, ppf1):
 
 
 def _run(step, n, t, *args):
-    """``step`` over particles 0..n-1 at time t, in as many chunks as numba has threads
-    (one on this thread, the others on a pool: the kernel releases the GIL), when the
-    step is big enough to pay for waking threads.  Every particle has its own streams,
-    so the chunks do not change a bit of the output."""
-    k = min(numba.get_num_threads(), max(1, n * max(t, 1) // _PARALLEL_WORK))
-    if k == 1:
-        step(0, n, t, *args)
-        return
-    cuts = [n * j // k for j in range(k + 1)]
-    others = [_pool().submit(step, cuts[j], cuts[j + 1], t, *args) for j in range(1, k)]
-    step(cuts[0], cuts[1], t, *args)
-    for f in others:
-        f.result()
+    """``step`` over particles 0..n-1 at time t (:func:`run_chunks`: every particle has
+    its own streams, so the chunks do not change a bit of the output)."""
+    run_chunks(step, n, t, t, *args)
 
 
 _PARALLEL_WORK = 1 << 15  # particles x latent values per thread, at least
