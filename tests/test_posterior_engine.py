@@ -85,9 +85,9 @@ def test_posterior_agrees_with_the_oracle(fam, mech):
 
 
 def test_the_paper_model_keeps_its_closed_form_and_others_compile():
-    assert backends.backend("posterior", "normal") is PaperModel
-    assert backends.backend("posterior", Logistic(), "gaussian") is not None
-    assert backends.engine("posterior", "normal") is not None  # generic=True
+    assert backends.backend("posterior_model", "normal") is PaperModel
+    assert backends.backend("posterior_model", Logistic(), "gaussian") is not None
+    assert backends.engine("posterior_model", "normal") is not None  # generic=True
 
 
 def test_a_family_that_does_not_compile_warns_once_naming_the_primitive():

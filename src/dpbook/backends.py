@@ -21,9 +21,9 @@ never loads an algorithm.
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
 may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`) and
 the exact posterior's log-likelihood grid (:mod:`dpbook.posterior.engine`) compile any
-location-scale family whose functions numba can compile.  For the exact posterior the
-registered "kernel" of the paper's model is its model object (closed-form likelihood),
-which the one grid pipeline of :mod:`dpbook.posterior.exact` runs.
+location-scale family whose functions numba can compile.  ``posterior_model`` is what
+the one grid pipeline of :mod:`dpbook.posterior.exact` runs: the paper's model object
+(its closed-form likelihood) or the engine's; ``posterior`` a whole replacement.
 
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """
@@ -38,19 +38,19 @@ from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
 
-ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "fisher_grid",
-              "loglik_particles")
+ALGORITHMS = ("smc", "mhaar", "posterior", "posterior_model", "fisher_exact", "fisher_mc",
+              "fisher_grid", "loglik_particles")
 # kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
 # class) reads it from the family
 PRIOR_FREE = ("fisher_exact", "fisher_mc", "fisher_grid", "loglik_particles", "smc")
-PRIOR_ARGUMENT = ("posterior", "mhaar")  # kernels called with prior=family.prior
+PRIOR_ARGUMENT = ("posterior", "posterior_model", "mhaar")  # kernels called with prior=family.prior
 
 _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
 ENGINES = {"smc": "dpbook.smc.engine:engine_class",
-           "posterior": "dpbook.posterior.engine:engine_model"}
+           "posterior_model": "dpbook.posterior.engine:engine_model"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -105,7 +105,7 @@ def is_compiled(family=None, mechanism="laplace") -> bool:
 for _algorithm, _target in (
     ("smc", "dpbook.smc.normal_laplace:NormalLaplaceSMC"),
     ("mhaar", "dpbook.mhaar.normal_laplace:mhaar_normal_laplace"),
-    ("posterior", "dpbook.posterior.exact:PaperModel"),  # its closed-form likelihood
+    ("posterior_model", "dpbook.posterior.exact:PaperModel"),  # closed-form likelihood
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
     ("fisher_mc", "dpbook.fisher.normal_mc:fisher_mc_theta"),
     ("fisher_grid", "dpbook.fisher.normal_mc:fisher_grid"),
