@@ -7,6 +7,7 @@ import numba
 import numpy as np
 import pytest
 from numba import njit
+from posterior_oracle import exact_posterior_quadrature
 from scipy import special, stats
 from test_smc_family import EPS, N_PART, R, Z, _close, _stats
 
@@ -15,7 +16,6 @@ from dpbook.model.families import get_family
 from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
-from dpbook.posterior.quadrature import exact_posterior_quadrature
 from dpbook.smc import SMC, smc_posterior
 from dpbook.smc.engine import CompiledSMC, compiled_family, engine_class
 

@@ -15,8 +15,8 @@ from dpbook.likelihood.normal_laplace import (
     score,
     score_fn,
 )
-from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace as exact_posterior
-from dpbook.posterior.normal_laplace import log_prior
+from dpbook.posterior import exact_posterior
+from dpbook.posterior.exact import log_prior
 
 
 def _brute_density(y, l, r, eps, mu, sigma):
@@ -273,10 +273,10 @@ def _released(n, eps, seed, width=None, adaptive=False):
 def test_posterior_normalised_and_summary():
     _, y, l, r = _released(150, 5.0, seed=4, adaptive=True)
     post = exact_posterior(y, l, r, 5.0)
-    p = np.exp(post.log_density)
-    assert abs(np.sum(p * post.w_mu[:, None] * post.w_sigma[None, :]) - 1) < 1e-12
-    assert abs(post.w_mu @ post.marginal_mu() - 1) < 1e-12
-    assert abs(post.w_sigma @ post.marginal_sigma() - 1) < 1e-12
+    p = np.exp(post.log_post)
+    assert abs(np.sum(p * post.weights[0][:, None] * post.weights[1][None, :]) - 1) < 1e-12
+    assert abs(post.weights[0] @ post.marginal(0)[1] - 1) < 1e-12
+    assert abs(post.weights[1] @ post.marginal(1)[1] - 1) < 1e-12
     s = post.summary()
     assert set(s) == {"mu", "sigma"} and set(s["mu"]) == {"mean", "sd"}
     assert s["mu"]["mean"] == pytest.approx(post.mean()[0])
@@ -293,9 +293,9 @@ def test_posterior_normalised_and_summary():
     assert post.quad_error < 1e-5
     # unnormalised log posterior at a grid point from the public pieces
     i, j = 40, 55
-    direct = (log_prior(post.mu_grid[i], post.sigma_grid[j])
-              + np.sum(log_density(y, l, r, 5.0, post.mu_grid[i], post.sigma_grid[j])))
-    assert abs(post.log_density[i, j] + post.log_evidence - direct) < 1e-9
+    direct = (log_prior(post.axes[0][i], post.axes[1][j])
+              + np.sum(log_density(y, l, r, 5.0, post.axes[0][i], post.axes[1][j])))
+    assert abs(post.log_post[i, j] + post.log_evidence - direct) < 1e-9
 
 
 def test_posterior_huge_eps_is_raw_data_posterior():
@@ -306,14 +306,14 @@ def test_posterior_huge_eps_is_raw_data_posterior():
     # observation, far below the 1e-4 sd tolerance.
     x, y, l, r = _released(200, 1e6, seed=5, width=200.0)
     post = exact_posterior(y, l, r, 1e6)
-    mu, sig = post.mu_grid[:, None], post.sigma_grid[None, :]
+    mu, sig = post.axes[0][:, None], post.axes[1][None, :]
     lp = log_prior(mu, sig) + np.sum(
         stats.norm.logpdf(x[:, None, None], mu[None], sig[None]), axis=0)
-    p = np.exp(lp - lp.max()) * post.w_mu[:, None] * post.w_sigma[None, :]
+    p = np.exp(lp - lp.max()) * post.weights[0][:, None] * post.weights[1][None, :]
     p /= p.sum()
-    mean = np.array([p.sum(1) @ post.mu_grid, p.sum(0) @ post.sigma_grid])
-    sd = np.sqrt([p.sum(1) @ (post.mu_grid - mean[0]) ** 2,
-                  p.sum(0) @ (post.sigma_grid - mean[1]) ** 2])
+    mean = np.array([p.sum(1) @ post.axes[0], p.sum(0) @ post.axes[1]])
+    sd = np.sqrt([p.sum(1) @ (post.axes[0] - mean[0]) ** 2,
+                  p.sum(0) @ (post.axes[1] - mean[1]) ** 2])
     np.testing.assert_allclose(post.mean(), mean, atol=1e-4 * sd.min())
     np.testing.assert_allclose(post.sd(), sd, rtol=1e-4)
     # and the grid resolves the raw-data posterior: mu | sigma is nearly N(xbar, s^2/n)
@@ -332,7 +332,7 @@ def test_posterior_stable_under_grid_refinement(n, eps, width):
     ref = exact_posterior(y, l, r, eps, grid=(161, 161))
     for g in (61, 101):
         post = exact_posterior(y, l, r, eps, grid=(g, g))
-        assert post.mu_grid.size == g  # no automatic refinement was needed
+        assert post.axes[0].size == g  # no automatic refinement was needed
         np.testing.assert_allclose(post.mean(), ref.mean(), rtol=0, atol=1e-9 * ref.sd().min())
         np.testing.assert_allclose(post.sd(), ref.sd(), rtol=1e-9)
         # quantiles come from a cubic spline of the marginal density, an algebraic
@@ -352,11 +352,11 @@ def test_posterior_explicit_bounds():
     box = ((m[0] - 12 * s[0], m[0] + 12 * s[0]),
            (m[1] * math.exp(-12 * cv), m[1] * math.exp(12 * cv)))
     post = exact_posterior(y, l, r, 10.0, grid=(121, 121), bounds=box)
-    assert post.mu_grid[0] == pytest.approx(box[0][0])
-    assert post.sigma_grid[-1] == pytest.approx(box[1][1])
-    np.testing.assert_allclose(np.diff(post.mu_grid), post.mu_grid[1] - post.mu_grid[0])
-    np.testing.assert_allclose(np.diff(np.log(post.sigma_grid)),
-                               math.log(post.sigma_grid[1] / post.sigma_grid[0]))
+    assert post.axes[0][0] == pytest.approx(box[0][0])
+    assert post.axes[1][-1] == pytest.approx(box[1][1])
+    np.testing.assert_allclose(np.diff(post.axes[0]), post.axes[0][1] - post.axes[0][0])
+    np.testing.assert_allclose(np.diff(np.log(post.axes[1])),
+                               math.log(post.axes[1][1] / post.axes[1][0]))
     np.testing.assert_allclose(post.mean(), m, rtol=0, atol=1e-6 * s.min())
     np.testing.assert_allclose(post.sd(), s, rtol=1e-6)
 

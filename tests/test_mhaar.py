@@ -13,7 +13,7 @@ from dpbook.mhaar.normal_laplace import aux_normals_array
 from dpbook.mhaar.normal_laplace import mhaar_normal_laplace as mhaar
 from dpbook.mhaar.simd import exp2_array
 from dpbook.model.mechanisms import release
-from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace
+from dpbook.posterior import exact_posterior as exact_posterior_normal_laplace
 
 
 def _data(n=50, eps=5.0, seed=5, half=6.0, vary=False):

@@ -14,7 +14,7 @@ from dpbook.model.families import available
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, release
 from dpbook.posterior import exact_posterior
-from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace
+from dpbook.posterior import exact_posterior as exact_posterior_normal_laplace
 
 N, EPS = 40, 5.0
 N_ITER, BURN, BATCHES = 12_000, 0.2, 40

@@ -64,7 +64,7 @@ def test_with_prior_is_a_copy():
 def test_backends_take_the_prior():
     narrow = get_family("normal").with_prior(NARROW)
     assert is_compiled(narrow)
-    for algorithm in ("posterior", "mhaar"):
+    for algorithm in ("posterior_model", "mhaar"):
         impl = backend(algorithm, narrow)
         assert impl.keywords == {"prior": NARROW}
         assert backend(algorithm, "normal") is impl.func  # Section 6: the kernel itself

@@ -16,8 +16,7 @@ from dpbook.likelihood import normal_laplace as exact
 from dpbook.likelihood import quadrature as quad
 from dpbook.model.families import get_family
 from dpbook.model.mechanisms import Mechanism, get_mechanism, laplace_logpdf, release
-from dpbook.posterior.normal_laplace import exact_posterior_normal_laplace
-from dpbook.posterior.quadrature import exact_posterior_quadrature
+from dpbook.posterior import exact_posterior
 
 FAMILIES = {"normal": {}, "laplace": {}, "student_t": {"df": 5.0}, "student_t3": {"df": 3.0},
             "poisson": {}}
@@ -332,11 +331,11 @@ def _normal_data(n, eps, width, seed=1, mech="laplace"):
 
 
 def test_posterior_matches_closed_form():
-    """Same posterior as dpbook.posterior.normal_laplace (closed form, its own grids and box):
-    means and sds agree to 1e-6 posterior sd (measured 3e-10)."""
+    """The engine's quadrature likelihood (generic=True) gives the same posterior as the
+    closed form: means and sds agree to 1e-6 posterior sd."""
     y, l, r = _normal_data(50, 10.0, 5.0)
-    post = exact_posterior_quadrature(y, l, r, 10.0)
-    ref = exact_posterior_normal_laplace(y, l, r, 10.0)
+    post = exact_posterior(y, l, r, 10.0, generic=True)
+    ref = exact_posterior(y, l, r, 10.0)
     assert post.edge < -24.0
     assert np.all(np.abs(post.mean() - ref.mean()) < 1e-6 * ref.sd())
     assert np.all(np.abs(post.sd() - ref.sd()) < 1e-6 * ref.sd())
@@ -353,7 +352,7 @@ def test_poisson_posterior_is_conjugate_without_noise(mech):
     x = rng.poisson(10.0, n).astype(float)
     l, r = np.full(n, -0.5), np.full(n, 40.5)
     y = release(x, l, r, 1e4, rng, mechanism=mech)
-    post = exact_posterior_quadrature(y, l, r, 1e4, "poisson", mech)
+    post = exact_posterior(y, l, r, 1e4, "poisson", mech)
     a, rate = 1.0 + x.sum(), 0.01 + n
     sd = math.sqrt(a) / rate
     assert abs(post.mean()[0] - a / rate) < 1e-8 * sd
@@ -364,7 +363,7 @@ def test_poisson_posterior_is_conjugate_without_noise(mech):
 
 def test_grid_posterior_api():
     y, l, r = _normal_data(30, 5.0, 4.0, seed=2, mech="gaussian")
-    post = exact_posterior_quadrature(y, l, r, 5.0, "student_t", "gaussian", grid=(41, 31))
+    post = exact_posterior(y, l, r, 5.0, "student_t", "gaussian", grid=(41, 31), tol=1.0)
     assert post.params == ("loc", "scale")
     assert [a.size for a in post.axes] == [41, 31] and post.log_post.shape == (41, 31)
     assert np.all(post.axes[1] > 0)
@@ -381,22 +380,17 @@ def test_grid_posterior_api():
     assert s["scale"]["sd"] == pytest.approx(post.sd()[1])
     # fixed bounds are honoured
     box = post.quantile([0.001, 0.999]).T
-    fixed = exact_posterior_quadrature(y, l, r, 5.0, "student_t", "gaussian", grid=(21, 21),
-                                 bounds=[tuple(box[0]), tuple(box[1])])
+    fixed = exact_posterior(y, l, r, 5.0, "student_t", "gaussian", grid=(21, 21),
+                      bounds=[tuple(box[0]), tuple(box[1])])
     assert fixed.axes[0][0] == box[0][0] and fixed.axes[1][-1] == box[1][1]
-    # explicit nodes (trapezoid in theta): the same moments
-    axes = [np.linspace(*post.quantile([1e-6, 1 - 1e-6])[:, j], 121) for j in range(2)]
-    given = exact_posterior_quadrature(y, l, r, 5.0, "student_t", "gaussian", theta_grid=axes)
-    assert all(np.array_equal(a, b) for a, b in zip(given.axes, axes))
-    assert np.all(np.abs(given.mean() - post.mean()) < 1e-3 * post.sd())
     # one parameter: 201 nodes by default
-    assert exact_posterior_quadrature([3.0, 5.0], 0.0, 20.0, 2.0, "poisson").axes[0].size == 201
+    assert exact_posterior([3.0, 5.0], 0.0, 20.0, 2.0, "poisson").axes[0].size == 201
 
 
 def test_posterior_deterministic():
     y, l, r = _normal_data(20, 5.0, 4.0, seed=3)
-    a = exact_posterior_quadrature(y, l, r, 5.0, "laplace", grid=(21, 21))
-    b = exact_posterior_quadrature(y, l, r, 5.0, "laplace", grid=(21, 21))
+    a = exact_posterior(y, l, r, 5.0, "laplace", grid=(21, 21))
+    b = exact_posterior(y, l, r, 5.0, "laplace", grid=(21, 21))
     np.testing.assert_array_equal(a.log_post, b.log_post)
 
 
@@ -417,18 +411,13 @@ def test_posterior_deterministic():
     (lambda: quad.fisher_exact(1.0, -1.0, 1.0), "l < r"),
     (lambda: quad.fisher_exact(-1.0, 1.0, -2.0), "eps"),
     (lambda: quad.fisher_exact(-1.0, 1.0, 1.0, (0.0, np.array([1.0, 2.0]))), "one theta"),
-    (lambda: exact_posterior_quadrature([], [], [], 1.0), "non-empty"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, grid=(11,)), "grid"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, grid=(11, 2)), "grid"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, bounds=[(0, 1)]), "bounds"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, bounds=[(0, 1), (0, 1)]), "> 0"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, bounds=[(1, 0), (1, 2)]), "lo < hi"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, theta_grid=[[0, 1, 2], [0, 1, 2]]),
-     "> 0"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, theta_grid=[[0, 2, 1], [1, 2, 3]]),
-     "increasing"),
-    (lambda: exact_posterior_quadrature([1.0], 0.0, 2.0, 1.0, grid=5, theta_grid=[[0, 1, 2]] * 2),
-     "not both"),
+    (lambda: exact_posterior([], [], [], 1.0), "non-empty"),
+    (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, grid=(11,)), "grid"),
+    (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, grid=(11, 2)), "grid"),
+    (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, bounds=[(0, 1)]), "bounds"),
+    (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, bounds=[(0, 1), (0, 1)]), "> 0"),
+    (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, bounds=[(1, 0), (1, 2)]), "lo < hi"),
+    (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, "logistic_unknown"), "unknown family"),
 ])
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
@@ -436,7 +425,7 @@ def test_bad_inputs(call, match):
 
 
 def test_bad_quantile_level():
-    post = exact_posterior_quadrature([3.0, 5.0], 0.0, 20.0, 2.0, "poisson", grid=31)
+    post = exact_posterior([3.0, 5.0], 0.0, 20.0, 2.0, "poisson", grid=31)
     with pytest.raises(ValueError, match="quantile"):
         post.quantile(1.5)
     with pytest.raises(ValueError, match="parameter"):
@@ -455,8 +444,8 @@ def test_posterior_grid_converges_when_the_box_is_wide():
     x = 50.0 + 3.0 * rng.gumbel(size=n)
     l, r = np.full(n, 20.0), np.full(n, 80.0)
     y = release(x, l, r, 2.0, rng)
-    coarse = exact_posterior_quadrature(y, l, r, 2.0, "student_t", grid=(81, 81))
-    fine = exact_posterior_quadrature(y, l, r, 2.0, "student_t", grid=(161, 161))
+    coarse = exact_posterior(y, l, r, 2.0, "student_t", grid=(81, 81))
+    fine = exact_posterior(y, l, r, 2.0, "student_t", grid=(161, 161))
     q = [0.1, 0.5, 0.9]
     spread = fine.quantile(0.9) - fine.quantile(0.1)
     assert np.all(np.abs(coarse.quantile(q) - fine.quantile(q)) < 1e-2 * spread)
@@ -472,8 +461,8 @@ def test_automatic_box_finds_a_narrow_peak_beside_a_long_ridge():
     rng = np.random.default_rng(4)
     x = rng.laplace(0.0, 1.0, 40)
     y = np.clip(x, -4.0, 4.0) + rng.laplace(0.0, 8.0 / 3.0, 40)
-    auto = exact_posterior_quadrature(y, -4.0, 4.0, 3.0, family="laplace")
-    boxed = exact_posterior_quadrature(y, -4.0, 4.0, 3.0, family="laplace",
-                                       bounds=((-6.0, 6.0), (0.05, 30.0)))
+    auto = exact_posterior(y, -4.0, 4.0, 3.0, family="laplace")
+    boxed = exact_posterior(y, -4.0, 4.0, 3.0, family="laplace",
+                            bounds=((-6.0, 6.0), (0.05, 30.0)))
     np.testing.assert_allclose(auto.quantile([0.25, 0.5, 0.75]),
                                boxed.quantile([0.25, 0.5, 0.75]), atol=0.01)

@@ -44,7 +44,7 @@ def _data(fam, mech, n=N_DATA, eps=EPS, seed=0):
 def _reference(fam, mech, y, l, r):
     """The posterior (5) with x integrated out, on a grid (dpbook.quadrature).  41 nodes
     per parameter agree with 121 to 4 digits for these data (measured)."""
-    from dpbook.posterior.quadrature import exact_posterior_quadrature as exact_posterior
+    from posterior_oracle import exact_posterior_quadrature as exact_posterior
 
     post = exact_posterior(y, l, r, EPS, fam, mech, grid=41 if fam.dim == 1 else (41, 41),
                            bounds=BOX[fam.name])

@@ -19,12 +19,15 @@ information, likelihood).  Targets are written as
 never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
-may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`)
-and MHAAR's (:mod:`dpbook.mhaar.engine`) compile any location-scale family whose
-functions numba can compile.  Algorithm 4 / eq. (8) has one engine for every model
-(:mod:`dpbook.fisher.mc`): what is chosen here is only the class of its primitives, the
-paper model's own draws and closed-form score (registered) or the compiled or numpy
-ones of any other model (its ENGINES entry).
+may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`),
+MHAAR's (:mod:`dpbook.mhaar.engine`) and the exact posterior's log-likelihood grid
+(:mod:`dpbook.posterior.engine`) compile any location-scale family whose functions
+numba can compile.  ``posterior_model`` is what the one grid pipeline of
+:mod:`dpbook.posterior.exact` runs: the paper's model object (its closed-form
+likelihood) or the engine's; ``posterior`` a whole replacement.  Algorithm 4 / eq. (8)
+has one engine for every model (:mod:`dpbook.fisher.mc`): what is chosen here is only
+the class of its primitives, the paper model's own draws and closed-form score
+(registered) or the compiled or numpy ones of any other model (its ENGINES entry).
 
 Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
 """
@@ -39,11 +42,13 @@ from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
 
-ALGORITHMS = ("smc", "mhaar", "posterior", "fisher_exact", "fisher_mc", "loglik_particles")
+ALGORITHMS = ("smc", "mhaar", "posterior", "posterior_model", "fisher_exact", "fisher_mc",
+              "loglik_particles")
 # kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
 # class) reads it from the family
 PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "smc")
-PRIOR_ARGUMENT = ("posterior", "mhaar")  # kernels called with prior=family.prior
+# kernels called with prior=family.prior
+PRIOR_ARGUMENT = ("posterior", "posterior_model", "mhaar")
 
 _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
@@ -51,7 +56,8 @@ _REGISTRY: dict = {}
 # numpy code)
 ENGINES = {"smc": "dpbook.smc.engine:engine_class",
            "fisher_mc": "dpbook.fisher.mc:engine_class",
-           "mhaar": "dpbook.mhaar.engine:engine_mhaar"}
+           "mhaar": "dpbook.mhaar.engine:engine_mhaar",
+           "posterior_model": "dpbook.posterior.engine:engine_model"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -88,7 +94,7 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
 
 def engine(algorithm: str, family=None, mechanism="laplace"):
     """What the engine of ``algorithm`` (:data:`ENGINES`) runs for this model, even
-    where a kernel is registered."""
+    where a kernel is registered (None: the numpy code)."""
     return _resolve(ENGINES[algorithm])(as_family(family), mechanism)
 
 
@@ -106,7 +112,7 @@ def is_compiled(family=None, mechanism="laplace") -> bool:
 for _algorithm, _target in (
     ("smc", "dpbook.smc.normal_laplace:NormalLaplaceSMC"),
     ("mhaar", "dpbook.mhaar.normal_laplace:mhaar_normal_laplace"),
-    ("posterior", "dpbook.posterior.normal_laplace:exact_posterior_normal_laplace"),
+    ("posterior_model", "dpbook.posterior.exact:PaperModel"),  # closed-form likelihood
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
     ("fisher_mc", "dpbook.fisher.normal_mc:PaperEngine"),  # its draws and score: eq. (8)'s engine
     ("loglik_particles", "dpbook.likelihood.normal_laplace:loglik_particles"),

@@ -62,8 +62,10 @@ VERSIONS = {
     # random-walk covariance from the compiled scores (summed in another order); 4:
     # Algorithm 4 / eq. (8) of any other model draws keyed uniforms through its ppf
     # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.engine: keyed streams,
-    # walk in (loc, log scale))
-    "generic-model": 5,
+    # walk in (loc, log scale)); 6: their exact posterior runs the one grid pipeline
+    # (dpbook.posterior.exact), its likelihood compiled for a location-scale family
+    # (dpbook.posterior.engine)
+    "generic-model": 6,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")

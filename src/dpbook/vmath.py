@@ -29,8 +29,8 @@ from numba import njit
 from numba import types as nbtypes
 from numba.extending import intrinsic
 
-__all__ = ["exp", "log", "log1p", "expm1", "ndtri", "logit", "expit", "compile_scalar",
-           "exp_approx"]
+__all__ = ["exp", "log", "log1p", "expm1", "ndtr", "ndtri", "logit", "expit",
+           "compile_scalar", "exp_approx"]
 
 
 @intrinsic
@@ -215,6 +215,12 @@ def expit(x):
     return 1.0 / (1.0 + exp(-x))
 
 
+@njit(inline="always", cache=True, error_model="numpy")
+def ndtr(x):
+    """The standard normal cdf, 0.5 erfc(-x/sqrt 2) (scalar, not vectorised)."""
+    return 0.5 * math.erfc(-x / _SQRT2)
+
+
 @njit(inline="always", cache=True)
 def _where(cond, a, b):
     return a if cond else b
@@ -256,7 +262,7 @@ _NP = _namespace(np, {**_OVERRIDES, **_NP_SCALAR})
 _MATH = _namespace(math, _OVERRIDES)
 # scipy.special: the functions above, and math's where it has them (scalar, not vector)
 _SPECIAL = types.ModuleType("dpbook.vmath.special")
-_SPECIAL.__dict__.update(ndtri=ndtri, logit=logit, expit=expit, erf=math.erf,
+_SPECIAL.__dict__.update(ndtri=ndtri, ndtr=ndtr, logit=logit, expit=expit, erf=math.erf,
                          erfc=math.erfc, gammaln=math.lgamma, gamma=math.gamma)
 
 

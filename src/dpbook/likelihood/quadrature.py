@@ -1,5 +1,5 @@
-"""Exact (quadrature) density, score, Fisher information and grid posterior for any
-family and mechanism.
+"""Exact (quadrature) density, score and Fisher information for any family and
+mechanism.
 
 One release is Y = T_l^r(X) + b V with X ~ P_theta, T_l^r the clip to [l, r], V
 standard noise (Laplace or Gaussian) and b = (r - l)/eps (eq. 2, 10).  Its density,
@@ -18,8 +18,9 @@ lower mass.  This module computes, with no Monte Carlo,
    + int p_theta(x) grad log p_theta(x) g(y - x) dx] / p(y);
 * :func:`fisher_exact` -- F_{l,r}^eps(theta) of eq. (7), E[s(Y) s(Y)^T], by quadrature
   over y: the deterministic replacement of the Monte Carlo estimate (8);
-* :func:`exact_posterior` -- the posterior (5) with x_{1:n} integrated out,
-  eta(theta) prod_t p(y_t | theta), on a grid over theta (d = 1 or 2).
+* :func:`core` -- log p for arrays of releases and theta, which the exact posterior (5)
+  runs for a family whose likelihood grid does not compile
+  (:func:`dpbook.posterior.exact.numpy_model`).
 
 For the normal family with the Laplace mechanism, :mod:`dpbook.likelihood.normal_laplace` has closed
 forms; this module is the generic reference that agrees with them (tests/test_quadrature.py).
@@ -64,14 +65,8 @@ the closed form (:mod:`dpbook.likelihood.normal_laplace`) <= 2e-8 relative, whic
 < 2e-11); for the Gaussian mechanism the same refinement changes F by <= 3e-8 (eps = 50)
 and <= 4e-10 (eps <= 10), for the normal, Laplace and Student-t families.
 
-Grid posterior.  ``grid`` nodes per parameter, uniform in theta_j or, for a positive
-parameter, in log theta_j (so the box stays > 0), with trapezoid weights.  Automatic
-boxes start from ``family.guess`` and are grown or shrunk on a 21-point scan (positive
-parameters on the log scale, the density taken w.r.t. d log theta) until they hold,
-with one scan step to spare, the region where the log posterior is within 25 of its
-maximum; there the trapezoid rule is spectrally accurate (smooth density, e^-25-small
-at the edges).  Measured against :mod:`dpbook.posterior.normal_laplace` (n = 50, eps =
-10): means and sds agree to < 1e-9 posterior sd, quantiles to < 2e-5 sd.
+Posterior.  :mod:`dpbook.posterior.engine` compiles the pointwise rule in the base's
+coordinate for location-scale families (its tests check it against :func:`log_density`).
 
 Why this module is over 500 lines: seventy of them are this description; the rest is one
 quadrature (nodes, atoms of the clipped mass, break points at the noise's kink and peak)
@@ -758,6 +753,3 @@ def check_resolved(F, g, l, r, eps, family):
                f"{fam.params[j]}] would be a numerical floor")
     raise ValueError(f"{where}: {why}; use a narrower interval, another eps or the Monte "
                      f"Carlo method (method='mc')")
-
-
-# ------------------------------------------------------------------------ posterior

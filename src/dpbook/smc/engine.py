@@ -91,6 +91,11 @@ def _first_line(e) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+def family_state(family):
+    """A family's numeric attributes as the compiled primitives' ``self`` (:func:`_state`)."""
+    return _state(_numeric_attributes(family))
+
+
 class CompiledFamily:
     """A location-scale family's base compiled for scalars: ``state`` (its numeric
     attributes, passed as ``state[0]``), ``logpdf(self, z)`` = log g(z) and
@@ -171,6 +176,30 @@ def compiled_family(family) -> CompiledFamily:
             _COMPILED[key] = CompiledFamily(family)
         except NotCompilable as e:
             _COMPILED[key] = e
+    out = _COMPILED[key]
+    if isinstance(out, NotCompilable):
+        raise out
+    return out
+
+
+def compiled_primitive(family, name, args):
+    """``family.<name>`` (a base function of one array argument, written with numpy)
+    compiled for one float by :func:`dpbook.vmath.compile_scalar` and checked against
+    the numpy code at ``args``; called as ``fn(family_state(family)[0], z)``.
+    Raises :class:`NotCompilable` naming the primitive (cached per class)."""
+    key = (type(family), name, tuple(_numeric_attributes(family).items()))
+    if key not in _COMPILED:
+        try:
+            fn = vmath.compile_scalar(getattr(type(family), name))
+            got = np.array([_outlined(fn)(family_state(family)[0], v) for v in args])
+        except Exception as e:  # numba's typing errors are many classes
+            _COMPILED[key] = NotCompilable(f"{name}: {_first_line(e)}")
+        else:
+            ref = np.asarray(getattr(family, name)(np.array(args)), float)
+            ok = np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True)
+            _COMPILED[key] = fn if ok else NotCompilable(
+                f"{name}: its compiled form gives {got[0]!r} where the numpy one gives "
+                f"{ref[0]!r} at {args[0]!r}")
     out = _COMPILED[key]
     if isinstance(out, NotCompilable):
         raise out
@@ -420,22 +449,24 @@ def _step_for(logpdf, ppf, ppf1):
 
 
 def _run(step, n, t, *args):
-    """``step`` over particles 0..n-1 at time t, in as many chunks as numba has threads
-    (one on this thread, the others on a pool: the kernel releases the GIL), when the
-    step is big enough to pay for waking threads.  Every particle has its own streams,
-    so the chunks do not change a bit of the output."""
-    k = min(numba.get_num_threads(), max(1, n * max(t, 1) // _PARALLEL_WORK))
-    if k == 1:
-        step(0, n, t, *args)
-        return
-    cuts = [n * j // k for j in range(k + 1)]
-    others = [_pool().submit(step, cuts[j], cuts[j + 1], t, *args) for j in range(1, k)]
-    step(cuts[0], cuts[1], t, *args)
-    for f in others:
-        f.result()
+    """``step`` over particles 0..n-1 at time t (:func:`run_chunks`: every particle has
+    its own streams, so the chunks do not change a bit of the output)."""
+    run_chunks(step, n, t, t, *args)
 
 
 _PARALLEL_WORK = 1 << 15  # particles x latent values per thread, at least
+
+
+def run_chunks(kernel, n, work, *args):
+    """``kernel(i0, i1, *args)`` over items 0..n-1 (``work`` per item), in as many chunks
+    as numba has threads (one on this thread, the others on the pool: the kernel releases
+    the GIL), when that is enough work to pay for waking threads."""
+    k = min(numba.get_num_threads(), max(1, n * max(work, 1) // _PARALLEL_WORK), n)
+    cuts = [n * j // k for j in range(k + 1)]
+    others = [_pool().submit(kernel, cuts[j], cuts[j + 1], *args) for j in range(1, k)]
+    kernel(cuts[0], cuts[1], *args)
+    for f in others:
+        f.result()
 
 
 _POOLS: dict = {}

@@ -8,7 +8,6 @@ import math
 import numpy as np
 
 from dpbook.model.families.base import LocationScaleFamily
-from dpbook.model.mechanisms import LaplaceMechanism
 
 
 class Laplace(LocationScaleFamily):
@@ -23,11 +22,15 @@ class Laplace(LocationScaleFamily):
     def base_dlogpdf(self, z):
         return -np.sign(z)  # almost everywhere
 
-    def base_cdf(self, z):
-        return LaplaceMechanism().cdf(z, 1.0)  # the same distribution as the noise
+    def base_cdf(self, z):  # the noise's cdf (LaplaceMechanism.cdf), written to compile
+        z = np.asarray(z, float)
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)),
+                        1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
 
-    def base_sf(self, z):
-        return self.base_cdf(-np.asarray(z, float))
+    def base_sf(self, z):  # base_cdf(-z)
+        z = np.asarray(z, float)
+        return np.where(z > 0, 0.5 * np.exp(np.minimum(-z, 0.0)),
+                        1.0 - 0.5 * np.exp(-np.maximum(-z, 0.0)))
 
     def base_ppf(self, q):
         q = np.asarray(q, float)

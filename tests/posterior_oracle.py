@@ -1,4 +1,6 @@
-"""The exact posterior, eq. (5), on a grid for any family and mechanism, by quadrature.
+"""Test oracle: the exact posterior, eq. (5), on a grid for any family and mechanism, by
+numpy quadrature (the generic pipeline that ran every family but the paper's before the
+one compiled pipeline of dpbook.posterior.exact; kept as the independent reference).
 
 p(theta | y_{1:n}) is proportional to eta(theta) prod_t p(y_t | theta), each factor the
 density of one release with x_t integrated out numerically
