@@ -33,7 +33,8 @@ import numpy as np
 
 from dpbook.fisher import fisher_grid as _fisher_grid
 from dpbook.fisher import fisher_information, fisher_mc
-from dpbook.fisher.mc import PaperEngine, _shared_samples, _sorted_shared, run_cells
+from dpbook.fisher.mc import _shared_samples, _sorted_shared, run_cells
+from dpbook.fisher.normal_mc import PaperEngine
 
 
 def fisher_grid(eps, method, **kw):

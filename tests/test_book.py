@@ -418,3 +418,14 @@ def test_figure_captions_live_in_the_cells_not_in_save_calls():
                     if not cell.metadata.get(key):
                         bad.append(f"{where}: its cell has no {key}")
     assert not bad, "; ".join(bad)
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.stem)
+def test_benchmark_scripts_import(script, monkeypatch):
+    # chapter 3 imports benchmarks/bench_fisher.py: a rename in the package must not
+    # leave a benchmark (or a chapter through it) behind
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(script.parent))
+    spec = importlib.util.spec_from_file_location(f"_bench_{script.stem}", script)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
