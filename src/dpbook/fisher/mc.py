@@ -88,7 +88,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -763,7 +762,6 @@ def _dlogpdf(cls):
     return vmath.compile_scalar(cls.base_dlogpdf)
 
 
-_WARNED: set = set()
 
 
 def compiled_fisher(family):
@@ -789,15 +787,13 @@ def engine_class(family, mechanism):
     if not isinstance(family, LocationScaleFamily) or \
             type(get_mechanism(mechanism)) not in KIND or not family.compiled_smc:
         return FisherEngine
-    from dpbook.smc.engine import NotCompilable
+    from dpbook.smc.engine import NotCompilable, warn_not_compiled
 
     try:
         compiled_fisher(family)
     except NotCompilable as e:
-        if (type(family), str(e)) not in _WARNED:
-            _WARNED.add((type(family), str(e)))
-            warnings.warn(f"the {family.name} family's Fisher information runs on numpy, "
-                          f"not compiled: {e}.  To compile, write base_ppf and "
+        warn_not_compiled(family, f"the {family.name} family's Fisher information runs on "
+                          f"numpy, not compiled: {e}.  To compile, write base_ppf and "
                           f"base_dlogpdf with numpy or math functions of one value (no "
                           f"scipy); see dpbook.fisher.mc", stacklevel=4)
         return FisherEngine

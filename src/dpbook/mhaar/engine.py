@@ -60,7 +60,6 @@ from __future__ import annotations
 import functools
 import math
 import time
-import warnings
 
 import numpy as np
 from numba import njit
@@ -84,6 +83,7 @@ from dpbook.smc.engine import (
     keyed_uniform,
     log_prior_free,
     noise_loglik,
+    warn_not_compiled,
 )
 from dpbook.smc.sweep import KIND
 from dpbook.validation import check_count, check_eps, check_observations, check_seed
@@ -91,7 +91,6 @@ from dpbook.validation import check_count, check_eps, check_observations, check_
 THETA = 0xFFFFFFFFFFFF  # "observation" of the proposal / accept stream
 PILOT = 0x91107A  # "iteration" of the pilot's draws
 _CHUNK_DRAWS = 2e7  # latent draws per call of the compiled chain
-_WARNED: set = set()
 
 
 # ------------------------------------------------------------------ compiled pieces
@@ -237,13 +236,10 @@ def _compiled(fam, mech):
     try:
         return compiled_family(fam)
     except NotCompilable as e:
-        key = (type(fam), str(e))
-        if key not in _WARNED:
-            _WARNED.add(key)
-            warnings.warn(f"the {fam.name} family runs MHAAR one iteration at a time in "
-                          f"Python, not compiled: {e}.  To compile, write base_logpdf and "
-                          f"base_ppf with numpy or math functions of one value (no scipy); "
-                          f"see dpbook.mhaar.engine", stacklevel=5)
+        warn_not_compiled(fam, f"the {fam.name} family runs MHAAR one iteration at a time "
+                          f"in Python, not compiled: {e}.  To compile, write base_logpdf "
+                          f"and base_ppf with numpy or math functions of one value (no "
+                          f"scipy); see dpbook.mhaar.engine", stacklevel=5)
         return None
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 
 import numpy as np
 from numba import njit
@@ -30,7 +29,13 @@ from dpbook.likelihood.quadrature import NOISE_TOLS
 from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.posterior.exact import GridModel
-from dpbook.smc.engine import NotCompilable, compiled_primitive, family_state, run_chunks
+from dpbook.smc.engine import (
+    NotCompilable,
+    compiled_primitive,
+    family_state,
+    run_chunks,
+    warn_not_compiled,
+)
 from dpbook.smc.sweep import KIND
 
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
@@ -173,7 +178,6 @@ def _primitives(family):
     return logpdf, cdf, compiled_primitive(family, "base_sf", _ARGS)
 
 
-_WARNED: set = set()
 
 
 def engine_model(family, mechanism):
@@ -186,14 +190,11 @@ def engine_model(family, mechanism):
     try:
         prims = _primitives(family)
     except NotCompilable as e:
-        key = (type(family), str(e))
-        if key not in _WARNED:
-            _WARNED.add(key)
-            warnings.warn(f"the exact posterior of the {family.name} family runs the numpy "
-                          f"quadrature, not the compiled engine: {e}.  To compile, write "
-                          f"base_logpdf, base_cdf and base_sf with numpy or math functions "
-                          f"of one value (no scipy but special.expit, ndtr, erf, erfc, "
-                          f"gammaln); see dpbook.posterior.engine", stacklevel=4)
+        warn_not_compiled(family, f"the exact posterior of the {family.name} family runs "
+                          f"the numpy quadrature, not the compiled engine: {e}.  To "
+                          f"compile, write base_logpdf, base_cdf and base_sf with numpy or "
+                          f"math functions of one value (no scipy but special.expit, ndtr, "
+                          f"erf, erfc, gammaln); see dpbook.posterior.engine", stacklevel=4)
         return None
     kernel = _kernel(*prims)
     state = family_state(family)

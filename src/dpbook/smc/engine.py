@@ -167,6 +167,15 @@ _COMPILED: dict = {}
 _WARNED: set = set()
 
 
+def warn_not_compiled(family, message, stacklevel=2):
+    """``message`` (why an algorithm of ``family`` does not run compiled, naming the
+    primitive) as a warning, once per family class and message in this process."""
+    key = (type(family), message)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, stacklevel=stacklevel + 1)
+
+
 def compiled_family(family) -> CompiledFamily:
     """The compiled base of a location-scale family (cached per class and numeric
     attributes), or :class:`NotCompilable` naming the primitive that does not compile."""
@@ -218,13 +227,10 @@ def engine_class(family, mechanism):
     try:
         compiled_family(family)
     except NotCompilable as e:
-        key = (type(family), str(e))
-        if key not in _WARNED:
-            _WARNED.add(key)
-            warnings.warn(f"the {family.name} family runs the numpy SMC, not the compiled "
-                          f"engine: {e}.  To compile, write base_logpdf and base_ppf with "
-                          f"numpy or math functions of one value (no scipy); see "
-                          f"dpbook.smc.engine", stacklevel=4)
+        warn_not_compiled(family, f"the {family.name} family runs the numpy SMC, not the "
+                          f"compiled engine: {e}.  To compile, write base_logpdf and "
+                          f"base_ppf with numpy or math functions of one value (no scipy); "
+                          f"see dpbook.smc.engine", stacklevel=4)
         return None
     return CompiledSMC
 
