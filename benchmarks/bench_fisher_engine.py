@@ -39,34 +39,12 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from scipy import special
+from bench_engine import Logistic
 
 from dpbook.fisher import fisher_grid, fisher_mc
 from dpbook.model.families import get_family
-from dpbook.model.families.base import LocationScaleFamily
 
 HERE = Path(__file__).resolve().parent
-
-
-class Logistic(LocationScaleFamily):
-    """A user's family, numpy only (as tests/test_engine.py and chapter 7 write one)."""
-
-    name = "logistic"
-
-    def base_logpdf(self, z):
-        return -z - 2.0 * np.log1p(np.exp(-z))
-
-    def base_dlogpdf(self, z):
-        return -1.0 + 2.0 / (1.0 + np.exp(z))
-
-    def base_cdf(self, z):
-        return special.expit(z)
-
-    def base_ppf(self, q):
-        return np.log(q) - np.log1p(-q)
-
-    def base_sample(self, rng, size=None):
-        return rng.logistic(0.0, 1.0, size)
 
 
 def load_before(rev):

@@ -30,33 +30,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import numpy as np  # noqa: E402
+from bench_engine import Logistic  # noqa: E402
 from mhaar_oracle import mhaar_numpy  # noqa: E402
-from scipy import special  # noqa: E402
 
 from dpbook.mhaar import mhaar  # noqa: E402
-from dpbook.model.families.base import LocationScaleFamily  # noqa: E402
 from dpbook.model.mechanisms import release  # noqa: E402
-
-
-class Logistic(LocationScaleFamily):
-    """A family written as a user writes one (chapter 7): numpy only."""
-
-    name = "logistic"
-
-    def base_logpdf(self, z):
-        return -z - 2.0 * np.log1p(np.exp(-z))
-
-    def base_dlogpdf(self, z):
-        return -1.0 + 2.0 / (1.0 + np.exp(z))
-
-    def base_cdf(self, z):
-        return special.expit(z)
-
-    def base_ppf(self, q):
-        return np.log(q) - np.log1p(-q)
-
-    def base_sample(self, rng, size=None):
-        return rng.logistic(0.0, 1.0, size)
 
 
 def main():

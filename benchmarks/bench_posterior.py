@@ -24,31 +24,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import special
+from bench_engine import Logistic
 
 from dpbook.model.families import get_family
-from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior
-
-
-class Logistic(LocationScaleFamily):
-    name = "logistic"
-
-    def base_logpdf(self, z):
-        return -z - 2.0 * np.log1p(np.exp(-z))
-
-    def base_dlogpdf(self, z):
-        return -1.0 + 2.0 / (1.0 + np.exp(z))
-
-    def base_cdf(self, z):
-        return special.expit(z)
-
-    def base_ppf(self, q):
-        return np.log(q) - np.log1p(-q)
-
-    def base_sample(self, rng, size=None):
-        return rng.logistic(0.0, 1.0, size)
 
 
 def releases(n, eps, mechanism, seed=1):

@@ -8,41 +8,11 @@ import warnings
 import numpy as np
 import pytest
 from fisher_oracle import fisher_mc_oracle
-from scipy import special, stats
+from test_engine import Logistic, ScipyLogistic
 
 from dpbook.fisher import fisher_exact, fisher_grid, fisher_mc
 from dpbook.fisher import mc as engine
 from dpbook.model.families import get_family
-from dpbook.model.families.base import LocationScaleFamily
-
-
-class Logistic(LocationScaleFamily):
-    """A family written as a user writes one (chapter 7): numpy only."""
-
-    name = "logistic"
-
-    def base_logpdf(self, z):
-        return -z - 2.0 * np.log1p(np.exp(-z))
-
-    def base_dlogpdf(self, z):
-        return -1.0 + 2.0 / (1.0 + np.exp(z))
-
-    def base_cdf(self, z):
-        return special.expit(z)
-
-    def base_ppf(self, q):
-        return np.log(q) - np.log1p(-q)
-
-    def base_sample(self, rng, size=None):
-        return rng.logistic(0.0, 1.0, size)
-
-
-class ScipyLogistic(Logistic):
-    name = "scipy_logistic"
-
-    def base_ppf(self, q):
-        return stats.logistic.ppf(q)
-
 
 # (family, mechanism, theta, (l, r, eps))
 MODELS = [

@@ -7,37 +7,15 @@ import warnings
 import numpy as np
 import pytest
 from posterior_oracle import exact_posterior_quadrature
-from scipy import special
+from test_engine import Logistic
 
 from dpbook import backends
 from dpbook.likelihood import quadrature as quad
 from dpbook.model.families import get_family
-from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior
 from dpbook.posterior.engine import engine_model
 from dpbook.posterior.exact import PaperModel
-
-
-class Logistic(LocationScaleFamily):
-    """A family written as a user writes one (chapter 7): numpy only."""
-
-    name = "logistic"
-
-    def base_logpdf(self, z):
-        return -z - 2.0 * np.log1p(np.exp(-z))
-
-    def base_dlogpdf(self, z):
-        return -1.0 + 2.0 / (1.0 + np.exp(z))
-
-    def base_cdf(self, z):
-        return special.expit(z)
-
-    def base_ppf(self, q):
-        return np.log(q) - np.log1p(-q)
-
-    def base_sample(self, rng, size=None):
-        return rng.logistic(0.0, 1.0, size)
 
 
 def _releases(n=40, eps=2.0, mech="laplace", seed=1):
