@@ -64,8 +64,9 @@ VERSIONS = {
     # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.engine: keyed streams,
     # walk in (loc, log scale)); 6: their exact posterior runs the one grid pipeline
     # (dpbook.posterior.exact), its likelihood compiled for a location-scale family
-    # (dpbook.posterior.engine)
-    "generic-model": 6,
+    # (dpbook.posterior.engine); 7: the marginal SMC of a location-scale family weighs
+    # and moves with that engine's compiled likelihood (dpbook.posterior.engine)
+    "generic-model": 7,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")
