@@ -176,7 +176,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
-                subset=None, original_code=False) -> dict:
+                subset=None, original_code=False, batch=1) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -187,7 +187,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     with them, and recorded only then, so other configurations keep their keys).
     ``original_code``: release with the authors' code's noise scale, (r - l)/(eps
     sqrt 2), while every method analyses with the paper's (r - l)/eps (reproduction
-    notes, item 1); recorded only when True.
+    notes, item 1); recorded only when True.  ``batch``: individuals per published
+    interval in Algorithm 1 (:func:`dpbook.online.algorithm.run_online`; MHAAR's
+    releases are not Algorithm 1's and keep their fixed interval); recorded only when
+    above 1, so the paper's configuration keeps its key.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -238,6 +241,11 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         config["subset"] = check_subset(subset)
     elif subset is not None:
         raise ValueError("subset goes with the smc-subset methods")
+    if check_count("batch", batch) != 1:
+        if not set(TASKS) & set(config["methods"]):
+            raise ValueError("batch goes with the online methods (Algorithm 1), not with "
+                             f"{', '.join(config['methods'])}")
+        config["batch"] = int(batch)
     if original_code is not False:
         if original_code is not True:
             raise ValueError(f"original_code must be True or False, got {original_code!r}")
