@@ -287,3 +287,36 @@ def test_central_replications_see_the_same_people():
     assert 0 <= c["mu"] <= 1 and c["mu_iqr"] > 0
     with pytest.raises(ValueError, match="central is the normal model's central release"):
         cal.replicate("central", 1.0, 10, L, R, seed=0, family="laplace")
+
+
+@pytest.mark.parametrize("seed", [5, np.random.SeedSequence(5)])
+def test_central_and_local_replications_see_the_same_values(monkeypatch, seed):
+    # the docstrings' "the same people", checked on the values: what the curator clips
+    # and sums is what the local population releases one by one at the same seed
+    import dpbook.privacy.central as central
+    import dpbook.privacy.population as population
+
+    seen = {}
+
+    class Recording(population.Population):
+        __slots__ = ()
+
+        def __init__(self, values, *args, **kw):
+            seen["local"] = np.array(values, dtype=float)
+            super().__init__(values, *args, **kw)
+
+    def recording_release(values, *args, **kw):
+        seen["central"] = np.array(values, dtype=float)
+        return release(values, *args, **kw)
+
+    release = central.release_central
+    monkeypatch.setattr(population, "Population", Recording)
+    monkeypatch.setattr(central, "release_central", recording_release)
+    fresh = lambda: np.random.SeedSequence(5) if isinstance(seed, np.random.SeedSequence) \
+        else seed  # noqa: E731 (a SeedSequence is spent by spawning)
+    cal.replicate("naive", 1.0, 30, L, R, seed=fresh())
+    local = seen.pop("local")
+    for method in cal.CENTRAL_METHODS:
+        seen.pop("central", None)
+        cal.replicate(method, 1.0, 30, L, R, seed=fresh(), grid=(21, 21))
+        np.testing.assert_array_equal(seen["central"], local, err_msg=method)
