@@ -35,7 +35,9 @@ Groups: what the paper's stores use (:data:`CORE`); the long-stream methods
 (:data:`LONG_STREAM`, only in configurations that run them); :data:`GENERIC_MODEL`, the
 code paths of any family or mechanism other than the paper's normal/Laplace pair (only
 in configurations of another model, so that replacing that code leaves the paper's
-stores valid).
+stores valid); :data:`CENTRAL`, the central model's calibration replications (only in
+the key of their own task files: a calibration store holds any set of methods, and a
+change of the central release leaves the local methods' replications in it valid).
 """
 
 from __future__ import annotations
@@ -67,11 +69,17 @@ VERSIONS = {
     # (dpbook.posterior.engine); 7: the marginal SMC of a location-scale family weighs
     # and moves with that engine's compiled likelihood (dpbook.posterior.engine)
     "generic-model": 7,
+    # the central model's replications (chapter 11: the curator's release and the
+    # central posterior); 2: the curator sums the people the local methods of the same
+    # seed see (version 1, unrecorded: other people, the replication's data seed having
+    # been spawned by an unused local population first)
+    "central": 2,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")
 LONG_STREAM = ("marginal", "gradient")
 GENERIC_MODEL = ("generic-model",)
+CENTRAL = ("central",)
 
 
 def check_names(names) -> tuple:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from dpbook.model.families.base import LocationScaleFamily
-from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM
+from dpbook.versions import CENTRAL, CORE, GENERIC_MODEL, LONG_STREAM
 
 EXPERIMENT = (*CORE, "experiment")
 CASES = {}  # name -> (algorithms used, function returning {key: array})
@@ -383,7 +383,7 @@ def calibration_replications():
     return out
 
 
-@case("rng", "population", "posterior", "calibration")
+@case("rng", "population", "posterior", "calibration", *CENTRAL)
 def calibration_central():
     """One replication of each central method (chapter 11), both priors: the curator's
     release (sums, noise, private quantiles) and the central grid posterior."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from dpbook.online.methods import TASKS
 from dpbook.validation import check_count, check_eps, check_memory
-from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM, VERSIONS, fingerprint
+from dpbook.versions import CENTRAL, CORE, GENERIC_MODEL, LONG_STREAM, VERSIONS, fingerprint
 
 # the tasks' methods: the online methods' tasks (dpbook.online.methods, each with the
 # seed code of its name) and the MHAAR baseline of Section 6
@@ -308,16 +308,33 @@ def algorithm_fingerprint(extra=()) -> str:
     return fingerprint((*CORE, "experiment", *extra))
 
 
-def config_algorithms(config) -> tuple:
-    """The versioned algorithms whose numbers a configuration's store holds."""
+def config_algorithms(config, method=None) -> tuple:
+    """The versioned algorithms whose numbers a configuration's store holds, and those
+    of a task of ``method`` where it uses more (a central calibration replication:
+    :data:`~dpbook.versions.CENTRAL`, see :func:`task_config`)."""
     generic = (config.get("family", "normal"), config.get("mechanism", "laplace")) != \
         ("normal", "laplace")
     if config.get("study") == "calibration":
-        names = (*CORE, "calibration")
+        from dpbook.calibration.replication import CENTRAL_METHODS
+
+        names = (*CORE, "calibration", *(CENTRAL if method in CENTRAL_METHODS else ()))
     else:
         long = set(LONG_STREAM_METHODS) & set(config.get("methods", ()))
         names = (*CORE, "experiment", *(LONG_STREAM if long else ()))
     return names + (GENERIC_MODEL if generic else ())
+
+
+def task_config(config, task) -> dict:
+    """The configuration a task's file is keyed by (:func:`config_hash`): the store's,
+    with the fingerprint of the task's own algorithms where they are more than the
+    store's.  A calibration store holds any set of methods; keying the central
+    replications' files by the central release's version too makes a change of it
+    recompute those files and no others (the store's key, and the local methods' files,
+    stay as they were)."""
+    names = config_algorithms(config, getattr(task, "method", None))
+    if names == config_algorithms(config):
+        return config
+    return {**config, "algorithm": fingerprint(names)}
 
 
 def _legacy_algorithm(config) -> str | None:
