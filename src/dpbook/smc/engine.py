@@ -200,7 +200,8 @@ def compiled_primitive(family, name, args):
     if key not in _COMPILED:
         try:
             fn = vmath.compile_scalar(getattr(type(family), name))
-            got = np.array([_outlined(fn)(family_state(family)[0], v) for v in args])
+            one, state = _outlined(fn), family_state(family)[0]  # compiled once
+            got = np.array([one(state, v) for v in args])
         except Exception as e:  # numba's typing errors are many classes
             _COMPILED[key] = NotCompilable(f"{name}: {_first_line(e)}")
         else:
