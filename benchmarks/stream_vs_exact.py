@@ -39,6 +39,7 @@ import json
 import math
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -71,6 +72,19 @@ def rerun(method, y, l, r, eps, family, n_particles, seed):
     return post, [str(w.message).splitlines()[0] for w in caught]
 
 
+def iid_sd(exact, n, step=0.01):
+    """The sd of each quartile of n independent draws from the exact posterior,
+    sqrt(p (1 - p) / n) / f(q_p), with the marginal density f(q_p) from the exact
+    quantiles at p -+ ``step``: what a perfect sampler of n points would spread by."""
+    out = {}
+    for level in QUARTILES:
+        lo, hi = np.atleast_2d(exact.quantile([level - step, level + step]))
+        for j, p in enumerate(exact.params):
+            density = 2 * step / (hi[j] - lo[j])
+            out[f"{p}_q{round(100 * level)}"] = math.sqrt(level * (1 - level) / n) / density
+    return out
+
+
 def compare(values, method, args, family):
     """One stream of ``method``, the exact posterior of its releases and the method's
     quartiles over ``args.seeds`` algorithm seeds on them: a dict with one row per
@@ -90,6 +104,7 @@ def compare(values, method, args, family):
     exact = exact_posterior(y, l, r, args.eps, family=family)
     exact_cpu = time.process_time() - t0
     ex = quartiles(exact)
+    iid = iid_sd(exact, args.particles)
     runs, notes, t0 = [], {}, time.process_time()
     for k in range(1, args.seeds + 1):
         post, caught = rerun(method, y, l, r, args.eps, family, args.particles, k)
@@ -109,6 +124,7 @@ def compare(values, method, args, family):
             rows.append({"param": p, "quartile": f"q{round(100 * level)}",
                          "exact": ex[key], "exact_iqr": iqr, "stream_gap": stream_gap,
                          "mean_gap": mean, "sd": sd, "se": se, "z": mean / se,
+                         "iid_sd": iid[key] / iqr,
                          "stream_over_sd": stream_gap / sd,
                          "within": bool(abs(mean) <= Z_LIMIT * se),
                          "stream_within": bool(abs(stream_gap) <= Z_LIMIT * sd)})
@@ -123,16 +139,17 @@ def table(result) -> str:
     head = (f"{result['method']}: n = {result['n']}, eps = {result['eps']}, stream seed "
             f"{result['stream_seed']}, N = {result['particles']}, K = "
             f"{len(result['seeds'])} seeds (gaps in exact IQRs; the stream's posterior "
-            f"replayed bit for bit: {result['stream_replayed']})")
+            f"replayed bit for bit: {result['stream_replayed']}; sd/iid: the seeds' sd over "
+            f"that of the quartile of N independent draws)")
     cols = (f"{'param':<6}{'q':<5}{'exact':>11}{'IQR':>10}{'stream':>8}{'mean':>8}"
-            f"{'sd':>7}{'se':>7}{'z':>7}  {'|z|<=3':<7}{'stream/sd':>9}")
+            f"{'sd':>7}{'se':>7}{'z':>7}  {'|z|<=3':<7}{'stream/sd':>9}{'sd/iid':>7}")
     lines = [head, cols]
     for row in result["rows"]:
         lines.append(f"{row['param']:<6}{row['quartile']:<5}{row['exact']:>11.4g}"
                      f"{row['exact_iqr']:>10.4g}{row['stream_gap']:>8.3f}"
                      f"{row['mean_gap']:>8.3f}{row['sd']:>7.3f}{row['se']:>7.3f}"
                      f"{row['z']:>7.2f}  {'yes' if row['within'] else 'NO':<7}"
-                     f"{row['stream_over_sd']:>9.2f}")
+                     f"{row['stream_over_sd']:>9.2f}{row['sd'] / row['iid_sd']:>7.1f}")
     for message, count in result["warnings"].items():
         lines.append(f"  warning in {count} of {len(result['seeds'])} runs: {message}")
     cpu = result["cpu_s"]
@@ -159,6 +176,7 @@ def main(argv=None):
     ap.add_argument("--subsample", type=int, default=None,
                     help="stream a random n of the values (in file order; seed 0)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--out", default=None, help="also write the JSON to this file")
     args = ap.parse_args(argv)
     if args.seeds < 2:
         ap.error("--seeds must be at least 2 (a standard deviation)")
@@ -175,9 +193,13 @@ def main(argv=None):
     if hyper:
         family = family.with_prior(**hyper)
     results = [compare(values, m, args, family) for m in args.methods]
+    record = json.dumps({"values": args.values, "column": args.column, "prior": hyper,
+                         "subsample": args.subsample, "shuffle": args.shuffle,
+                         "results": results}, indent=1)
+    if args.out is not None:
+        Path(args.out).write_text(record + "\n")
     if args.json:
-        print(json.dumps({"values": args.values, "column": args.column, "prior": hyper,
-                          "results": results}, indent=1))
+        print(record)
     else:
         print("\n\n".join(table(r) for r in results))
     return results
