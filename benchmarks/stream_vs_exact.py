@@ -24,12 +24,16 @@ final posterior is the method run over it with the stream's posterior seed (bit 
 the policy draws from its own generator), so the Monte Carlo error that matters is the
 method's spread over algorithm seeds on that file.  (The stream's own run chose the
 intervals from its particles, so it is not exactly a draw from that spread; the table
-shows where it falls.)
+shows where it falls, and with several stream seeds, one released file each, a second
+table pools where each stream's own run falls among the re-runs on its file.)
 
     python benchmarks/stream_vs_exact.py births.csv --column bwght --eps 1 \\
         --prior-loc 3300 250000 --prior-scale2 2 500000 --seed 3 --seeds 15
+    python benchmarks/stream_vs_exact.py births.csv --column bwght --eps 1 \\
+        --prior-loc 3300 250000 --prior-scale2 2 500000 --methods smc-marginal \\
+        --seed 1 2 3 4 5 6 7 --seeds 4
     python benchmarks/stream_vs_exact.py census.csv --column lweekinc --eps 1 \\
-        --subsample 1000 --shuffle --seeds 10 --json
+        --subsample 1500 --seeds 10 --json
 """
 
 from __future__ import annotations
@@ -85,19 +89,18 @@ def iid_sd(exact, n, step=0.01):
     return out
 
 
-def compare(values, method, args, family):
-    """One stream of ``method``, the exact posterior of its releases and the method's
-    quartiles over ``args.seeds`` algorithm seeds on them: a dict with one row per
-    (param, quartile)."""
+def compare(values, method, args, family, seed):
+    """One stream of ``method`` with stream seed ``seed``, the exact posterior of its
+    releases and the method's quartiles over ``args.seeds`` algorithm seeds on them: a
+    dict with one row per (param, quartile)."""
     t0 = time.process_time()
     run, summary = run_stream(values, args.eps, method=method, family=family,
-                              n_particles=args.particles, seed=args.seed,
-                              shuffle=args.shuffle)
+                              n_particles=args.particles, seed=seed, shuffle=args.shuffle)
     stream_cpu = time.process_time() - t0
     y, l, r = run.y, run.l, run.r
     # the stream's posterior is the method over its releases with this seed (run_stream
     # spawns order, noise, algorithm; the algorithm's first child seeds the posterior)
-    stream_seed = seed_sequence(args.seed).spawn(3)[2].spawn(2)[0]
+    stream_seed = seed_sequence(seed).spawn(3)[2].spawn(2)[0]
     again, _ = rerun(method, y, l, r, args.eps, family, args.particles, stream_seed)
     replayed = quartiles(again) == summary["quartiles"]
     t0 = time.process_time()
@@ -128,11 +131,46 @@ def compare(values, method, args, family):
                          "stream_over_sd": stream_gap / sd,
                          "within": bool(abs(mean) <= Z_LIMIT * se),
                          "stream_within": bool(abs(stream_gap) <= Z_LIMIT * sd)})
-    return {"method": method, "n": int(y.size), "eps": args.eps, "stream_seed": args.seed,
+    return {"method": method, "n": int(y.size), "eps": args.eps, "stream_seed": seed,
             "particles": args.particles, "seeds": list(range(1, args.seeds + 1)),
             "stream_replayed": replayed, "stream_quartiles": summary["quartiles"],
             "exact_quartiles": ex, "runs": runs, "rows": rows, "warnings": notes,
             "cpu_s": {"stream": stream_cpu, "exact": exact_cpu, "reruns": rerun_cpu}}
+
+
+def pooled(results):
+    """Over several streams of one method (one released file each): does the stream's
+    own final posterior fall among the re-runs on its file?  Per (param, quartile), z_f =
+    (stream gap - mean re-run gap) / (s sqrt(1 + 1/K_f)) for each file f, with s the
+    re-runs' sd pooled over the files (within-file variances weighted by K_f - 1); a draw
+    like the re-runs has z ~ N(0, 1).  Returns rows with the pooled sd, the z_f, ``shift``
+    = mean z_f sqrt(F) (N(0, 1) without a systematic offset) and ``rms`` = the root mean
+    square of the z_f (about 1 when the stream spreads as much as a re-run)."""
+    rows = []
+    for i, row in enumerate(results[0]["rows"]):
+        ks = np.array([len(res["seeds"]) for res in results])
+        sds = np.array([res["rows"][i]["sd"] for res in results])
+        s = math.sqrt(float(((ks - 1) * sds**2).sum() / (ks - 1).sum()))
+        d = np.array([res["rows"][i]["stream_gap"] - res["rows"][i]["mean_gap"]
+                      for res in results])
+        z = d / (s * np.sqrt(1 + 1 / ks))
+        rows.append({"param": row["param"], "quartile": row["quartile"], "pooled_sd": s,
+                     "z": z.tolist(), "shift": float(z.mean() * math.sqrt(z.size)),
+                     "rms": float(np.sqrt((z**2).mean()))})
+    return rows
+
+
+def pooled_table(method, results, rows) -> str:
+    lines = [f"{method}: the stream's own run against the re-runs on its file, over "
+             f"{len(results)} streams (seeds "
+             f"{', '.join(str(r['stream_seed']) for r in results)}; z per stream; shift = "
+             f"mean z sqrt(F), rms = root mean square z, 1 for a draw like a re-run)",
+             f"{'param':<6}{'q':<5}{'pooled sd':>10}{'shift':>7}{'rms':>6}  z per stream"]
+    for row in rows:
+        lines.append(f"{row['param']:<6}{row['quartile']:<5}{row['pooled_sd']:>10.3f}"
+                     f"{row['shift']:>7.2f}{row['rms']:>6.2f}  "
+                     + " ".join(f"{v:.2f}" for v in row["z"]))
+    return "\n".join(lines)
 
 
 def table(result) -> str:
@@ -168,7 +206,10 @@ def main(argv=None):
     ap.add_argument("--prior-loc", type=float, nargs=2, default=None, metavar=("MEAN", "VAR"))
     ap.add_argument("--prior-scale2", type=float, nargs=2, default=None,
                     metavar=("SHAPE", "SCALE"))
-    ap.add_argument("--seed", type=int, default=3, help="the stream's seed (default 3)")
+    ap.add_argument("--seed", type=int, nargs="+", default=[3],
+                    help="the stream's seed (default 3); several: one stream (released "
+                         "file) each, and a table of where each stream's own run falls "
+                         "among the re-runs on its file")
     ap.add_argument("--seeds", type=int, default=10,
                     help="K: algorithm seeds 1..K on the released file (default 10)")
     ap.add_argument("--particles", type=int, default=1000)
@@ -192,16 +233,19 @@ def main(argv=None):
         hyper.update(scale2_shape=args.prior_scale2[0], scale2_scale=args.prior_scale2[1])
     if hyper:
         family = family.with_prior(**hyper)
-    results = [compare(values, m, args, family) for m in args.methods]
+    results = [compare(values, m, args, family, s) for m in args.methods for s in args.seed]
+    by_method = {m: [r for r in results if r["method"] == m] for m in args.methods}
+    pools = {m: pooled(rs) for m, rs in by_method.items() if len(rs) > 1}
     record = json.dumps({"values": args.values, "column": args.column, "prior": hyper,
                          "subsample": args.subsample, "shuffle": args.shuffle,
-                         "results": results}, indent=1)
+                         "results": results, "pooled": pools}, indent=1)
     if args.out is not None:
         Path(args.out).write_text(record + "\n")
     if args.json:
         print(record)
     else:
-        print("\n\n".join(table(r) for r in results))
+        print("\n\n".join([table(r) for r in results]
+                           + [pooled_table(m, by_method[m], rows) for m, rows in pools.items()]))
     return results
 
 

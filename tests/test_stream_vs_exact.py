@@ -59,3 +59,19 @@ def test_the_benchmark_is_the_commands(bench, method, tmp_path, capsys):
         assert row["sd"] == pytest.approx(np.std(gaps, ddof=1))
         assert row["stream_gap"] == pytest.approx((res["stream_quartiles"][key] - exact[key])
                                                   / iqr)
+
+
+def test_pooled_standardises_by_the_pooled_sd(bench):
+    """Two files with K = 2 and 5 re-runs: s^2 = (1 * 0.1^2 + 4 * 0.2^2) / 5, and z_f =
+    (stream gap - mean gap) / (s sqrt(1 + 1/K_f))."""
+    def result(k, sd, stream, mean):
+        return {"seeds": list(range(k)), "rows": [{"param": "mu", "quartile": "q50", "sd": sd,
+                                                   "stream_gap": stream, "mean_gap": mean}]}
+
+    [row] = bench.pooled([result(2, 0.1, 0.3, 0.1), result(5, 0.2, -0.1, 0.0)])
+    s = np.sqrt((0.1**2 + 4 * 0.2**2) / 5)
+    z = [0.2 / (s * np.sqrt(1.5)), -0.1 / (s * np.sqrt(1.2))]
+    assert row["pooled_sd"] == pytest.approx(s)
+    assert row["z"] == pytest.approx(z)
+    assert row["shift"] == pytest.approx(np.mean(z) * np.sqrt(2))
+    assert row["rms"] == pytest.approx(np.sqrt(np.mean(np.square(z))))
