@@ -70,14 +70,14 @@ class TimedRun:
 
 
 def timed_run(method, population, n, policy="adaptive", checkpoints=None,
-              n_particles=1000, subset=None, family=None, seed=0) -> TimedRun:
+              n_particles=1000, subset=None, family=None, seed=0, batch=1) -> TimedRun:
     """Algorithm 1 for n individuals of ``population`` with the online posterior
     ``method`` (:mod:`~dpbook.online.methods`) and the interval ``policy``
     (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
     powers of ten up to n, and n), through :func:`dpbook.online.algorithm.run_online`.
     ``seed`` (an int or a SeedSequence, whose first two children are used) drives the
     posterior and the policy's draws, as in ``run_online``; the privacy noise is the
-    population's."""
+    population's.  ``batch``: individuals per published interval (``run_online``)."""
     n = check_count("n", n)
     if checkpoints is None:
         checkpoints = [k * 10**e for e in range(int(math.log10(n)) + 1) for k in (1, 2, 5)]
@@ -96,7 +96,7 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
     clock = _Clock(posterior, checkpoints)
     # Algorithm 1 itself (the population's side of the privacy boundary) with the clock
     # standing in for the posterior
-    run = run_online(population, policy, n, seed=fresh(), posterior=clock)
+    run = run_online(population, policy, n, seed=fresh(), posterior=clock, batch=batch)
     frame = pd.DataFrame(clock.rows).assign(method=method)
     return TimedRun(OnlineRun(y=run.y, l=run.l, r=run.r, smc=posterior), frame)
 
