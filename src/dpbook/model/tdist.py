@@ -21,7 +21,8 @@ the better of two starts: the tail's power law F(t) ~ nu^(nu/2 - 1) |t|^-nu / B(
 Accuracy (tests/test_tdist.py): within 1e-12 relative of scipy over df in [0.1, 1e3]
 and u in [1e-300, 1 - 1e-16] where scipy's own values are right (its ``stdtrit``
 returns inf or 2e153 for df <= 5 in the far tails, where these are checked by the
-round trip F(ppf(u)) = u).
+round trip F(ppf(u)) = u).  The continued fraction's rounding grows with df: the cdf
+is within 1e-11 relative at df = 1e5 and 5e-9 at the family's limit 1e8.
 """
 
 from __future__ import annotations
