@@ -7,9 +7,11 @@ apart), all in one process so that the ratios are measured side by side.
 
 Families: a logistic written as a user writes one (numpy only, in this file), the
 normal family with its conjugate move replaced by the engine's random walk (the
-baseline the targets name), the shipped Laplace family, and the logistic with the
-Gaussian mechanism.  The numpy SMC (``generic=True``, the code that ran these families
-before the engine) is timed on ``--numpy-n`` releases and scaled by (n / numpy_n)^2,
+baseline the targets name), the shipped Laplace family, the logistic with the
+Gaussian mechanism, and the shipped Student-t with df = 3 (its quantile function is
+dpbook.model.tdist's Newton iteration on the incomplete beta).  The numpy SMC
+(``generic=True``, the code that ran these families before the engine) is timed on
+``--numpy-n`` releases and scaled by (n / numpy_n)^2,
 its measured growth (the MH sweep of Algorithm 3 is O(n^2 N)).
 """
 
@@ -91,7 +93,8 @@ def main():
     rows = [("logistic (user's, in this file)", Logistic(), "laplace"),
             ("normal, random-walk move", NormalRW(), "laplace"),
             ("laplace (shipped)", get_family("laplace"), "laplace"),
-            ("logistic, Gaussian mechanism", Logistic(), "gaussian")]
+            ("logistic, Gaussian mechanism", Logistic(), "gaussian"),
+            ("student_t df 3 (shipped)", get_family("student_t", df=3.0), "laplace")]
     done = []
     for name, fam, mech in rows:
         first, warm = timed(fam, mech, n, N, eps)

@@ -64,8 +64,10 @@ VERSIONS = {
     # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.engine: keyed streams,
     # walk in (loc, log scale)); 6: their exact posterior runs the one grid pipeline
     # (dpbook.posterior.exact), its likelihood compiled for a location-scale family
-    # (dpbook.posterior.engine)
-    "generic-model": 6,
+    # (dpbook.posterior.engine); 7: the Student-t family's cdf and quantiles are
+    # dpbook.model.tdist's (numba ufuncs, not scipy's stdtr/stdtrit), so its SMC,
+    # MHAAR, Algorithm 4 and exact posterior run the compiled engines
+    "generic-model": 7,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")
