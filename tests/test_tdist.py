@@ -142,3 +142,26 @@ def test_the_family_compiles_its_own_primitives():
 
         got = np.array([call(st[0], v) for v in args])
         np.testing.assert_array_equal(got, getattr(fam, name)(args))
+
+
+def test_student_t_runs_every_engine_compiled_without_a_warning():
+    """The SMC, MHAAR, Algorithm 4, the exact posterior's grid and the marginal SMC's
+    likelihood: each picks its compiled path for the Student-t (each warned and fell
+    back to numpy while its cdf and quantiles were scipy's)."""
+    import warnings
+
+    from dpbook.backends import backend
+    from dpbook.fisher import mc
+    from dpbook.mhaar.engine import _compiled
+    from dpbook.model.mechanisms import get_mechanism
+    from dpbook.posterior.engine import engine_model
+    from dpbook.smc.engine import CompiledSMC, engine_class
+
+    fam = get_family("student_t", df=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert engine_class(fam, "laplace") is CompiledSMC
+        assert _compiled(fam, get_mechanism("laplace")) is not None
+        assert mc.engine_class(fam, "gaussian") is mc.CompiledEngine
+        assert engine_model(fam, "laplace") is not None
+        assert backend("loglik_particles", fam, "laplace") is not None
