@@ -42,7 +42,9 @@
 # bivariate normal (the central limit theorem, with the moments of the clipped normal in
 # closed form), convolved with the Laplace noise; the posterior of $(\mu, \sigma)$ is
 # computed on a grid, under the paper's prior.  The *naive* central posterior takes the
-# noisy sums for the true ones.
+# noisy sums for the true ones.  Samplers of the posterior given privatised statistics
+# that need no normal approximation exist, such as the particle filter of
+# {cite:t}`chen2025particle`; with two parameters and two sums, a grid is enough here.
 #
 # **The local posteriors** are the package's: Algorithm 1 with Thompson sampling and the
 # best interval of eq. (13) (`local-adaptive`, the paper's method) or with the fixed

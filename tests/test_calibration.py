@@ -233,6 +233,45 @@ def test_calibration_store_made_before_the_versions_is_migrated(tmp_path, monkey
         cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False)
 
 
+def test_central_replications_of_older_code_are_recomputed_and_local_ones_kept(
+        tmp_path, monkeypatch):
+    # before the "central" version, every task file of a calibration store carried the
+    # hash of the store's configuration; the central release's numbers have changed
+    # since (the same people as the local methods), so its replications there are
+    # recomputed, while the local methods' (and a local-only store) stay valid
+    import json
+    import warnings
+
+    from dpbook.experiment.config import config_hash
+    from dpbook.experiment.store import StoreWarning
+    from dpbook.versions import CORE, fingerprint
+
+    assert cal.calibration_config()["algorithm"] == fingerprint((*CORE, "calibration"))
+    first = cal.run_calibration(["naive", "central"], 10.0, 10, 2, out=tmp_path / "s",
+                                progress=False)
+    manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    old_sha = np.array(config_hash(manifest["config"]))  # what the older code wrote
+    for f in (tmp_path / "s" / "tasks").glob("*.npz"):
+        with np.load(f) as z:
+            arrays = {k: z[k] for k in z.files}
+        np.savez_compressed(f, **{**arrays, "config_sha": old_sha})
+    ran, run = [], cal.study.run_replication
+    monkeypatch.setattr(cal.study, "run_replication",
+                        lambda spec: ran.append(spec["method"]) or run(spec))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the local-only study: no warning, no recompute
+        local = cal.run_calibration("naive", 10.0, 10, 2, out=tmp_path / "s", progress=False,
+                                    workers=1)
+    assert ran == []
+    pd.testing.assert_frame_equal(local, first[first.method == "naive"].reset_index(drop=True))
+    with pytest.warns(StoreWarning, match="made by another configuration"):
+        again = cal.run_calibration(["naive", "central"], 10.0, 10, 2, out=tmp_path / "s",
+                                    progress=False, workers=1)
+    assert ran == ["central", "central"]
+    pd.testing.assert_frame_equal(again.drop(columns="seconds"),
+                                  first.drop(columns="seconds"))  # same code, same numbers
+
+
 def test_store_of_older_code_is_set_aside(tmp_path):
     # a store written by code that did not record a setting this code records (here:
     # the prior, added later) and had another fingerprint is moved aside, not refused
@@ -287,3 +326,36 @@ def test_central_replications_see_the_same_people():
     assert 0 <= c["mu"] <= 1 and c["mu_iqr"] > 0
     with pytest.raises(ValueError, match="central is the normal model's central release"):
         cal.replicate("central", 1.0, 10, L, R, seed=0, family="laplace")
+
+
+@pytest.mark.parametrize("seed", [5, np.random.SeedSequence(5)])
+def test_central_and_local_replications_see_the_same_values(monkeypatch, seed):
+    # the docstrings' "the same people", checked on the values: what the curator clips
+    # and sums is what the local population releases one by one at the same seed
+    import dpbook.privacy.central as central
+    import dpbook.privacy.population as population
+
+    seen = {}
+
+    class Recording(population.Population):
+        __slots__ = ()
+
+        def __init__(self, values, *args, **kw):
+            seen["local"] = np.array(values, dtype=float)
+            super().__init__(values, *args, **kw)
+
+    def recording_release(values, *args, **kw):
+        seen["central"] = np.array(values, dtype=float)
+        return release(values, *args, **kw)
+
+    release = central.release_central
+    monkeypatch.setattr(population, "Population", Recording)
+    monkeypatch.setattr(central, "release_central", recording_release)
+    fresh = lambda: np.random.SeedSequence(5) if isinstance(seed, np.random.SeedSequence) \
+        else seed  # noqa: E731 (a SeedSequence is spent by spawning)
+    cal.replicate("naive", 1.0, 30, L, R, seed=fresh())
+    local = seen.pop("local")
+    for method in cal.CENTRAL_METHODS:
+        seen.pop("central", None)
+        cal.replicate(method, 1.0, 30, L, R, seed=fresh(), grid=(21, 21))
+        np.testing.assert_array_equal(seen["central"], local, err_msg=method)

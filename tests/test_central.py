@@ -150,6 +150,19 @@ def test_family_release_sees_the_populations_people():
     assert rel.y2 == pytest.approx((x * x).sum(), abs=0.5)
 
 
+def test_family_release_sees_the_same_people_after_the_population_spawned():
+    # a SeedSequence is advanced by each spawn; the curator still takes the people a
+    # fresh seed gives the population (the calibration hands both one SeedSequence)
+    from dpbook.privacy.population import family_population
+
+    ss = np.random.SeedSequence(11)
+    pop = family_population("normal", (1.0, 2.0), 40, 1e6, seed=ss)
+    x = np.array([pop.release(-1e3, 1e3) for _ in range(40)])  # eps 1e6: noise ~1e-3
+    rel = family_release("normal", (1.0, 2.0), 40, 1e6, seed=ss, interval=(-1e3, 1e3))
+    assert rel.y1 == pytest.approx(x.sum(), abs=0.1)
+    assert rel.y2 == pytest.approx((x * x).sum(), abs=0.5)
+
+
 @pytest.mark.parametrize("kw, message", [
     (dict(interval=(1.0, 0.0)), "interval must have l < r"),
     (dict(interval=(0.0, 1.0), bounds=(0.0, 2.0)), "not both"),

@@ -21,8 +21,9 @@ never loads an algorithm.
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
 may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`),
 MHAAR's (:mod:`dpbook.mhaar.engine`) and the exact posterior's log-likelihood grid
-(:mod:`dpbook.posterior.engine`) compile any location-scale family whose functions
-numba can compile.  ``posterior_model`` is what the one grid pipeline of
+(:mod:`dpbook.posterior.engine`, also the marginal SMC's and the reliability checks'
+likelihood at particles, ``loglik_particles``) compile any location-scale family whose
+functions numba can compile.  ``posterior_model`` is what the one grid pipeline of
 :mod:`dpbook.posterior.exact` runs: the paper's model object (its closed-form
 likelihood) or the engine's; ``posterior`` a whole replacement.  Algorithm 4 / eq. (8)
 has one engine for every model (:mod:`dpbook.fisher.mc`): what is chosen here is only
@@ -57,7 +58,8 @@ _REGISTRY: dict = {}
 ENGINES = {"smc": "dpbook.smc.engine:engine_class",
            "fisher_mc": "dpbook.fisher.mc:engine_class",
            "mhaar": "dpbook.mhaar.engine:engine_mhaar",
-           "posterior_model": "dpbook.posterior.engine:engine_model"}
+           "posterior_model": "dpbook.posterior.engine:engine_model",
+           "loglik_particles": "dpbook.posterior.engine:engine_loglik"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:

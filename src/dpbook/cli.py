@@ -746,6 +746,10 @@ def add_stream_parser(subparsers):
                    help="smc-subset: latent values moved per step")
     p.add_argument("--shuffle", action="store_true",
                    help="release the values in a random order (from --seed)")
+    p.add_argument("--batch", type=_int, default=1, metavar="B",
+                   help="individuals per published interval: the curator updates its "
+                        "posterior with a batch's B releases before publishing the next "
+                        "interval (default 1: Algorithm 1 as written)")
     p.add_argument("--seed", type=_seed, default=0,
                    help="seed of the order (--shuffle), the privacy noise and the "
                         "algorithm (default 0)")
@@ -792,7 +796,7 @@ def cmd_stream(args):
                           n_particles=1000 if args.particles is None else args.particles,
                           subset=args.subset, seed=args.seed, shuffle=args.shuffle,
                           deploy=args.deploy, progress=not args.no_progress and sys.stderr.isatty()
-                          and len(values) > 2000)
+                          and len(values) > 2000, batch=args.batch)
     if get_method(args.method).point_estimate:
         warn_if_stalled(run.smc)
     if args.released is not None:
@@ -866,6 +870,9 @@ def add_experiment_parser(subparsers):
                    help="release with the authors' code's noise scale, (r - l)/(eps "
                         "sqrt 2), while analysing with (r - l)/eps (reproduction notes, "
                         "item 1; a store of its own)")
+    p.add_argument("--batch", type=_int, default=1, metavar="B",
+                   help="individuals per published interval in the online methods "
+                        "(default 1: Algorithm 1 as written; a store of its own)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_experiment)
@@ -905,7 +912,7 @@ def cmd_experiment(args):
                         interval_method=args.interval_method,
                         progress=not args.no_progress, workers=getattr(args, "workers", None),
                         keep_particles=getattr(args, "keep_particles", 1),
-                        original_code=args.original_code,
+                        original_code=args.original_code, batch=args.batch,
                         **({} if args.subset is None else {"subset": args.subset}))
     out = Path(args.out)
     summ = summarize(df)

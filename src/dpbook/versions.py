@@ -35,7 +35,9 @@ Groups: what the paper's stores use (:data:`CORE`); the long-stream methods
 (:data:`LONG_STREAM`, only in configurations that run them); :data:`GENERIC_MODEL`, the
 code paths of any family or mechanism other than the paper's normal/Laplace pair (only
 in configurations of another model, so that replacing that code leaves the paper's
-stores valid).
+stores valid); :data:`CENTRAL`, the central model's calibration replications (only in
+the key of their own task files: a calibration store holds any set of methods, and a
+change of the central release leaves the local methods' replications in it valid).
 """
 
 from __future__ import annotations
@@ -64,15 +66,23 @@ VERSIONS = {
     # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.engine: keyed streams,
     # walk in (loc, log scale)); 6: their exact posterior runs the one grid pipeline
     # (dpbook.posterior.exact), its likelihood compiled for a location-scale family
-    # (dpbook.posterior.engine); 7: the Student-t family's cdf and quantiles are
-    # dpbook.model.tdist's (numba ufuncs, not scipy's stdtr/stdtrit), so its SMC,
-    # MHAAR, Algorithm 4 and exact posterior run the compiled engines
-    "generic-model": 7,
+    # (dpbook.posterior.engine); 7: the marginal SMC of a location-scale family weighs
+    # and moves with that engine's compiled likelihood (dpbook.posterior.engine); 8: the
+    # Student-t family's cdf and quantiles are dpbook.model.tdist's (numba ufuncs, not
+    # scipy's stdtr/stdtrit), so its SMC, MHAAR, Algorithm 4, exact posterior and
+    # marginal SMC run the compiled engines
+    "generic-model": 8,
+    # the central model's replications (chapter 11: the curator's release and the
+    # central posterior); 2: the curator sums the people the local methods of the same
+    # seed see (version 1, unrecorded: other people, the replication's data seed having
+    # been spawned by an unused local population first)
+    "central": 2,
 }
 
 CORE = ("rng", "population", "smc", "intervals", "mhaar", "posterior")
 LONG_STREAM = ("marginal", "gradient")
 GENERIC_MODEL = ("generic-model",)
+CENTRAL = ("central",)
 
 
 def check_names(names) -> tuple:

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from dpbook.model.families.base import LocationScaleFamily
-from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM
+from dpbook.versions import CENTRAL, CORE, GENERIC_MODEL, LONG_STREAM
 
 EXPERIMENT = (*CORE, "experiment")
 CASES = {}  # name -> (algorithms used, function returning {key: array})
@@ -351,6 +351,21 @@ def marginal_kernels():
     return out
 
 
+@case(*LONG_STREAM, "rng", "population", *GENERIC_MODEL)
+def marginal_generic():
+    """The marginal SMC of another family (the Laplace family, both mechanisms): its
+    likelihood compiled by the exact posterior's engine."""
+    from dpbook.online import marginal_posterior
+
+    y, l, r = _normal_releases(120, 2.0, 47.0, 53.0)
+    out = {}
+    for mech in ("laplace", "gaussian"):
+        smc = marginal_posterior(y - 50.0, l - 50.0, r - 50.0, 2.0, family="laplace",
+                                 mechanism=mech, n_particles=100, seed=9)
+        _put(out, mech, {"theta": smc.theta, "w": smc.w, "moves": smc.history.moves})
+    return out
+
+
 @case(*CORE, "calibration")
 def calibration_replications():
     """One replication of every calibration method, Section 6's prior and the narrow one."""
@@ -368,7 +383,7 @@ def calibration_replications():
     return out
 
 
-@case("rng", "population", "posterior", "calibration")
+@case("rng", "population", "posterior", "calibration", *CENTRAL)
 def calibration_central():
     """One replication of each central method (chapter 11), both priors: the curator's
     release (sums, noise, private quantiles) and the central grid posterior."""

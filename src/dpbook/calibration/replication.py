@@ -157,26 +157,25 @@ def replicate(method, eps, n, l, r, seed, grid=(61, 61), particles=500,
     theta_seed, data_seed, algo_seed = ss.spawn(3)
     mu, sigma = (float(v) for v in draw_theta(np.random.default_rng(theta_seed),
                                               prior=fam.prior))
-    eps_release = eps * math.sqrt(2.0) if method == "original-code" else eps
-    population = family_population(fam, (mu, sigma), n, eps_release, seed=data_seed,
-                                   mechanism=mechanism)
     p_mu, p_sigma = fam.params
     truth = {f"{p_mu}_true": mu, f"{p_sigma}_true": sigma}
-    if method in CENTRAL_METHODS:  # the same people (data_seed), released by a curator
-        where = dict(bounds=(l, r)) if method == "central-private" else dict(interval=(l, r))
-        release = family_release(fam, (mu, sigma), n, eps, seed=data_seed, **where)
-        post = central_posterior(release, prior=fam.prior, naive=method == "central-naive",
-                                 grid=grid[0])
-        u, q = post.cdf((mu, sigma)), post.quantile([0.25, 0.75])
-        return {p_mu: float(u[0]), p_sigma: float(u[1]), **truth,
-                f"{p_mu}_iqr": float(q[1, 0] - q[0, 0]),
-                f"{p_sigma}_iqr": float(q[1, 1] - q[0, 1])}
 
     def result(u, q):  # PITs and the quartiles (2, 2) of the posterior
         return {p_mu: float(u[0]), p_sigma: float(u[1]), **truth,
                 f"{p_mu}_iqr": float(q[1, 0] - q[0, 0]),
                 f"{p_sigma}_iqr": float(q[1, 1] - q[0, 1])}
 
+    if method in CENTRAL_METHODS:  # the same people (data_seed), released by a curator
+        # (no local population is made: its spawn would advance data_seed; family_release
+        # takes data_seed's first children, as family_population does below)
+        where = dict(bounds=(l, r)) if method == "central-private" else dict(interval=(l, r))
+        release = family_release(fam, (mu, sigma), n, eps, seed=data_seed, **where)
+        post = central_posterior(release, prior=fam.prior, naive=method == "central-naive",
+                                 grid=grid[0])
+        return result(post.cdf((mu, sigma)), post.quantile([0.25, 0.75]))
+    eps_release = eps * math.sqrt(2.0) if method == "original-code" else eps
+    population = family_population(fam, (mu, sigma), n, eps_release, seed=data_seed,
+                                   mechanism=mechanism)
     if method in TASKS:
         online, policy_name, _ = TASKS[method]
         policy = FixedPolicy(l, r) if policy_name == "fixed" else \

@@ -25,7 +25,7 @@ import numpy as np
 
 from dpbook.online.methods import TASKS
 from dpbook.validation import check_count, check_eps, check_memory
-from dpbook.versions import CORE, GENERIC_MODEL, LONG_STREAM, VERSIONS, fingerprint
+from dpbook.versions import CENTRAL, CORE, GENERIC_MODEL, LONG_STREAM, VERSIONS, fingerprint
 
 # the tasks' methods: the online methods' tasks (dpbook.online.methods, each with the
 # seed code of its name) and the MHAAR baseline of Section 6
@@ -176,7 +176,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
-                subset=None, original_code=False) -> dict:
+                subset=None, original_code=False, batch=1) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -187,7 +187,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     with them, and recorded only then, so other configurations keep their keys).
     ``original_code``: release with the authors' code's noise scale, (r - l)/(eps
     sqrt 2), while every method analyses with the paper's (r - l)/eps (reproduction
-    notes, item 1); recorded only when True.
+    notes, item 1); recorded only when True.  ``batch``: individuals per published
+    interval in Algorithm 1 (:func:`dpbook.online.algorithm.run_online`; MHAAR's
+    releases are not Algorithm 1's and keep their fixed interval); recorded only when
+    above 1, so the paper's configuration keeps its key.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -238,6 +241,11 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         config["subset"] = check_subset(subset)
     elif subset is not None:
         raise ValueError("subset goes with the smc-subset methods")
+    if check_count("batch", batch) != 1:
+        if not set(TASKS) & set(config["methods"]):
+            raise ValueError("batch goes with the online methods (Algorithm 1), not with "
+                             f"{', '.join(config['methods'])}")
+        config["batch"] = int(batch)
     if original_code is not False:
         if original_code is not True:
             raise ValueError(f"original_code must be True or False, got {original_code!r}")
@@ -300,16 +308,33 @@ def algorithm_fingerprint(extra=()) -> str:
     return fingerprint((*CORE, "experiment", *extra))
 
 
-def config_algorithms(config) -> tuple:
-    """The versioned algorithms whose numbers a configuration's store holds."""
+def config_algorithms(config, method=None) -> tuple:
+    """The versioned algorithms whose numbers a configuration's store holds, and those
+    of a task of ``method`` where it uses more (a central calibration replication:
+    :data:`~dpbook.versions.CENTRAL`, see :func:`task_config`)."""
     generic = (config.get("family", "normal"), config.get("mechanism", "laplace")) != \
         ("normal", "laplace")
     if config.get("study") == "calibration":
-        names = (*CORE, "calibration")
+        from dpbook.calibration.replication import CENTRAL_METHODS
+
+        names = (*CORE, "calibration", *(CENTRAL if method in CENTRAL_METHODS else ()))
     else:
         long = set(LONG_STREAM_METHODS) & set(config.get("methods", ()))
         names = (*CORE, "experiment", *(LONG_STREAM if long else ()))
     return names + (GENERIC_MODEL if generic else ())
+
+
+def task_config(config, task) -> dict:
+    """The configuration a task's file is keyed by (:func:`config_hash`): the store's,
+    with the fingerprint of the task's own algorithms where they are more than the
+    store's.  A calibration store holds any set of methods; keying the central
+    replications' files by the central release's version too makes a change of it
+    recompute those files and no others (the store's key, and the local methods' files,
+    stay as they were)."""
+    names = config_algorithms(config, getattr(task, "method", None))
+    if names == config_algorithms(config):
+        return config
+    return {**config, "algorithm": fingerprint(names)}
 
 
 def _legacy_algorithm(config) -> str | None:

@@ -38,6 +38,7 @@ from dpbook.experiment.config import (
     config_params,
     config_tasks,
     migrate_config,
+    task_config,
 )
 
 
@@ -78,10 +79,11 @@ class StoreWarning(UserWarning):
 
 
 def store_task(out: Path, task: Task, result: dict, config: dict):
-    """Write one finished task; the file carries the hash of its configuration."""
+    """Write one finished task; the file carries the hash of its configuration
+    (:func:`~dpbook.experiment.config.task_config`)."""
     arrays = dict(result["arrays"])
     arrays["row_json"] = np.array(json.dumps(result["row"]))
-    arrays["config_sha"] = np.array(config_hash(config))
+    arrays["config_sha"] = np.array(config_hash(task_config(config, task)))
     atomic_write_bytes(out / "tasks" / task.filename,
                        lambda f: np.savez_compressed(f, **arrays))
 
@@ -134,13 +136,13 @@ def valid_tasks(out: Path, config: dict, quarantine: bool = False, tasks=None) -
     :func:`read_task`.  A file that fails is never used: it is reported (a
     :class:`StoreWarning`) and, with ``quarantine``, moved to ``out/quarantine/`` so that
     its task is recomputed."""
-    sha, rows = accepted_hashes(config), {}
+    rows = {}
     for task in config_tasks(config) if tasks is None else tasks:
         path = out / "tasks" / task.filename
         if not path.exists():
             continue
         try:
-            rows[task] = read_task(path, task, sha)
+            rows[task] = read_task(path, task, accepted_hashes(task_config(config, task)))
         except ValueError as e:
             if quarantine:
                 qdir = out / "quarantine"

@@ -32,7 +32,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
     for k in ("family", "family_options", "family_registered", "mechanism", "subset",
-              "original_code"):
+              "original_code", "batch"):
         if k in config:
             spec[k] = config[k]
     theta = config_theta(config)
@@ -173,7 +173,7 @@ def run_task(spec: dict) -> dict:
         subset = spec["subset"] if online.subset else None
         res = run_online(pop, policy, n, n_particles=spec["particles"], seed=online_seed,
                          every=spec["every"], family=family, posterior=posterior,
-                         subset=subset, eps=eps)
+                         subset=subset, eps=eps, batch=spec.get("batch", 1))
         seconds = time.perf_counter() - t0
         s, h = res.smc.summary(), res.smc.history
         acc = np.asarray(h.acceptance[1:], dtype=float)

@@ -4,8 +4,10 @@ computational cost ... is O(Nn^2) in general") and Section 7 of the paper point 
 
 The particles carry theta only; the latent x_t are integrated out of each release's
 likelihood, p^eps_{l_t, r_t}(y_t | theta) (the factor of eq. 5; closed form for the
-normal family with the Laplace mechanism, :mod:`dpbook.likelihood.normal_laplace`, and
-quadrature otherwise, :mod:`dpbook.likelihood.quadrature`).  Release t reweights every
+normal family with the Laplace mechanism, :mod:`dpbook.likelihood.normal_laplace`; the
+compiled quadrature of :mod:`dpbook.posterior.engine` for another location-scale family
+with the Laplace or Gaussian mechanism; the numpy quadrature of
+:mod:`dpbook.likelihood.quadrature` otherwise).  Release t reweights every
 particle by it.  When the effective sample size falls below ``ess_threshold`` N the
 particles are resampled (systematic) and moved by ``moves`` random-walk
 Metropolis-Hastings steps that target p(theta | y_{1:t}) (eq. 5) on the unconstrained
@@ -102,8 +104,9 @@ class MarginalSMC(ParticlePosterior):
     def log_likelihood(self, theta, y, l, r) -> np.ndarray:
         """sum_s log p^eps_{l_s, r_s}(y_s | theta_i) for each row theta_i of ``theta``,
         shape (len(theta),): the registered compiled kernel (normal/Laplace:
-        :func:`dpbook.likelihood.normal_laplace.loglik_particles`), else quadrature
-        with the releases in blocks (:func:`dpbook.diagnostics.log_likelihood`)."""
+        :func:`dpbook.likelihood.normal_laplace.loglik_particles`) or the engine's
+        (:func:`dpbook.posterior.engine.engine_loglik`), else numpy quadrature with the
+        releases in blocks (:func:`dpbook.diagnostics.log_likelihood`)."""
         return log_likelihood(theta, y, l, r, self.eps, self.family, self.mechanism,
                               compiled=self.compiled)
 

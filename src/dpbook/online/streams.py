@@ -203,7 +203,7 @@ def make_curator(eps, method="smc-marginal", policy="adaptive", family=None,
 
 def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=None,
                mechanism="laplace", n_particles=1000, subset=None, seed=0, shuffle=False,
-               progress=False, deploy=False):
+               progress=False, deploy=False, batch=1):
     """Algorithm 1 over a column of sensitive values (``dpbook stream``): each value, in
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
@@ -220,7 +220,8 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     draw the privacy noise with OpenDP's floating-point-safe samplers from the operating
     system's entropy (:func:`dpbook.privacy.individual.private_release`), for releases
     that will be published; the seed then fixes the order and the algorithm's draws
-    only, and the run cannot be repeated.
+    only, and the run cannot be repeated.  ``batch``: individuals per published
+    interval (:func:`dpbook.online.algorithm.run_online`).
     """
     from dpbook.privacy.population import Population
     from dpbook.validation import check_eps, check_finite
@@ -245,7 +246,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
                    dynamic_ncols=True, smoothing=0.1)
     try:
         run = run_online(population, rule, x.size, seed=online_ss, family=fam,
-                         posterior=posterior, progress=bar)
+                         posterior=posterior, progress=bar, batch=batch)
     finally:
         if bar is not None:
             bar.close()
@@ -254,7 +255,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
                ("fixed" if isinstance(policy, (tuple, list)) else type(policy).__name__),
                "family": fam.describe(), "mechanism": str(mechanism),
                "quartiles": quartiles(run.smc),
-               "noise": "opendp" if deploy else "seeded (simulation)"}
+               "noise": "opendp" if deploy else "seeded (simulation)", "batch": int(batch)}
     if isinstance(policy, (tuple, list)):
         summary["interval"] = [float(v) for v in policy]
     return run, summary

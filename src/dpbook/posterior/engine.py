@@ -57,102 +57,118 @@ def _sum_exp(vals, hw, nv, mx):
     return s
 
 
-def make_kernel(logpdf, cdf, sf):
-    """The compiled grid kernel for a family's compiled base logpdf, cdf and sf: flat
-    grid points g0 <= g < g1 (it releases the GIL: threads run disjoint ranges)."""
+def make_loglik_sum(logpdf, cdf, sf):
+    """sum_t log p(y_t | m, c) (module docstring) for a family's compiled base logpdf,
+    cdf and sf, inlined in the kernels below (``pts``, ``near``, ``vals``, ``zs``,
+    ``hw``: scratch of :func:`_scratch`'s sizes)."""
 
-    @njit(nogil=True, error_model="numpy")
-    def kernel(g0, g1, state, mus, sigs, y, l, r, b, lnorm, kind, qz, offs, gx, gw, top, out):
-        """out[g] = sum_t log p(y_t | mus[i], sigs[j]), g = i n_sig + j (module
-        docstring)."""
-        fs = state[0]
-        n_sig, n = sigs.shape[0], y.shape[0]
+    @njit(inline="always", error_model="numpy")
+    def loglik_sum(m, c, fs, y, l, r, b, lnorm, kind, qz, offs, gx, gw, top, pts, near,
+                   vals, zs, hw):
+        n = y.shape[0]
         nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
         npts = 3 + 2 * no + nq
-        pts = np.empty(npts)
-        near = np.empty(2 * no + 1)
-        vals = np.empty((npts - 1) * ng)
-        zs = np.empty((npts - 1) * ng)
-        hw = np.empty((npts - 1) * ng)
-        for g in range(g0, g1):
-            i = g // n_sig
-            m = mus[i]
-            c = sigs[g - i * n_sig]
-            ic = 1.0 / c
-            acc = 0.0
-            for t in range(n):
-                ib = 1.0 / b[t]
-                zl = (l[t] - m) * ic
-                zr = (r[t] - m) * ic
-                zu = (min(max(y[t], l[t]), r[t]) - m) * ic
-                sc = b[t] * ic  # the noise scale in z
-                lo = max(zl, min(qz[0], zu - offs[no - 1] * sc))
-                hi = max(lo, min(zr, max(qz[nq - 1], zu + offs[no - 1] * sc)))
-                # panel ends: two sorted lists (the noise's around zu, the base's
-                # quantiles) merged, clipped to [lo, hi]
-                for k in range(no):
-                    near[no - 1 - k] = zu - offs[k] * sc
-                    near[no + 1 + k] = zu + offs[k] * sc
-                near[no] = zu
-                # inside (lo, hi): zu and the base's quantiles (where a kink of g may
-                # be) stay; a noise half-width point closer than ``gap`` to the last
-                # point kept or to the next quantile, zu or hi would only make a sliver
-                # panel: dropped
-                gap = SLIVER * min(1.0, sc)
-                pts[0] = lo
-                kept = 1
-                a = 0
-                q = 0
-                for _ in range(npts - 2):
-                    if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
-                        v = near[a]
-                        a += 1
-                        if a - 1 != no:  # a half-width point, not zu
-                            nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
-                            if not (v - pts[kept - 1] > gap and nxt - v > gap):
-                                continue
-                    else:
-                        v = qz[q]
-                        q += 1
-                    if lo < v < hi:
-                        pts[kept] = v
-                        kept += 1
-                pts[kept] = hi
-                nv = 0
-                for p in range(kept):  # the nodes, then one flat loop over them
-                    if pts[p + 1] > pts[p]:
-                        half = 0.5 * (pts[p + 1] - pts[p])
-                        mid = 0.5 * (pts[p + 1] + pts[p])
-                        for k in range(ng):
-                            zs[nv + k] = mid + half * gx[k]
-                            hw[nv + k] = half * gw[k]
-                        nv += ng
-                va, vb = (y[t] - l[t]) * ib, (y[t] - r[t]) * ib
-                la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
-                lb = vmath.log(sf(fs, zr)) + (-abs(vb) if kind == 0 else -0.5 * vb * vb)
-                yt = y[t] - m
-                for k in range(nv):  # vectorised: no carried state
+        ic = 1.0 / c
+        acc = 0.0
+        for t in range(n):
+            ib = 1.0 / b[t]
+            zl = (l[t] - m) * ic
+            zr = (r[t] - m) * ic
+            zu = (min(max(y[t], l[t]), r[t]) - m) * ic
+            sc = b[t] * ic  # the noise scale in z
+            lo = max(zl, min(qz[0], zu - offs[no - 1] * sc))
+            hi = max(lo, min(zr, max(qz[nq - 1], zu + offs[no - 1] * sc)))
+            # panel ends: two sorted lists (the noise's around zu, the base's
+            # quantiles) merged, clipped to [lo, hi]
+            for k in range(no):
+                near[no - 1 - k] = zu - offs[k] * sc
+                near[no + 1 + k] = zu + offs[k] * sc
+            near[no] = zu
+            # inside (lo, hi): zu and the base's quantiles (where a kink of g may
+            # be) stay; a noise half-width point closer than ``gap`` to the last
+            # point kept or to the next quantile, zu or hi would only make a sliver
+            # panel: dropped
+            gap = SLIVER * min(1.0, sc)
+            pts[0] = lo
+            kept = 1
+            a = 0
+            q = 0
+            for _ in range(npts - 2):
+                if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
+                    v = near[a]
+                    a += 1
+                    if a - 1 != no:  # a half-width point, not zu
+                        nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
+                        if not (v - pts[kept - 1] > gap and nxt - v > gap):
+                            continue
+                else:
+                    v = qz[q]
+                    q += 1
+                if lo < v < hi:
+                    pts[kept] = v
+                    kept += 1
+            pts[kept] = hi
+            nv = 0
+            for p in range(kept):  # the nodes, then one flat loop over them
+                if pts[p + 1] > pts[p]:
+                    half = 0.5 * (pts[p + 1] - pts[p])
+                    mid = 0.5 * (pts[p + 1] + pts[p])
+                    for k in range(ng):
+                        zs[nv + k] = mid + half * gx[k]
+                        hw[nv + k] = half * gw[k]
+                    nv += ng
+            va, vb = (y[t] - l[t]) * ib, (y[t] - r[t]) * ib
+            la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
+            lb = vmath.log(sf(fs, zr)) + (-abs(vb) if kind == 0 else -0.5 * vb * vb)
+            yt = y[t] - m
+            for k in range(nv):  # vectorised: no carried state
+                z = zs[k]
+                e = (yt - c * z) * ib
+                vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
+            # shift: a bound of the log integrand (log g <= top, noise <= 1), then
+            # the exact maximum where that bound would underflow the sum
+            mx = max(max(la, lb), top)
+            s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+            if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
+                mx = max(la, lb)
+                for k in range(nv):
                     z = zs[k]
                     e = (yt - c * z) * ib
                     vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-                # shift: a bound of the log integrand (log g <= top, noise <= 1), then
-                # the exact maximum where that bound would underflow the sum
-                mx = max(max(la, lb), top)
+                    v = vals[k] + vmath.log(hw[k])
+                    mx = v if v > mx else mx
+                if not mx > -math.inf:
+                    acc = -math.inf
+                    continue
                 s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
-                if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
-                    mx = max(la, lb)
-                    for k in range(nv):
-                        z = zs[k]
-                        e = (yt - c * z) * ib
-                        vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-                        v = vals[k] + vmath.log(hw[k])
-                        mx = v if v > mx else mx
-                    if not mx > -math.inf:
-                        acc = -math.inf
-                        continue
-                    s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
-                acc += mx + vmath.log(s) + lnorm[t]
-            out[g] = acc
+            acc += mx + vmath.log(s) + lnorm[t]
+        return acc
+
+    return loglik_sum
+
+
+@njit(inline="always")
+def _scratch(qz, offs, gx):
+    """The scratch arrays of a loglik_sum: pts, near, vals, zs, hw."""
+    nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
+    npts = 3 + 2 * no + nq
+    return (np.empty(npts), np.empty(2 * no + 1), np.empty((npts - 1) * ng),
+            np.empty((npts - 1) * ng), np.empty((npts - 1) * ng))
+
+
+def make_kernel(logpdf, cdf, sf):
+    """The compiled kernel for a family's compiled base logpdf, cdf and sf: out[g] =
+    sum_t log p(y_t | theta[g, 0], theta[g, 1]) for g0 <= g < g1 (it releases the GIL:
+    threads run disjoint ranges).  The exact posterior's grid is its points in a row."""
+    loglik_sum = make_loglik_sum(logpdf, cdf, sf)
+
+    @njit(nogil=True, error_model="numpy")
+    def kernel(g0, g1, state, theta, y, l, r, b, lnorm, kind, qz, offs, gx, gw, top, out):
+        fs = state[0]
+        pts, near, vals, zs, hw = _scratch(qz, offs, gx)
+        for g in range(g0, g1):
+            out[g] = loglik_sum(theta[g, 0], theta[g, 1], fs, y, l, r, b, lnorm, kind,
+                                qz, offs, gx, gw, top, pts, near, vals, zs, hw)
 
     return kernel
 
@@ -180,45 +196,95 @@ def _primitives(family):
 
 
 
+class _Setup:
+    """What the compiled likelihood of a location-scale family and mechanism needs
+    besides the releases: its kernels (grid and points), the family's numeric state, the
+    base's quantiles (panel ends), the noise's half-widths, the Gauss-Legendre rule and
+    a bound of log g."""
+
+    def __init__(self, family, mech, prims):
+        self.kernel = _kernel(*prims)
+        self.state = family_state(family)
+        with np.errstate(divide="ignore"):
+            self.qz = np.asarray(family.base_ppf(LEVELS), float)
+        self.ok = bool(np.all(np.isfinite(self.qz)) and np.all(np.diff(self.qz) >= 0))
+        self.offs = np.array([float(mech.tail(1.0, tol)) for tol in NOISE_TOLS])
+        if self.ok:
+            with np.errstate(all="ignore"):  # the base's largest log density, with a margin
+                self.top = float(np.nanmax(family.base_logpdf(
+                    np.linspace(self.qz[0], self.qz[-1], 20001)))) + 1.0
+        self.gx, self.gw = np.polynomial.legendre.leggauss(GL_NODES)
+        self.kind = KIND[type(mech)]
+
+    def releases(self, y, l, r, eps):
+        """(y, l, r, b, log of the noise density's constant) as the kernels take them."""
+        y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
+        b = (r - l) / eps
+        lnorm = -np.log(2.0 * b) if self.kind == 0 else -np.log(b * math.sqrt(2 * math.pi))
+        return y, l, r, b, lnorm
+
+    def __call__(self, releases, theta):
+        """sum_t log p(y_t | theta_i) for each row of ``theta`` (k, 2), ``releases`` from
+        :meth:`releases`."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        out = np.empty(theta.shape[0])
+        run_chunks(self.kernel, out.size, releases[0].size, self.state, theta, *releases,
+                   self.kind, self.qz, self.offs, self.gx, self.gw, self.top, out)
+        return out
+
+
+def _setup(family, mechanism, what):
+    """A :class:`_Setup`, or None: not a location-scale family with a shipped mechanism,
+    or a primitive that does not compile (named in one warning: ``what`` runs the numpy
+    quadrature instead)."""
+    mech = get_mechanism(mechanism)
+    if not isinstance(family, LocationScaleFamily) or type(mech) not in KIND or \
+            type(family).base_cdf is LocationScaleFamily.base_cdf:
+        return None  # (without a cdf the numpy code says what is missing)
+    try:
+        prims = _primitives(family)
+    except NotCompilable as e:
+        warn_not_compiled(family, f"{what} of the {family.name} family runs "
+                          f"the numpy quadrature, not the compiled engine: {e}.  To "
+                          f"compile, write base_logpdf, base_cdf and base_sf with numpy or "
+                          f"math functions of one value (no scipy but special.expit, ndtr, "
+                          f"erf, erfc, gammaln); see dpbook.posterior.engine", stacklevel=5)
+        return None
+    setup = _Setup(family, mech, prims)
+    return setup if setup.ok else None
+
+
 def engine_model(family, mechanism):
     """For :mod:`dpbook.backends`: a function (y, l, r, eps) -> :class:`GridModel` whose
     log-likelihood grid is compiled, or None (the numpy quadrature runs; a family whose
     primitive does not compile is named in one warning)."""
-    mech = get_mechanism(mechanism)
-    if not isinstance(family, LocationScaleFamily) or type(mech) not in KIND:
+    setup = _setup(family, mechanism, "the exact posterior")
+    if setup is None:
         return None
-    try:
-        prims = _primitives(family)
-    except NotCompilable as e:
-        warn_not_compiled(family, f"the exact posterior of the {family.name} family runs "
-                          f"the numpy quadrature, not the compiled engine: {e}.  To "
-                          f"compile, write base_logpdf, base_cdf and base_sf with numpy or "
-                          f"math functions of one value (no scipy but special.expit, ndtr, "
-                          f"erf, erfc, gammaln); see dpbook.posterior.engine", stacklevel=4)
-        return None
-    kernel = _kernel(*prims)
-    state = family_state(family)
-    with np.errstate(divide="ignore"):
-        qz = np.asarray(family.base_ppf(LEVELS), float)
-    if not np.all(np.isfinite(qz)) or np.any(np.diff(qz) < 0):
-        return None
-    offs = np.array([float(mech.tail(1.0, tol)) for tol in NOISE_TOLS])
-    with np.errstate(all="ignore"):  # the base's largest log density, with a margin
-        top = float(np.nanmax(family.base_logpdf(np.linspace(qz[0], qz[-1], 20001)))) + 1.0
-    gx, gw = np.polynomial.legendre.leggauss(GL_NODES)
-    kind = KIND[type(mech)]
 
     def make(y, l, r, eps):
-        b = (r - l) / eps
-        lnorm = -np.log(2.0 * b) if kind == 0 else -np.log(b * math.sqrt(2 * math.pi))
+        rel = setup.releases(y, l, r, eps)
 
         def loglik(axes):
-            mu, sigma = (np.ascontiguousarray(a, dtype=float) for a in axes)
-            out = np.empty(mu.size * sigma.size)
-            run_chunks(kernel, out.size, y.size, state, mu, sigma, y, l, r, b, lnorm, kind,
-                       qz, offs, gx, gw, top, out)
-            return out.reshape(mu.size, sigma.size)
+            mu, sigma = (np.asarray(a, dtype=float) for a in axes)
+            theta = np.column_stack([np.repeat(mu, sigma.size), np.tile(sigma, mu.size)])
+            return setup(rel, theta).reshape(mu.size, sigma.size)
 
-        return GridModel(family, mech, y, l, r, eps, loglik)
+        return GridModel(family, get_mechanism(mechanism), y, l, r, eps, loglik)
 
     return make
+
+
+def engine_loglik(family, mechanism):
+    """For :mod:`dpbook.backends` (``loglik_particles``): a function (y, l, r, eps,
+    theta) -> sum_t log p(y_t | theta_i) for each row of ``theta`` (k, 2), compiled (the
+    marginal SMC's reweighting and moves, the reliability check's reference points), or
+    None (the numpy quadrature)."""
+    setup = _setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
+    if setup is None:
+        return None
+
+    def loglik_particles(y, l, r, eps, theta):
+        return setup(setup.releases(y, l, r, eps), theta)
+
+    return loglik_particles

@@ -117,12 +117,17 @@ def family_release(family, theta, n, eps, seed=None, **kw) -> CentralRelease:
     The values are the same people as
     :func:`dpbook.privacy.population.family_population` with the same ``seed`` (its
     first child stream), so the local and the central release of one seed can be put
-    side by side; the curator's noise comes from the second child stream."""
+    side by side; the curator's noise comes from the second child stream.  A
+    SeedSequence is not advanced: its first two children are taken as a fresh one's
+    ``spawn(2)`` gives them, whatever was spawned from it before (a population made
+    from it first advanced its counter, and ``spawn`` would give other people)."""
     from dpbook.model.families import as_family
 
     fam = as_family(family)
     theta = fam.check_theta(*((theta,) if np.ndim(theta) == 0 else tuple(theta)))
     n = check_count("n", n)
-    data_ss, noise_ss = seed_sequence(seed).spawn(2)
+    ss = seed_sequence(seed)
+    data_ss, noise_ss = (np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i),
+                                                pool_size=ss.pool_size) for i in range(2))
     x = np.asarray(fam.sample(np.random.default_rng(data_ss), *theta, size=n), float)
     return release_central(x, eps, np.random.default_rng(noise_ss), **kw)
