@@ -3,13 +3,15 @@ and the numpy SMC, as issue 24's targets state them: ``smc_posterior`` on n rele
 (default 1000) with N = 1000 particles at eps = 5, warm (the first, compiling run timed
 apart), all in one process so that the ratios are measured side by side.
 
-    .venv/bin/python benchmarks/bench_engine.py [--n 1000] [--numpy-n 300]
+    .venv/bin/python benchmarks/bench_engine.py [--n 1000] [--numpy-n 300] [--only student_t]
 
 Families: a logistic written as a user writes one (numpy only, in this file), the
 normal family with its conjugate move replaced by the engine's random walk (the
-baseline the targets name), the shipped Laplace family, and the logistic with the
-Gaussian mechanism.  The numpy SMC (``generic=True``, the code that ran these families
-before the engine) is timed on ``--numpy-n`` releases and scaled by (n / numpy_n)^2,
+baseline the targets name), the shipped Laplace family, the logistic with the
+Gaussian mechanism, and the shipped Student-t with df = 3 (its quantile function is
+dpbook.model.tdist's Newton iteration on the incomplete beta).  The numpy SMC
+(``generic=True``, the code that ran these families before the engine) is timed on
+``--numpy-n`` releases and scaled by (n / numpy_n)^2,
 its measured growth (the MH sweep of Algorithm 3 is O(n^2 N)).
 """
 
@@ -83,6 +85,9 @@ def main():
     ap.add_argument("--N", type=int, default=1000)
     ap.add_argument("--numpy-n", type=int, default=300)
     ap.add_argument("--eps", type=float, default=5.0)
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="rows whose name contains one of these words (the normal family "
+                         "with the random walk, the ratios' base, always runs)")
     a = ap.parse_args()
     n, N, eps = a.n, a.N, a.eps
     print(f"n = {n}, N = {N}, eps = {eps}, numba threads = {numba.get_num_threads()}")
@@ -91,17 +96,23 @@ def main():
     rows = [("logistic (user's, in this file)", Logistic(), "laplace"),
             ("normal, random-walk move", NormalRW(), "laplace"),
             ("laplace (shipped)", get_family("laplace"), "laplace"),
-            ("logistic, Gaussian mechanism", Logistic(), "gaussian")]
+            ("logistic, Gaussian mechanism", Logistic(), "gaussian"),
+            ("student_t df 3 (shipped)", get_family("student_t", df=3.0), "laplace")]
+    if a.only is not None:
+        rows = [row for row in rows if row[1].name == "normal_rw" or
+                any(w in row[0] for w in a.only)]
     done = []
     for name, fam, mech in rows:
         first, warm = timed(fam, mech, n, N, eps)
-        scale = (n / a.numpy_n) ** 2
-        numpy = timed(fam, mech, a.numpy_n, N, eps, generic=True)[1] * scale
-        print(f"{name}: engine {warm:.2f} s warm ({warm / paper:.1f}x the paper kernel), "
-              f"compiling {first - warm:.1f} s; numpy SMC ~{numpy:.1f} s "
-              f"({numpy / warm:.1f}x the engine)")
+        line = (f"{name}: engine {warm:.2f} s warm ({warm / paper:.1f}x the paper kernel), "
+                f"compiling {first - warm:.1f} s")
+        if a.numpy_n:  # 0: the numpy SMC not timed
+            scale = (n / a.numpy_n) ** 2
+            numpy = timed(fam, mech, a.numpy_n, N, eps, generic=True)[1] * scale
+            line += f"; numpy SMC ~{numpy:.1f} s ({numpy / warm:.1f}x the engine)"
+        print(line, flush=True)
         done.append((name, warm))
-    base = done[1][1]
+    base = dict(done)["normal, random-walk move"]
     for name, warm in done:
         print(f"  {name}: {warm / base:.2f}x the normal family with the random walk")
 

@@ -9,10 +9,10 @@ Set NUMBA_NUM_THREADS before the run (the likelihood grids run on that many thre
 issue 24's targets are for 2 cores).  Models: the normal family with the Laplace
 mechanism (the closed-form likelihood, the paper's model), a logistic written as a user
 writes one (numpy only, in this file, ``-z - 2 log1p(exp(-z))``) with the Laplace and
-the Gaussian mechanism, the shipped Laplace family, and the normal family on the
-engine's quadrature (``generic=True``).  The numpy pipeline that ran every other family
-before (kept as the test oracle, tests/posterior_oracle.py) is timed on ``--numpy-n``
-releases and scaled by n / numpy_n (its cost is linear in n).
+the Gaussian mechanism, the shipped Laplace and Student-t (df 3) families, and the
+normal family on the engine's quadrature (``generic=True``).  The numpy pipeline that
+ran every other family before (kept as the test oracle, tests/posterior_oracle.py) is
+timed on ``--numpy-n`` releases and scaled by n / numpy_n (its cost is linear in n).
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def main():
             ("logistic/laplace", Logistic(), "laplace", {}),
             ("logistic/gaussian", Logistic(), "gaussian", {}),
             ("laplace family/laplace", get_family("laplace"), "laplace", {}),
+            ("student_t df 3/laplace", get_family("student_t", df=3.0), "laplace", {}),
             ("normal/laplace (engine)", get_family("normal"), "laplace", {"generic": True})):
         y, l, r = releases(a.n, a.eps, mech)
         def run(y=y, l=l, r=r, fam=fam, mech=mech, kw=kw):

@@ -132,7 +132,7 @@ def test_which_models_run_the_engine():
     assert type(SMC(1.0, "laplace", "gaussian")) is CompiledSMC
     assert type(SMC(1.0, Logistic(), generic=True)) is SMC  # the numpy reference
     assert engine_class(get_family("normal"), "gaussian") is None  # conjugate Gibbs move
-    assert engine_class(get_family("student_t"), "laplace") is None  # scipy's quantiles
+    assert engine_class(get_family("student_t", df=3), "laplace") is CompiledSMC  # tdist
     assert engine_class(get_family("poisson"), "laplace") is None  # not location-scale
 
 
@@ -179,7 +179,9 @@ class NormalRW(Normal):
 
 @pytest.mark.parametrize("fam, mech", [(Logistic(), "laplace"), (Logistic(), "gaussian"),
                                        (get_family("laplace"), "laplace"),
-                                       (NormalRW(), "laplace")])
+                                       (NormalRW(), "laplace"),
+                                       (get_family("student_t", df=3), "laplace")],
+                         ids=lambda v: getattr(v, "name", v))
 def test_engine_matches_exact_posterior(fam, mech):
     """Posterior means and sds against the quadrature reference, within Z = 5 standard
     errors of the average of R = 8 independent runs (as the numpy SMC's test)."""

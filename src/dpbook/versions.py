@@ -67,8 +67,11 @@ VERSIONS = {
     # walk in (loc, log scale)); 6: their exact posterior runs the one grid pipeline
     # (dpbook.posterior.exact), its likelihood compiled for a location-scale family
     # (dpbook.posterior.engine); 7: the marginal SMC of a location-scale family weighs
-    # and moves with that engine's compiled likelihood (dpbook.posterior.engine)
-    "generic-model": 7,
+    # and moves with that engine's compiled likelihood (dpbook.posterior.engine); 8: the
+    # Student-t family's cdf and quantiles are dpbook.model.tdist's (numba ufuncs, not
+    # scipy's stdtr/stdtrit), so its SMC, MHAAR, Algorithm 4, exact posterior and
+    # marginal SMC run the compiled engines
+    "generic-model": 8,
     # the central model's replications (chapter 11: the curator's release and the
     # central posterior); 2: the curator sums the people the local methods of the same
     # seed see (version 1, unrecorded: other people, the replication's data seed having

@@ -158,11 +158,12 @@ def make_chain(ppf):
     """The compiled chain for a family's compiled ``base_ppf`` (inlined)."""
 
     @njit(error_model="numpy")
-    def chain(fs, key, kind, y, l, r, invb, off, pr, m0, m1, adapt_start, st, z, Z, C0, C1,
-              S0, S1, tmp, bases, k, g, out_th, out_acc, out_steps):
+    def chain(state, key, kind, y, l, r, invb, off, pr, m0, m1, adapt_start, st, z, Z, C0,
+              C1, S0, S1, tmp, bases, k, g, out_th, out_acc, out_steps):
         """Iterations m0 + 1 .. m1; st = (m, c, log s_m, log s_logc) updated in place.
         Every log weight minus ``off`` (its largest value over c in [l_t, r_t]) is at
         least -600, so the sums need no maximum."""
+        fs = state[0]  # the family's numeric attributes (self.df, say)
         N, n = Z.shape
         mu, c, ls0, ls1 = st[0], st[1], st[2], st[3]
         s0, s1 = math.exp(ls0), math.exp(ls1)

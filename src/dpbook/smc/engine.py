@@ -357,7 +357,8 @@ def make_information(dlogpdf):
     sum_k s_k s_k^T."""
 
     @njit(error_model="numpy")
-    def information(fs, th, x):
+    def information(state, th, x):
+        fs = state[0]  # the family's numeric attributes (self.df, say)
         rows, t = x.shape
         p00 = np.empty(max(t, 1))
         p01 = np.empty(max(t, 1))

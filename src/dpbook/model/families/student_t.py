@@ -9,6 +9,7 @@ import numpy as np
 from scipy import special
 
 from dpbook.model.families.base import LocationScaleFamily
+from dpbook.model.tdist import stdtr, stdtrit
 from dpbook.validation import check_positive
 
 DF_RANGE = (0.1, 1e8)  # exact Fisher information checked against Monte Carlo at both ends
@@ -20,7 +21,6 @@ class StudentT(LocationScaleFamily):
     name = "student_t"
     options = {"df": (float, 5.0, "degrees of freedom of the Student-t family")}
     summary = "Student-t(loc, scale) with fixed df (--df, default 5): heavy tails"
-    compiled_smc = False  # its quantile function is scipy's stdtrit, which numba lacks
 
     def __init__(self, df=5.0):
         self.df = check_positive("df", df)
@@ -39,14 +39,16 @@ class StudentT(LocationScaleFamily):
         nu = self.df
         return -(nu + 1) * z / (nu + z * z)
 
+    # the cdf and quantiles of dpbook.model.tdist (numba ufuncs: these compile for the
+    # engines as they are, and are the numpy code too)
     def base_cdf(self, z):
-        return special.stdtr(self.df, z)
+        return stdtr(self.df, z)
 
     def base_sf(self, z):
-        return special.stdtr(self.df, -np.asarray(z, float))
+        return stdtr(self.df, -np.asarray(z, float))
 
     def base_ppf(self, q):
-        return special.stdtrit(self.df, q)
+        return stdtrit(self.df, q)
 
     def base_sample(self, rng, size=None):
         return rng.standard_t(self.df, size)
