@@ -132,7 +132,8 @@ def test_which_models_run_the_engine():
     assert type(SMC(1.0, "laplace", "gaussian")) is CompiledSMC
     assert type(SMC(1.0, Logistic(), generic=True)) is SMC  # the numpy reference
     assert engine_class(get_family("normal"), "gaussian") is None  # conjugate Gibbs move
-    assert engine_class(get_family("student_t", df=3), "laplace") is CompiledSMC  # tdist
+    # its compiled quantile is slower than numpy's standard_t draws (StudentT.compiled_smc)
+    assert engine_class(get_family("student_t", df=3), "laplace") is None
     assert engine_class(get_family("poisson"), "laplace") is None  # not location-scale
 
 

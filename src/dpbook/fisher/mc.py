@@ -785,7 +785,7 @@ def engine_class(family, mechanism):
     mechanism whose primitives compile, else :class:`FisherEngine` (a family whose
     primitive does not compile is named in one warning)."""
     if not isinstance(family, LocationScaleFamily) or \
-            type(get_mechanism(mechanism)) not in KIND or not family.compiled_smc:
+            type(get_mechanism(mechanism)) not in KIND:
         return FisherEngine
     from dpbook.smc.engine import NotCompilable, warn_not_compiled
 

@@ -232,7 +232,7 @@ def _compiled(fam, mech):
     warning per family class and reason when its primitive does not compile)."""
     if not isinstance(fam, LocationScaleFamily) or \
             not isinstance(getattr(fam, "prior", None), LocationScalePrior) or \
-            type(mech) not in KIND or not fam.compiled_smc:
+            type(mech) not in KIND:
         return None
     try:
         return compiled_family(fam)

@@ -248,8 +248,9 @@ class LocationScaleFamily(Family):
     params = ("loc", "scale")
     positive = (False, True)
     location_scale = True
-    # False: the SMC runs its numpy code without trying the compiled engine
-    # (dpbook.smc.engine), which needs base_logpdf and base_ppf that numba compiles
+    # False: the latent SMC runs its numpy code without trying the compiled engine
+    # (dpbook.smc.engine, which needs base_logpdf and base_ppf that numba compiles, and
+    # draws every proposal by base_ppf: a slow quantile makes it slower than numpy's)
     compiled_smc = True
     prior: LocationScalePrior = SECTION6
 

@@ -21,6 +21,10 @@ class StudentT(LocationScaleFamily):
     name = "student_t"
     options = {"df": (float, 5.0, "degrees of freedom of the Student-t family")}
     summary = "Student-t(loc, scale) with fixed df (--df, default 5): heavy tails"
+    # the latent SMC proposes every x_k by the quantile of a keyed uniform: the compiled
+    # Student-t quantile (about 1.2 us) made the engine 7x slower than the numpy SMC,
+    # which draws with numpy's standard_t (df 3, n = 150, N = 300: 2.0 s against 0.29 s)
+    compiled_smc = False
 
     def __init__(self, df=5.0):
         self.df = check_positive("df", df)
