@@ -116,14 +116,35 @@ def _pool(workers):
     key = (workers, _source_stamp())
     if key not in _POOLS:
         _close_pools()
+        _close_at_exit()
         _POOLS[key] = ProcessPoolExecutor(max_workers=workers, initializer=init_worker,
                                           mp_context=mp.get_context("spawn"))
     return key, _POOLS[key]
 
 
-def _close_pools():
+def _close_pools(wait=False):
     while _POOLS:
-        _POOLS.popitem()[1].shutdown(wait=False, cancel_futures=True)
+        _POOLS.popitem()[1].shutdown(wait=wait, cancel_futures=True)
+
+
+_EXIT_HOOK = []
+
+
+def _close_at_exit():
+    """Shut the kept pool down at interpreter exit, while every module is intact.
+
+    Left in ``_POOLS``, the executor was freed only when this module's globals were
+    cleared during interpreter finalization; its weakref callback in
+    ``concurrent.futures.process`` then ran after that module's own globals had been
+    cleared and printed ``Exception ignored in: <function ... weakref_cb>`` after
+    pytest's summary (issue 29).  An atexit hook runs before finalization clears any
+    module (and after ``concurrent.futures``' own exit hook has stopped the manager
+    thread), so the pool is shut down and freed there."""
+    if not _EXIT_HOOK:
+        import atexit
+
+        atexit.register(_close_pools, wait=True)
+        _EXIT_HOOK.append(True)
 
 
 def run_pool(fn, specs, workers, on_done):

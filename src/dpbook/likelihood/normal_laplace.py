@@ -329,9 +329,22 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     from dpbook.likelihood import quadrature
 
     shape = f.shape[:-2]
-    quadrature.check_resolved(f.reshape(-1, 2, 2), sums.reshape(-1, 3),
-                              np.broadcast_to(l, shape).ravel(),
-                              np.broadcast_to(r, shape).ravel(), eps.ravel(), "normal")
+    a_f, b_f, e_f = a.ravel(), b.ravel(), eps.ravel()
+
+    def second_try(k):  # adaptive quadrature of the closed form's density and score
+        from dpbook.likelihood.adaptive import fisher_adaptive
+        from dpbook.model.mechanisms import get_mechanism
+
+        def pointwise(y):
+            return logp_and_score(y, a_f[k], b_f[k], e_f[k], 0.0, 1.0)
+
+        return fisher_adaptive(pointwise, a_f[k], b_f[k], (b_f[k] - a_f[k]) / e_f[k], 2,
+                               get_mechanism("laplace"), (-_PANEL_BREAKS, 0.0, _PANEL_BREAKS))
+
+    f = quadrature.resolve(f.reshape(-1, 2, 2), sums.reshape(-1, 3),
+                           np.broadcast_to(l, shape).ravel(),
+                           np.broadcast_to(r, shape).ravel(), e_f, "normal",
+                           second_try).reshape(f.shape)
     return f / (sigma * sigma)[..., None, None]
 
 

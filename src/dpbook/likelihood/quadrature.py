@@ -688,9 +688,31 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     step = max(1, int(_FISHER_CHUNK // per))
     for i in range(0, lf.size, step):
         f, g = run(lf[i:i + step], rf[i:i + step], eps, th, info, fam, mech)
-        out[i:i + step] = 0.5 * (f + np.swapaxes(f, -1, -2))
-        check_resolved(out[i:i + step], g, lf[i:i + step], rf[i:i + step], eps, fam)
+        out[i:i + step] = resolve(0.5 * (f + np.swapaxes(f, -1, -2)), g, lf[i:i + step],
+                                  rf[i:i + step], eps, fam,
+                                  _second_try(lf[i:i + step], rf[i:i + step], eps, th, info,
+                                              fam, mech))
     return out.reshape(shape + (fam.dim, fam.dim))
+
+
+def _second_try(l, r, eps, th, info, fam, mech):
+    """k -> (F, g) of element k by adaptive quadrature (:mod:`dpbook.likelihood.adaptive`)
+    from this module's pointwise density and score."""
+    from dpbook.likelihood.adaptive import fisher_adaptive
+
+    def run(k):
+        lk, rk = float(l[k]), float(r[k])
+
+        def pointwise(y):
+            return (log_density(y, lk, rk, eps, th, fam, mech),
+                    score(y, lk, rk, eps, th, fam, mech))
+
+        bulk = [] if info[2] is None else np.asarray(info[2], float).ravel()
+        if fam.discrete:  # the integers where the family has mass
+            lo, hi = max(lk, float(info[0])), min(rk, float(info[1]))
+            bulk = np.arange(math.ceil(lo), math.floor(hi) + 1.0) if hi - lo < 3000 else []
+        return fisher_adaptive(pointwise, lk, rk, (rk - lk) / eps, fam.dim, mech, bulk)
+    return run
 
 
 # the score's computed mean, which is 0 in exact arithmetic, may be at most this fraction
@@ -719,6 +741,36 @@ def unlocated_message(fam, th) -> str:
 # integers in (l, r) where a discrete family has mass, at most: the matrix rule holds
 # (8 y nodes per integer) x (integers) noise densities per interval
 MAX_INTEGERS = 3000
+
+
+def resolve(F, g, l, r, eps, family, second_try):
+    """:func:`check_resolved` after a second try: each element of F (P, d, d) whose
+    integrals g (P, 1 + d) fail the check is computed again by ``second_try(k)`` ->
+    (F_k, g_k) (:mod:`dpbook.likelihood.adaptive`) and replaced when that passes; the
+    elements that pass at once keep their bits.  ValueError for what fails both."""
+    bad = _unresolved(F, g)
+    if not bad.any():
+        return F
+    F, g = F.copy(), g.copy()
+    for k in np.flatnonzero(bad):
+        Fk, gk = second_try(int(k))
+        if np.all(np.isfinite(Fk)) and not _unresolved(Fk[None], gk[None])[0]:
+            F[k], g[k] = Fk, gk
+    check_resolved(F, g, l, r, eps, family)
+    return F
+
+
+def _unresolved(F, g):
+    """Which elements of F (P, d, d) fail the check of :func:`check_resolved`, (P,)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mass = g[:, 0]
+        mean = g[:, 1:] / mass[:, None]
+        diag = np.diagonal(F, axis1=-2, axis2=-1)
+        floor = mean * mean
+        bad = ~(np.abs(mass - 1.0) <= MASS_TOL)[:, None] | ~(
+            (floor <= SCORE_MEAN_TOL ** 2 * diag)
+            | (floor <= FLOOR_REL * np.max(diag, axis=-1, keepdims=True)))
+    return bad.any(axis=-1)
 
 
 def check_resolved(F, g, l, r, eps, family):

@@ -128,6 +128,9 @@ class MHAARResult:
     # (dpbook.diagnostics.lost_posterior: a reference point far more probable than the
     # kept samples' median)
     lost: object = field(default=None, compare=False)
+    # None, or why the chain did not start at the moment guess (:func:`mhaar`: the
+    # posterior_gap of the guess, naming the reference point it started at)
+    moved_start: object = field(default=None, compare=False)
 
     @property
     def n_iter(self) -> int:
@@ -234,7 +237,8 @@ def pilot_steps(fam, mech, y, l, r, b, theta0, positive, rng, u=None):
 
 
 def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=20, seed=0,
-          burn_fraction=0.8, steps=None, adapt=True, generic=False, **backend_options):
+          burn_fraction=0.8, steps=None, adapt=True, generic=False, start=None,
+          **backend_options):
     """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(theta | y_{1:n}), any family.
 
     The public entry point: for the normal family with the Laplace mechanism the paper's
@@ -244,6 +248,21 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     a location-scale family whose ``base_ppf`` compiles).  Both return an
     :class:`MHAARResult`, checked for a chain that never moved or has not found the
     posterior.
+
+    Where the chain starts.  The paper's start is the releases' moment guess (the
+    kernel's :func:`~dpbook.mhaar.normal_laplace.chain_start`, the engine's
+    ``family.guess``), and it stays the start whenever it is fine, so Section 6's chains
+    keep their bits.  When the releases lie far outside their intervals, or the noise
+    swamps them, that guess can be where the posterior has no mass (releases near 1e11
+    through [40, 60]: mu_0 = 1e11; eps = 1e-4: sigma_0 = 8.8e4), and a random walk with
+    steps of the posterior's size never leaves it.  So before the chain runs, the exact
+    log posterior at the guess is compared with the reference points of
+    :mod:`dpbook.diagnostics` (the guess moved into the intervals, the prior's median,
+    the best point of a short climb from them): when the best of them is more than
+    :data:`~dpbook.diagnostics.LOST_MARGIN` nats more probable, the chain starts there
+    instead (``result.moved_start`` names it, with the gap; ``result.theta0`` is the
+    start).  A departure from the paper (*Reproduction notes*).  A registered backend
+    other than dpbook's own keeps its own start (``start`` is passed only when given).
 
     Parameters
     ----------
@@ -260,6 +279,8 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
         default the backend's.
     adapt : adapt the steps (Robbins-Monro on log s towards acceptance 0.1 from 10% of
         the iterations on).
+    start : theta to start the chain at, one value per parameter; default (None) the
+        moment guess, or the best reference point when the guess is poor (above).
     """
     n_iter, n_aux = check_count("n_iter", n_iter, 1), check_count("n_aux", n_aux, 2)
     check_seed(seed)
@@ -274,10 +295,102 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
                  f"{np.size(y)} individuals", 40 * n_iter + 64 * np.size(y) * n_aux)
     impl = engine("mhaar", family, mechanism) if generic else backend("mhaar", family,
                                                                       mechanism)
+    data, fam = check_observations(y, l, r), as_family(family)
+    moved = None
+    if start is not None:
+        start = _checked_start(start, fam)
+    else:
+        moved = _better_start(impl, data, check_eps(eps), fam, mechanism, n_iter,
+                              burn_fraction, steps, backend_options)
+        start = None if moved is None else moved["theta"]
+    if start is not None:
+        backend_options["start"] = start
     res = impl(y, l, r, eps, n_iter=n_iter, n_aux=n_aux, seed=seed,
                burn_fraction=burn_fraction, steps=steps, adapt=adapt, **backend_options)
-    return _checked_chain(res, check_observations(y, l, r), eps, as_family(family),
-                          mechanism)
+    res.moved_start = moved
+    return _checked_chain(res, data, eps, fam, mechanism)
+
+
+def _checked_start(start, fam):
+    """``start`` as a tuple of floats, one per parameter; ValueError naming the problem."""
+    try:
+        values = tuple(np.asarray(start, dtype=object).reshape(-1))
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) != fam.dim:
+        raise ValueError(f"start must be {fam.dim} number(s) ({', '.join(fam.params)}), "
+                         f"got {start!r}")
+    return fam.check_theta(*values)
+
+
+def _default_walk(impl, data, eps, fam, mechanism, steps, options):
+    """(start, to_walk, step bounds) of ``impl``'s chain: its default start, the map from
+    theta to the random walk's coordinates and upper bounds on its initial steps in
+    them; None for a backend not dpbook's."""
+    from dpbook.mhaar import engine, normal_laplace
+
+    fn = getattr(impl, "func", impl)
+    n = data[0].size
+    try:  # the user's steps bound the walk's; bad ones are the backend's to refuse
+        steps = np.asarray(steps, dtype=float).reshape(-1) if steps is not None else None
+        if steps is not None and (steps.size != fam.dim or not np.all(steps > 0)):
+            steps = None
+    except (TypeError, ValueError):
+        steps = None
+    if fn is normal_laplace.mhaar_normal_laplace:
+        mu0, v0 = normal_laplace.chain_start(*data, eps)
+        prior = getattr(impl, "keywords", {}).get("prior", normal_laplace.SECTION6)
+        walk = options.get("walk") or ("var" if prior.is_section6 else "log_var")
+        if walk == "var":  # the paper's walk on (mu, sigma^2), its steps
+            bound = np.array(steps if steps is not None else
+                             (10.0 / math.sqrt(n), 20.0 / math.sqrt(n)), dtype=float)
+            return np.array([mu0, math.sqrt(v0)]), lambda t: np.array([t[0], t[1] ** 2]), bound
+        # (mu, log sigma^2): the pilot's steps are at most the prior's sds
+        bound = np.array(steps if steps is not None else
+                         (math.sqrt(prior.loc_var), 1.0 / math.sqrt(prior.scale2_shape)),
+                         dtype=float)
+        return (np.array([mu0, math.sqrt(v0)]),
+                lambda t: np.array([t[0], 2.0 * math.log(t[1])]), bound)
+    if fn is engine.mhaar_engine:
+        pos = np.array(fam.positive, dtype=bool)
+        sd_y = float(np.std(data[0])) if n > 1 else 1.0
+        # the pilot's caps (pilot_steps): 1 in log coordinates, sd(y) in the others
+        bound = np.array(steps if steps is not None else
+                         np.where(pos, MAX_LOG_STEP, max(sd_y, 1e-8)), dtype=float)
+        return (np.array(fam.check_theta(*fam.guess(*data, eps, mechanism)), dtype=float),
+                lambda t: np.where(pos, np.log(np.where(pos, t, 1.0)), t), bound)
+    return None
+
+
+def _better_start(impl, data, eps, fam, mechanism, n_iter, burn_fraction, steps, options):
+    """The :func:`dpbook.diagnostics.posterior_gap` of the default start when the chain
+    cannot be trusted to leave it (start at the reference point instead), else None:
+    a reference point is more than LOST_MARGIN nats more probable, and it lies further
+    from the start, in the walk's coordinates, than ``TARGET_ACCEPT`` times the
+    burn-in's iterations of the largest initial step (a walk accepting at the target
+    rate, every accepted move straight towards it, would not get there before the
+    samples are kept).  The second condition keeps the paper's start where the chain
+    leaves it at once: Section 6's floor sigma_0^2 = 0.01 (releases whose variance is
+    below the noise's) is often 90 nats below the mode, but a fraction of one step
+    away."""
+    from dpbook.diagnostics import lost_posterior
+
+    walk = _default_walk(impl, data, eps, fam, mechanism, steps, options)
+    if walk is None:
+        return None
+    guess, to_walk, bound = walk
+    try:
+        lost = lost_posterior(guess, *data, eps, fam, mechanism)
+    except NotImplementedError:  # no release density for this family: keep the guess
+        return None
+    if lost is None:
+        return None
+    with np.errstate(all="ignore"):
+        dist = np.abs(to_walk(np.asarray(lost["theta"], float)) - to_walk(guess)) / bound
+    burn = max(1, int(math.floor(burn_fraction * n_iter)))
+    if not np.any(np.isfinite(dist) & (dist > TARGET_ACCEPT * burn)):
+        return None
+    return {**lost, "steps_away": float(np.max(dist))}
 
 
 def _checked_chain(res, data, eps, family, mechanism):

@@ -252,10 +252,11 @@ def engine_mhaar(family, mechanism):
 
 # ------------------------------------------------------------------ the sampler
 def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=20,
-                 seed=0, burn_fraction=0.8, steps=None, adapt=True, **options):
+                 seed=0, burn_fraction=0.8, steps=None, adapt=True, start=None, **options):
     """MHAAR (Algorithm 8, module docstring) for any family and mechanism; called by
     :func:`dpbook.mhaar.mhaar` (same parameters; ``steps`` in the walk's coordinates,
-    log for positive parameters).  Returns an :class:`MHAARResult`."""
+    log for positive parameters; ``start``: theta to start at, default ``family.guess``).
+    Returns an :class:`MHAARResult`."""
     if options:
         raise ValueError(f"the MHAAR engine has no option {sorted(options)[0]!r}")
     fam, mech = as_family(family), get_mechanism(mechanism)
@@ -288,7 +289,9 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
         return np.asarray(fam.base_ppf(U), float) if ls else U
 
     b = (r - l) / eps
-    theta = np.array(fam.check_theta(*fam.guess(y, l, r, eps, mechanism)), dtype=float)
+    if start is None:
+        start = fam.guess(y, l, r, eps, mechanism)
+    theta = np.array(fam.check_theta(*start), dtype=float)
     theta0 = theta.copy()
     U0 = np.empty((1, n))
     bases = np.empty(n, np.uint64)

@@ -552,9 +552,17 @@ def _log_walk_steps(y, l, r, eps, mu0, v0, prior, seed):
     return float(out[0]), float(out[1])
 
 
+def chain_start(y, l, r, eps):
+    """The paper kernel's start (mu_0, sigma_0^2): the releases' mean, and their variance
+    less the Laplace noise's 2 b^2 (at least 0.01)."""
+    n = y.size
+    var_y = float(np.var(y, ddof=1)) if n > 1 else 0.0
+    return float(np.mean(y)), max(0.01, var_y - 2.0 * float(np.mean((r - l) / eps)) ** 2)
+
+
 def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fraction=0.8,
                          steps=None, adapt=True, parallel=None, fast=None, prior=SECTION6,
-                         walk=None):
+                         walk=None, start=None):
     """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(mu, sigma | y_{1:n}), Section 6:
     the compiled backend of :func:`dpbook.mhaar.mhaar` for the normal/Laplace model.
 
@@ -590,6 +598,9 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
         bit) and ``'log_var'`` under any other (see "Other priors" in the module
         docstring: under chapter 8's narrow prior the (mu, sigma^2) walk mixes too
         slowly in the heavy upper tail of sigma).
+    start : (mu, sigma) to start the chain at; default (None) :func:`chain_start`, the
+        paper's start from the releases' moments (:func:`dpbook.mhaar.mhaar` passes
+        another start only when that one is poor).
 
     Returns
     -------
@@ -610,9 +621,11 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
         walk = "var" if prior.is_section6 else "log_var"
     if walk not in WALKS:
         raise ValueError(f"walk must be one of {', '.join(map(repr, WALKS))}, got {walk!r}")
-    var_y = float(np.var(y, ddof=1)) if n > 1 else 0.0
-    mu0 = float(np.mean(y))
-    v0 = max(0.01, var_y - 2.0 * float(np.mean((r - l) / eps)) ** 2)
+    if start is None:
+        mu0, v0 = chain_start(y, l, r, eps)
+    else:
+        mu0, sigma0 = Normal().check_theta(*start)
+        mu0, v0 = float(mu0), float(sigma0) ** 2
     if steps is None and walk == "log_var":
         step_mu, step_var = _log_walk_steps(y, l, r, eps, mu0, v0, prior, seed)
     elif steps is None:
