@@ -31,6 +31,7 @@ from dpbook.model.mechanisms import get_mechanism
 from dpbook.posterior.exact import GridModel
 from dpbook.smc.engine import (
     NotCompilable,
+    _numeric_attributes,
     compiled_primitive,
     family_state,
     run_chunks,
@@ -250,8 +251,16 @@ def _setup(family, mechanism, what):
                           f"math functions of one value (no scipy but special.expit, ndtr, "
                           f"erf, erfc, gammaln); see dpbook.posterior.engine", stacklevel=5)
         return None
-    setup = _Setup(family, mech, prims)
-    return setup if setup.ok else None
+    # one per family class, numeric attributes and mechanism: the marginal SMC and the
+    # checks ask at every step
+    key = (type(family), tuple(_numeric_attributes(family).items()), type(mech))
+    if key not in _SETUPS:
+        setup = _Setup(family, mech, prims)
+        _SETUPS[key] = setup if setup.ok else None
+    return _SETUPS[key]
+
+
+_SETUPS: dict = {}
 
 
 def engine_model(family, mechanism):
