@@ -326,40 +326,18 @@ def _checked_start(start, fam):
 def _default_walk(impl, data, eps, fam, mechanism, steps, options):
     """(start, to_walk, step bounds) of ``impl``'s chain: its default start, the map from
     theta to the random walk's coordinates and upper bounds on its initial steps in
-    them; None for a backend not dpbook's."""
-    from dpbook.mhaar import engine, normal_laplace
-
+    them (the sampler's own ``default_walk``); None for a backend not dpbook's."""
     fn = getattr(impl, "func", impl)
-    n = data[0].size
+    walk = getattr(fn, "default_walk", None)
+    if walk is None:
+        return None
     try:  # the user's steps bound the walk's; bad ones are the backend's to refuse
         steps = np.asarray(steps, dtype=float).reshape(-1) if steps is not None else None
         if steps is not None and (steps.size != fam.dim or not np.all(steps > 0)):
             steps = None
     except (TypeError, ValueError):
         steps = None
-    if fn is normal_laplace.mhaar_normal_laplace:
-        mu0, v0 = normal_laplace.chain_start(*data, eps)
-        prior = getattr(impl, "keywords", {}).get("prior", normal_laplace.SECTION6)
-        walk = options.get("walk") or ("var" if prior.is_section6 else "log_var")
-        if walk == "var":  # the paper's walk on (mu, sigma^2), its steps
-            bound = np.array(steps if steps is not None else
-                             (10.0 / math.sqrt(n), 20.0 / math.sqrt(n)), dtype=float)
-            return np.array([mu0, math.sqrt(v0)]), lambda t: np.array([t[0], t[1] ** 2]), bound
-        # (mu, log sigma^2): the pilot's steps are at most the prior's sds
-        bound = np.array(steps if steps is not None else
-                         (math.sqrt(prior.loc_var), 1.0 / math.sqrt(prior.scale2_shape)),
-                         dtype=float)
-        return (np.array([mu0, math.sqrt(v0)]),
-                lambda t: np.array([t[0], 2.0 * math.log(t[1])]), bound)
-    if fn is engine.mhaar_engine:
-        pos = np.array(fam.positive, dtype=bool)
-        sd_y = float(np.std(data[0])) if n > 1 else 1.0
-        # the pilot's caps (pilot_steps): 1 in log coordinates, sd(y) in the others
-        bound = np.array(steps if steps is not None else
-                         np.where(pos, MAX_LOG_STEP, max(sd_y, 1e-8)), dtype=float)
-        return (np.array(fam.check_theta(*fam.guess(*data, eps, mechanism)), dtype=float),
-                lambda t: np.where(pos, np.log(np.where(pos, t, 1.0)), t), bound)
-    return None
+    return walk(impl, data, eps, fam, mechanism, steps, options)
 
 
 def _better_start(impl, data, eps, fam, mechanism, n_iter, burn_fraction, steps, options):

@@ -69,6 +69,7 @@ from dpbook import vmath
 from dpbook.mhaar.algorithm import (
     ADAPT_EXPONENT,
     ADAPT_START_FRACTION,
+    MAX_LOG_STEP,
     PILOT_DRAWS,
     TARGET_ACCEPT,
     MHAARResult,
@@ -336,6 +337,23 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
                        n_aux=n_aux, eps=eps, seed=seed, family=fam.describe(),
                        mechanism=mech.name, seconds=time.perf_counter() - t_start,
                        step_coords=coords)
+
+
+
+
+def _default_walk(impl, data, eps, fam, mechanism, steps, options):
+    """The start and walk of :func:`mhaar_engine` (for ``mhaar``'s choice of start,
+    :func:`dpbook.mhaar.algorithm._default_walk`): the moment guess, a walk in (loc,
+    log scale) with the pilot's caps (1 in log coordinates, sd(y) in the others)."""
+    pos = np.array(fam.positive, dtype=bool)
+    sd_y = float(np.std(data[0])) if data[0].size > 1 else 1.0
+    bound = np.array(steps if steps is not None else
+                     np.where(pos, MAX_LOG_STEP, max(sd_y, 1e-8)), dtype=float)
+    return (np.array(fam.check_theta(*fam.guess(*data, eps, mechanism)), dtype=float),
+            lambda t: np.where(pos, np.log(np.where(pos, t, 1.0)), t), bound)
+
+
+mhaar_engine.default_walk = _default_walk
 
 
 def _python_chain(fam, mech, latent, key, y, l, r, b, theta, log_steps, positive,

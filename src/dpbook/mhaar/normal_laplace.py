@@ -678,3 +678,26 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
                        seconds=time.perf_counter() - t_start,
                        step_coords=("mu", "var" if walk == "var" else "log_var"),
                        n_parallel=n_parallel)
+
+
+def _default_walk(impl, data, eps, fam, mechanism, steps, options):
+    """The start and walk of :func:`mhaar_normal_laplace` (for ``mhaar``'s choice of
+    start, :func:`dpbook.mhaar.algorithm._default_walk`): the moment guess, and the
+    paper's walk on (mu, sigma^2) or, under another prior, on (mu, log sigma^2)."""
+    n = data[0].size
+    mu0, v0 = chain_start(*data, eps)
+    prior = getattr(impl, "keywords", {}).get("prior", SECTION6)
+    walk = options.get("walk") or ("var" if prior.is_section6 else "log_var")
+    if walk == "var":  # the paper's walk on (mu, sigma^2), its steps
+        bound = np.array(steps if steps is not None else
+                         (10.0 / math.sqrt(n), 20.0 / math.sqrt(n)), dtype=float)
+        return np.array([mu0, math.sqrt(v0)]), lambda t: np.array([t[0], t[1] ** 2]), bound
+    # (mu, log sigma^2): the pilot's steps are at most the prior's sds
+    bound = np.array(steps if steps is not None else
+                     (math.sqrt(prior.loc_var), 1.0 / math.sqrt(prior.scale2_shape)),
+                     dtype=float)
+    return (np.array([mu0, math.sqrt(v0)]),
+            lambda t: np.array([t[0], 2.0 * math.log(t[1])]), bound)
+
+
+mhaar_normal_laplace.default_walk = _default_walk

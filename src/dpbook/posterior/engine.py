@@ -31,8 +31,8 @@ from dpbook.model.mechanisms import get_mechanism
 from dpbook.posterior.exact import GridModel
 from dpbook.smc.engine import (
     NotCompilable,
-    _numeric_attributes,
     compiled_primitive,
+    family_key,
     family_state,
     run_chunks,
     warn_not_compiled,
@@ -253,7 +253,7 @@ def _setup(family, mechanism, what):
         return None
     # one per family class, numeric attributes and mechanism: the marginal SMC and the
     # checks ask at every step
-    key = (type(family), tuple(_numeric_attributes(family).items()), type(mech))
+    key = (family_key(family), type(mech))
     if key not in _SETUPS:
         setup = _Setup(family, mech, prims)
         _SETUPS[key] = setup if setup.ok else None

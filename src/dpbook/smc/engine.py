@@ -91,6 +91,12 @@ def _first_line(e) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+def family_key(family) -> tuple:
+    """A hashable key of a family: its class and numeric attributes (what its compiled
+    code depends on)."""
+    return (type(family), tuple(_numeric_attributes(family).items()))
+
+
 def family_state(family):
     """A family's numeric attributes as the compiled primitives' ``self`` (:func:`_state`)."""
     return _state(_numeric_attributes(family))
