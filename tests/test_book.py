@@ -427,8 +427,12 @@ def test_benchmark_scripts_import(script, monkeypatch):
     import importlib.util
 
     monkeypatch.syspath_prepend(str(script.parent))
+    spec = importlib.util.spec_from_file_location(f"_bench_{script.stem}", script)
     # a benchmark may set numba's environment at import (bench_mhaar_engine: one
     # thread); left set, numba refuses to compile anything later in this process
-    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
-    spec = importlib.util.spec_from_file_location(f"_bench_{script.stem}", script)
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    before = dict(os.environ)
+    try:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
