@@ -760,8 +760,9 @@ def resolve(F, g, l, r, eps, family, second_try):
     return F
 
 
-def _unresolved(F, g):
-    """Which elements of F (P, d, d) fail the check of :func:`check_resolved`, (P,)."""
+def _check_terms(F, g):
+    """The check of :func:`check_resolved`: (bad (P, d), mass, mean, diag), ``bad`` where
+    an element of F (P, d, d) fails for a parameter."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mass = g[:, 0]
         mean = g[:, 1:] / mass[:, None]
@@ -770,7 +771,12 @@ def _unresolved(F, g):
         bad = ~(np.abs(mass - 1.0) <= MASS_TOL)[:, None] | ~(
             (floor <= SCORE_MEAN_TOL ** 2 * diag)
             | (floor <= FLOOR_REL * np.max(diag, axis=-1, keepdims=True)))
-    return bad.any(axis=-1)
+    return bad, mass, mean, diag
+
+
+def _unresolved(F, g):
+    """Which elements of F (P, d, d) fail the check of :func:`check_resolved`, (P,)."""
+    return _check_terms(F, g)[0].any(axis=-1)
 
 
 def check_resolved(F, g, l, r, eps, family):
@@ -782,14 +788,7 @@ def check_resolved(F, g, l, r, eps, family):
     per element."""
     fam = as_family(family)
     eps = np.broadcast_to(np.asarray(eps, dtype=float), (F.shape[0],))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mass = g[:, 0]
-        mean = g[:, 1:] / mass[:, None]
-        diag = np.diagonal(F, axis1=-2, axis2=-1)
-        floor = mean * mean
-        bad = ~(np.abs(mass - 1.0) <= MASS_TOL)[:, None] | ~(
-            (floor <= SCORE_MEAN_TOL ** 2 * diag)
-            | (floor <= FLOOR_REL * np.max(diag, axis=-1, keepdims=True)))
+    bad, mass, mean, diag = _check_terms(F, g)
     if not bad.any():
         return
     i = int(np.flatnonzero(bad.any(axis=-1))[0])
