@@ -255,6 +255,12 @@ def seed_sequence(seed, name: str = "seed") -> np.random.SeedSequence:
     return np.random.SeedSequence(None if seed is None else check_seed(seed, name))
 
 
+def unspawned(ss: np.random.SeedSequence) -> np.random.SeedSequence:
+    """A copy of ``ss`` as it was before anything was spawned from it: its ``spawn(k)``
+    gives ss's first k children, whatever ss itself has spawned already."""
+    return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
+
+
 def check_store_path(out, name: str = "out") -> Path:
     """A store directory as a Path; ValueError for an empty path (``Path("")`` is the
     current directory, where a store would be written among other files) or a

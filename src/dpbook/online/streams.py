@@ -21,7 +21,7 @@ import pandas as pd
 from dpbook.online.algorithm import OnlineRun, run_online
 from dpbook.online.gradient import OnlineGradient
 from dpbook.online.methods import get_method, stream_policy
-from dpbook.validation import check_count, seed_sequence
+from dpbook.validation import check_count, seed_sequence, unspawned
 
 QUARTILES = (0.25, 0.5, 0.75)
 
@@ -85,8 +85,7 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
     ss = seed_sequence(seed)
 
     def fresh():  # ss before any spawn: run_online spawns (posterior, policy) from it
-        return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key,
-                                      pool_size=ss.pool_size)
+        return unspawned(ss)
 
     mechanism = getattr(population, "mechanism", "laplace")
     posterior = get_method(method).build(population.eps, family, mechanism,

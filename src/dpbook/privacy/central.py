@@ -24,6 +24,7 @@ from dpbook.validation import (
     check_finite,
     check_interval,
     seed_sequence,
+    unspawned,
 )
 
 
@@ -126,8 +127,6 @@ def family_release(family, theta, n, eps, seed=None, **kw) -> CentralRelease:
     fam = as_family(family)
     theta = fam.check_theta(*((theta,) if np.ndim(theta) == 0 else tuple(theta)))
     n = check_count("n", n)
-    ss = seed_sequence(seed)
-    data_ss, noise_ss = (np.random.SeedSequence(ss.entropy, spawn_key=(*ss.spawn_key, i),
-                                                pool_size=ss.pool_size) for i in range(2))
+    data_ss, noise_ss = unspawned(seed_sequence(seed)).spawn(2)
     x = np.asarray(fam.sample(np.random.default_rng(data_ss), *theta, size=n), float)
     return release_central(x, eps, np.random.default_rng(noise_ss), **kw)
