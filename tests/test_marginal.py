@@ -147,3 +147,60 @@ def test_plain_random_walk_matches_and_delayed_acceptance_screens():
     assert runs[True].evaluations < 0.6 * proposals[True]
     with pytest.raises(ValueError, match="delayed"):
         MarginalSMC(1.0, delayed="yes")
+
+
+@pytest.mark.parametrize("family", ["normal", "laplace"])
+def test_a_block_of_releases_gives_the_numbers_of_one_at_a_time(family):
+    """update_many (the likelihood of a block in one compiled call: loglik_terms) and
+    update release by release: the same particles, weights and history, bit for bit,
+    across resample-moves; and the terms are those of loglik_particles one by one."""
+    from dpbook.backends import backend
+
+    pop = family_population(family, (1.0, 2.0), 400, 3.0, seed=8)
+    y = np.array([pop.release(-4.0, 6.0) for _ in range(400)])
+    l, r = np.full(400, -4.0), np.full(400, 6.0)
+    one = MarginalSMC(3.0, family, n_particles=200, seed=2)
+    for t in range(400):
+        one.update(y[t], l[t], r[t])
+    block = MarginalSMC(3.0, family, n_particles=200, seed=2)
+    block.update_many(y[:150], l[:150], r[:150])
+    block.update_many(y[150:], l[150:], r[150:])
+    assert len(one.history.moves) > 3
+    assert np.array_equal(one.theta, block.theta) and np.array_equal(one.logw, block.logw)
+    assert one.history.__dict__ == block.history.__dict__
+    terms = backend("loglik_terms", family)(y[:5], l[:5], r[:5], 3.0, one.theta)
+    for t in range(5):
+        assert np.array_equal(terms[t], backend("loglik_particles", family)(
+            y[t:t + 1], l[t:t + 1], r[t:t + 1], 3.0, one.theta))
+
+
+def test_a_fixed_interval_is_published_in_blocks_with_the_same_numbers():
+    """run_online publishes a static (fixed) interval for blocks of individuals and the
+    curator takes each block at once: the releases and posterior of one at a time."""
+    from dpbook.online import run_online
+    from dpbook.privacy.policies import FixedPolicy
+
+    class OneAtATime(FixedPolicy):
+        static = False
+
+    runs = []
+    for policy in (FixedPolicy(-5.0, 7.0), OneAtATime(-5.0, 7.0)):
+        pop = family_population("normal", (1.0, 2.0), 300, 2.0, seed=3)
+        runs.append(run_online(pop, policy, 300, seed=4,
+                               posterior=MarginalSMC(2.0, n_particles=100, seed=5)))
+    a, b = runs
+    assert np.array_equal(a.y, b.y) and np.array_equal(a.smc.theta, b.smc.theta)
+    assert a.smc.history.__dict__ == b.smc.history.__dict__
+
+
+def test_take_many_is_all_or_nothing():
+    from dpbook.privacy.curator import Curator
+    from dpbook.privacy.policies import FixedPolicy
+
+    cur = Curator(MarginalSMC(2.0, n_particles=50, seed=0), FixedPolicy(-1.0, 1.0))
+    l, r = cur.publish(2)
+    with pytest.raises(ValueError, match="not published for 3 more"):
+        cur.take_many([0.1, 0.2, 0.3], [l] * 3, [r] * 3)
+    assert cur.n == 0 and cur.posterior.t == 0 and cur.outstanding == {(l, r): 2}
+    cur.take_many([0.1, 0.2], [l] * 2, [r] * 2)
+    assert cur.n == 2 and cur.posterior.t == 2 and not cur.outstanding

@@ -22,7 +22,8 @@ Where no kernel is registered for the exact classes, an *engine* compiled for an
 may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`),
 MHAAR's (:mod:`dpbook.mhaar.engine`) and the exact posterior's log-likelihood grid
 (:mod:`dpbook.posterior.engine`, also the marginal SMC's and the reliability checks'
-likelihood at particles, ``loglik_particles``) compile any location-scale family whose
+likelihood at particles, ``loglik_particles``, and its terms release by release,
+``loglik_terms``) compile any location-scale family whose
 functions numba can compile.  ``posterior_model`` is what the one grid pipeline of
 :mod:`dpbook.posterior.exact` runs: the paper's model object (its closed-form
 likelihood) or the engine's; ``posterior`` a whole replacement.  Algorithm 4 / eq. (8)
@@ -44,10 +45,10 @@ from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
 
 ALGORITHMS = ("smc", "mhaar", "posterior", "posterior_model", "fisher_exact", "fisher_mc",
-              "loglik_particles")
+              "loglik_particles", "loglik_terms")
 # kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
 # class) reads it from the family
-PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "smc")
+PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "loglik_terms", "smc")
 # kernels called with prior=family.prior
 PRIOR_ARGUMENT = ("posterior", "posterior_model", "mhaar")
 
@@ -59,7 +60,8 @@ ENGINES = {"smc": "dpbook.smc.engine:engine_class",
            "fisher_mc": "dpbook.fisher.mc:engine_class",
            "mhaar": "dpbook.mhaar.engine:engine_mhaar",
            "posterior_model": "dpbook.posterior.engine:engine_model",
-           "loglik_particles": "dpbook.posterior.engine:engine_loglik"}
+           "loglik_particles": "dpbook.posterior.engine:engine_loglik",
+           "loglik_terms": "dpbook.posterior.engine:engine_terms"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -118,5 +120,6 @@ for _algorithm, _target in (
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
     ("fisher_mc", "dpbook.fisher.normal_mc:PaperEngine"),  # its draws and score: eq. (8)'s engine
     ("loglik_particles", "dpbook.likelihood.normal_laplace:loglik_particles"),
+    ("loglik_terms", "dpbook.likelihood.normal_laplace:loglik_terms"),
 ):
     register(_algorithm, Normal, LaplaceMechanism, _target)

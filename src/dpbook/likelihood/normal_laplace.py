@@ -601,4 +601,29 @@ def loglik_particles(y, l, r, eps, theta):
     return out
 
 
+@njit(parallel=True, cache=True)
+def _nb_loglik_terms(y, l, r, invb, log2b, el, er, mu, sigma, out):
+    """out[t, i] = log p(y_t | mu_i, sigma_i), threads over i."""
+    for i in prange(mu.shape[0]):
+        for t in range(y.shape[0]):
+            out[t, i] = _nb_logpdf(y[t], l[t], r[t], invb[t], log2b[t], el[t], er[t],
+                                   mu[i], sigma[i])
+
+
+def loglik_terms(y, l, r, eps, theta):
+    """log p(y_t | theta_i) for each release t and row theta_i = (mu_i, sigma_i) of
+    ``theta``, shape (len(y), len(theta)) (numba, parallel over the rows): the marginal
+    SMC's reweighting by a block of releases at once (:mod:`dpbook.online.ibis`); row t
+    is, bit for bit, :func:`loglik_particles` of release t alone.  No input checks."""
+    y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
+    b = (r - l) / eps
+    invb = 1.0 / b
+    theta = np.asarray(theta, dtype=float)
+    out = np.empty((y.size, theta.shape[0]))
+    _nb_loglik_terms(y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
+                     np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(theta[:, 0]),
+                     np.ascontiguousarray(theta[:, 1]), out)
+    return out
+
+
 # ----------------------------------------------------------------- public: posterior

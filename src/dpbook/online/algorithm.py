@@ -23,6 +23,8 @@ from dpbook.smc import SMC
 from dpbook.smc.algorithm import ParticlePosterior, check_particles
 from dpbook.validation import check_count, seed_sequence
 
+STATIC_BLOCK = 4096  # individuals per publication of a static (fixed) interval
+
 
 @dataclass
 class OnlineRun:
@@ -52,7 +54,7 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     :class:`dpbook.smc.SMC`; None: all).  ``eps``: the privacy level the SMC assumes
     (default the population's; another reproduces an analysis with the wrong noise
     scale, as the authors' code's).  ``progress``: an
-    object whose ``update(1)`` is called after each release (a tqdm bar, say).
+    object whose ``update(k)`` is called after each k releases (a tqdm bar, say).
     ``batch``: individuals per published interval (module docstring; the last batch
     may be smaller).
     """
@@ -70,13 +72,19 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     # meet only through the interval and the release, as in a deployment
     # (dpbook.privacy.curator, dpbook.privacy.individual)
     curator = Curator(smc, policy, np.random.default_rng(policy_ss))
-    for start in range(0, n, batch):
-        k = min(batch, n - start)
+    # a static policy's interval (the fixed one) is the same for everyone: published
+    # for a block of individuals, it changes no number and lets a posterior absorb
+    # the block in one call
+    step = max(batch, STATIC_BLOCK) if getattr(policy, "static", False) else batch
+    for start in range(0, n, step):
+        k = min(step, n - start)
         l, r = curator.publish(k)
-        for _ in range(k):
+        if k == 1:
             curator.take(population.release(l, r), l, r)
-            if progress is not None:
-                progress.update(1)
+        else:
+            curator.take_many([population.release(l, r) for _ in range(k)], [l] * k, [r] * k)
+        if progress is not None:
+            progress.update(k)
     y, l, r = curator.releases()
     if isinstance(smc, ParticlePosterior) and n > 0:
         # particles that never found the posterior say so (one line; smc.lost)

@@ -53,14 +53,17 @@ from dpbook.validation import (
 )
 
 _RW_SCALE2 = 2.38**2
+BLOCK = 256  # releases at most whose likelihood terms are computed in one call
 
 
 class MarginalSMC(ParticlePosterior):
     """Online posterior p(theta | y_{1:t}) by IBIS (module docstring), one release at a
-    time: ``update(y, l, r)``.  The same interface as :class:`dpbook.smc.SMC` for the
-    interval policies (``thompson_draw``), summaries (``summary``, ``quantile``) and
-    ``history``; ``timing`` splits the seconds spent into reweighting, resampling and
-    moves, and ``history.moves`` lists the t at which the particles were moved."""
+    time: ``update(y, l, r)``; or ``update_many(y, l, r)``, the same numbers with the
+    likelihood terms of a block of releases in one compiled call (``loglik_terms``).
+    The same interface as :class:`dpbook.smc.SMC` for the interval policies
+    (``thompson_draw``), summaries (``summary``, ``quantile``) and ``history``;
+    ``timing`` splits the seconds spent into reweighting, resampling and moves,
+    and ``history.moves`` lists the t at which the particles were moved."""
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000,
                  ess_threshold=0.5, moves=5, seed=0, kernel="rw", delayed=True):
@@ -83,6 +86,7 @@ class MarginalSMC(ParticlePosterior):
         self.params = tuple(self.family.params)
         self.positive = np.array(self.family.positive, dtype=bool)
         self.compiled = backend("loglik_particles", self.family, self.mechanism)
+        self.terms = backend("loglik_terms", self.family, self.mechanism)
         self.theta = np.asarray(self.family.sample_prior(self.rng, self.n_particles), float)
         self.theta = self.theta.reshape(self.n_particles, len(self.params))
         self.logw = np.zeros(self.n_particles)
@@ -113,21 +117,49 @@ class MarginalSMC(ParticlePosterior):
     def update(self, y, l, r):
         """Reweight by release (y, l, r); resample and move if the ESS is low."""
         y, l, r = check_release(y, l, r, self.t, math.inf)
-        t0 = time.perf_counter()
-        self.y.append(float(y))
-        self.l.append(float(l))
-        self.r.append(float(r))
-        inc = self.log_likelihood(self.theta, *(np.array([v]) for v in (y, l, r)))
-        self.loglik += inc
-        self.logw += inc
-        self.timing["reweight"] += time.perf_counter() - t0
-        w = self.w
-        e = ess(w)
-        acc = math.nan
-        if e < self.ess_threshold * self.n_particles:
-            acc = self._resample_move(w)
-            w = self.w
-        self._record(w, e, acc)
+        self._absorb(*(np.array([float(v)]) for v in (y, l, r)))
+
+    def update_many(self, y, l, r):
+        """:meth:`update` with each release (y_t, l_t, r_t) in turn, the same numbers bit
+        for bit, with the likelihood terms of a block of releases computed in one call
+        (a batch of devices, a fixed interval)."""
+        y, l, r = check_observations(y, l, r)
+        self._absorb(y, l, r)
+
+    def _terms(self, y, l, r) -> np.ndarray:
+        """log p(y_t | theta_i), shape (len(y), N): the compiled kernel's block, or
+        :meth:`log_likelihood` release by release (the same numbers)."""
+        if self.terms is not None:
+            return self.terms(y, l, r, self.eps, self.theta)
+        return np.stack([self.log_likelihood(self.theta, y[j:j + 1], l[j:j + 1], r[j:j + 1])
+                         for j in range(len(y))])
+
+    def _absorb(self, y, l, r):
+        j = 0
+        while j < len(y):
+            # a block's terms are spent at a resample-move (the particles change); the
+            # moves come at t growing by a factor, so a block of t/8 wastes little
+            t0 = time.perf_counter()
+            size = min(BLOCK, max(1, self.t // 8)) if self.terms is not None else 1
+            stop = min(len(y), j + size)
+            inc = self._terms(y[j:stop], l[j:stop], r[j:stop])
+            self.timing["reweight"] += time.perf_counter() - t0
+            for k in range(stop - j):
+                self.y.append(float(y[j + k]))
+                self.l.append(float(l[j + k]))
+                self.r.append(float(r[j + k]))
+                self.loglik += inc[k]
+                self.logw += inc[k]
+                w = self.w
+                e = ess(w)
+                if e < self.ess_threshold * self.n_particles:
+                    acc = self._resample_move(w)
+                    self._record(self.w, e, acc)
+                    j += k + 1
+                    break
+                self._record(w, e, math.nan)
+            else:
+                j = stop
 
     def _to_u(self, theta):
         return np.where(self.positive, np.log(np.abs(theta)), theta)

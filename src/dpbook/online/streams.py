@@ -43,6 +43,25 @@ class _Clock:
     def update(self, y, l, r):
         self.posterior.update(y, l, r)
         self.count += 1
+        self._tick()
+
+    def update_many(self, y, l, r):
+        """The posterior's ``update_many`` (or ``update`` in turn) in pieces that end at
+        the checkpoints."""
+        many = getattr(self.posterior, "update_many", None)
+        start = 0
+        ends = sorted(c - self.count for c in self.checkpoints if 0 < c - self.count < len(y))
+        for end in [*ends, len(y)]:
+            if many is not None:
+                many(y[start:end], l[start:end], r[start:end])
+            else:
+                for t in range(start, end):
+                    self.posterior.update(float(y[t]), float(l[t]), float(r[t]))
+            self.count += end - start
+            start = end
+            self._tick()
+
+    def _tick(self):
         if self.count in self.checkpoints:
             row = {"t": self.count, "wall_s": time.perf_counter() - self.wall,
                    "cpu_s": time.process_time() - self.cpu}

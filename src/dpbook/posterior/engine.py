@@ -158,18 +158,24 @@ def _scratch(qz, offs, gx):
 
 
 def make_kernel(logpdf, cdf, sf):
-    """The compiled kernel for a family's compiled base logpdf, cdf and sf: out[g] =
-    sum_t log p(y_t | theta[g, 0], theta[g, 1]) for g0 <= g < g1 (it releases the GIL:
-    threads run disjoint ranges).  The exact posterior's grid is its points in a row."""
+    """The compiled kernel for a family's compiled base logpdf, cdf and sf, for g0 <= g <
+    g1 (it releases the GIL: threads run disjoint ranges): with one row of ``out``,
+    out[0, g] = sum_t log p(y_t | theta[g, 0], theta[g, 1]) (the exact posterior's grid
+    is its points in a row); with a row per release, out[t, g] = log p(y_t | theta[g])
+    (the marginal SMC's reweighting by a block of releases)."""
     loglik_sum = make_loglik_sum(logpdf, cdf, sf)
 
     @njit(nogil=True, error_model="numpy")
     def kernel(g0, g1, state, theta, y, l, r, b, lnorm, kind, qz, offs, gx, gw, top, out):
         fs = state[0]
         pts, near, vals, zs, hw = _scratch(qz, offs, gx)
+        step = y.shape[0] if out.shape[0] == 1 else 1  # releases summed per row of out
         for g in range(g0, g1):
-            out[g] = loglik_sum(theta[g, 0], theta[g, 1], fs, y, l, r, b, lnorm, kind,
-                                qz, offs, gx, gw, top, pts, near, vals, zs, hw)
+            for j in range(out.shape[0]):
+                s, e = j * step, (j + 1) * step
+                out[j, g] = loglik_sum(theta[g, 0], theta[g, 1], fs, y[s:e], l[s:e],
+                                       r[s:e], b[s:e], lnorm[s:e], kind, qz, offs, gx, gw,
+                                       top, pts, near, vals, zs, hw)
 
     return kernel
 
@@ -224,14 +230,14 @@ class _Setup:
         lnorm = -np.log(2.0 * b) if self.kind == 0 else -np.log(b * math.sqrt(2 * math.pi))
         return y, l, r, b, lnorm
 
-    def __call__(self, releases, theta):
+    def __call__(self, releases, theta, terms=False):
         """sum_t log p(y_t | theta_i) for each row of ``theta`` (k, 2), ``releases`` from
-        :meth:`releases`."""
+        :meth:`releases`; with ``terms``, the (n, k) array of the terms instead."""
         theta = np.ascontiguousarray(theta, dtype=float)
-        out = np.empty(theta.shape[0])
-        run_chunks(self.kernel, out.size, releases[0].size, self.state, theta, *releases,
-                   self.kind, self.qz, self.offs, self.gx, self.gw, self.top, out)
-        return out
+        out = np.empty((releases[0].size if terms else 1, theta.shape[0]))
+        run_chunks(self.kernel, theta.shape[0], releases[0].size, self.state, theta,
+                   *releases, self.kind, self.qz, self.offs, self.gx, self.gw, self.top, out)
+        return out if terms else out[0]
 
 
 def _setup(family, mechanism, what):
@@ -297,3 +303,17 @@ def engine_loglik(family, mechanism):
         return setup(setup.releases(y, l, r, eps), theta)
 
     return loglik_particles
+
+
+def engine_terms(family, mechanism):
+    """For :mod:`dpbook.backends` (``loglik_terms``): a function (y, l, r, eps, theta) ->
+    the (len(y), len(theta)) array of log p(y_t | theta_i), compiled (the marginal SMC's
+    reweighting by a block of releases), or None."""
+    setup = _setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
+    if setup is None:
+        return None
+
+    def loglik_terms(y, l, r, eps, theta):
+        return setup(setup.releases(y, l, r, eps), theta, terms=True)
+
+    return loglik_terms

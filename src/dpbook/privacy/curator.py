@@ -11,7 +11,8 @@ computes is eps-DP for every individual.
   :meth:`Curator.publish` one interval for a batch of k individuals (one Thompson draw;
   the releases of a batch may come back in any order and interleaved with other
   batches' releases);
-* :meth:`Curator.take` absorbs one release of a published interval;
+* :meth:`Curator.take` absorbs one release of a published interval,
+  :meth:`Curator.take_many` several;
 * :meth:`Curator.save` and :meth:`Curator.load` keep its whole state (posterior,
   policy, the policy's random stream, the releases and the intervals still out) in one
   file, so that a stream can stop and resume mid-way with the same numbers as a run
@@ -30,7 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.validation import as_generator, check_count, check_finite_number, check_one_interval
+from dpbook.validation import (
+    as_generator,
+    check_count,
+    check_finite_number,
+    check_observations,
+    check_one_interval,
+)
 
 _FORMAT = "dpbook-curator"
 _VERSION = 1
@@ -98,6 +105,31 @@ class Curator:
         self.y.append(y)
         self.l.append(l)
         self.r.append(r)
+
+    def take_many(self, y, l, r):
+        """:meth:`take` of each release (y_t, l_t, r_t) in turn, the same numbers, with the
+        posterior's ``update_many`` where it has one (the likelihood of a block in one
+        call: :class:`dpbook.online.ibis.MarginalSMC`).  All or nothing: if a release is
+        refused, none is taken."""
+        y, l, r = check_observations(y, l, r)
+        need = Counter(zip(l.tolist(), r.tolist()))
+        for (lo, hi), k in need.items():
+            if self.outstanding[(lo, hi)] < k:
+                raise ValueError(f"the interval [{lo!r}, {hi!r}] was not published for "
+                                 f"{k} more releases")
+        update_many = getattr(self.posterior, "update_many", None)
+        if update_many is not None:
+            update_many(y, l, r)
+        else:
+            for t in range(y.size):
+                self.posterior.update(float(y[t]), float(l[t]), float(r[t]))
+        for key, k in need.items():
+            self.outstanding[key] -= k
+            if not self.outstanding[key]:
+                del self.outstanding[key]
+        self.y.extend(y.tolist())
+        self.l.extend(l.tolist())
+        self.r.extend(r.tolist())
 
     def withdraw(self, l, r, k=1):
         """Forget k expected releases of the published interval [l, r] (individuals who

@@ -32,6 +32,7 @@ class Policy:
     """
 
     name = ""
+    static = False  # True: the same interval whatever the posterior and the draws
 
     def next_interval(self, posterior, rng: np.random.Generator):
         raise missing_method(self, "next_interval")
@@ -41,6 +42,7 @@ class FixedPolicy(Policy):
     """s_t = T_{l_c}^{r_c} for all t."""
 
     name = "fixed"
+    static = True
 
     def __init__(self, l, r):
         l, r = check_interval(l, r)
