@@ -13,6 +13,8 @@ Each run is in a fresh process so that the peak memory is its own.
     python benchmarks/bench_scaling.py --n 1000 3000 --methods smc ibis --out scaling.json
     python benchmarks/bench_scaling.py --n 1000 3000 --methods smc smc-subset --subset 100
     python benchmarks/bench_scaling.py --n 1000 --methods smc ibis --exact
+    python benchmarks/bench_scaling.py --n 10000 1000000 --methods ibis --batch 100
+    python benchmarks/bench_scaling.py --n 1000000 --methods ibis --fixed --exact
 """
 
 from __future__ import annotations
@@ -26,16 +28,19 @@ import time
 
 
 def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None,
-            delayed=True, exact=False):
+            delayed=True, exact=False, batch=1, fixed=False):
     import numpy as np
 
     from dpbook.fisher import best_interval
     from dpbook.online import MarginalSMC, run_online
-    from dpbook.privacy.policies import AdaptivePolicy
+    from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
     from dpbook.privacy.population import normal_population
 
     best = best_interval(eps, method="exact")
     policy = AdaptivePolicy(best["a"], best["b"])
+    if fixed:  # Section 6's [mu - 10 sigma, mu + 10 sigma]
+        policy = FixedPolicy(50.0 - 10 * 10**0.5, 50.0 + 10 * 10**0.5)
+    more = {"batch": batch} if batch > 1 else {}  # (the option is newer than the script)
     # compile (or load from numba's cache) outside the timed region
     warm = normal_population(20, 50.0, 10**0.5, eps, seed=0)
     run_online(warm, policy, 20, n_particles=16, seed=0,
@@ -45,9 +50,11 @@ def one_run(method, n, particles, eps, seed, kernel="rw", moves=5, subset=None,
                        moves=moves, delayed=delayed) if method == "ibis" else None
     wall, cpu = time.perf_counter(), time.process_time()
     res = run_online(pop, policy, n, n_particles=particles, seed=seed, posterior=post,
-                     every=max(n, 1), subset=subset if method == "smc-subset" else None)
+                     every=max(n, 1), subset=subset if method == "smc-subset" else None,
+                     **more)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    out = {"method": method, "n": n, "particles": particles, "eps": eps, "wall_s": wall,
+    out = {"method": method, "n": n, "batch": batch, "fixed": fixed, "particles": particles,
+           "eps": eps, "wall_s": wall,
            "cpu_s": cpu, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "quartiles": np.asarray(res.smc.quantile([0.25, 0.5, 0.75])).tolist()}
     if exact:  # the exact posterior of the same releases, after the clock stopped
@@ -83,8 +90,13 @@ def main(argv=None):
     p.add_argument("--no-delayed", dest="delayed", action="store_false",
                    help="the marginal SMC's random walk without delayed acceptance")
     p.add_argument("--exact", action="store_true",
-                   help="also the exact posterior of each run's releases (n <= 10^4): the "
+                   help="also the exact posterior of each run's releases (minutes at 10^6): the "
                         "largest quartile error in exact interquartile ranges")
+    p.add_argument("--batch", type=int, default=1,
+                   help="individuals per published interval (default 1: Algorithm 1)")
+    p.add_argument("--fixed", action="store_true",
+                   help="Section 6's fixed interval [mu - 10 sigma, mu + 10 sigma] instead "
+                        "of the adaptive policy")
     p.add_argument("--out", default=None, help="JSON file for the results")
     args = p.parse_args(argv)
     ctx = mp.get_context("spawn")
@@ -94,7 +106,8 @@ def main(argv=None):
             with ctx.Pool(1) as pool:
                 row = pool.apply(one_run, (method, n, args.particles, args.eps, args.seed,
                                            args.kernel, args.moves, args.subset,
-                                           args.delayed, args.exact))
+                                           args.delayed, args.exact, args.batch,
+                                           args.fixed))
             rows.append(row)
             extra = ""
             if "timing" in row:
