@@ -344,3 +344,16 @@ def test_densities_agree_with_scipy():
                                rtol=1e-13)
     np.testing.assert_allclose(get_family("poisson").logpdf(np.array([0.0, 3.0, 7.0]), 2.5),
                                stats.poisson.logpmf([0, 3, 7], 2.5), rtol=1e-13)
+
+
+def test_poisson_quantiles_are_scipys():
+    """The Poisson's tabled quantile (dpbook.model.families.poisson) is scipy's, over
+    lam from 1e-3 to 3e7 and q into both tails, and falls back to scipy off its path."""
+    fam = get_family("poisson")
+    rng = np.random.default_rng(0)
+    for lam in [1e-3, 0.5, 1.0, 7.3, 10.0, 123.4, 1e4, 1e6, 3e7]:
+        q = np.concatenate([rng.random(500), rng.random(20) ** 40,
+                            1 - rng.random(20) ** 40, [1e-300, 1e-17, 1 - 1e-16]])
+        np.testing.assert_array_equal(fam.ppf(q, lam), stats.poisson.ppf(q, lam))
+    edge = [0.0, 1.0, 0.5, -1.0, np.nan]
+    np.testing.assert_array_equal(fam.ppf(edge, 3.0), stats.poisson.ppf(edge, 3.0))
