@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from dpbook.experiment import make_config
+from dpbook.experiment import make_config, run_experiment
 from dpbook.experiment.config import config_hash
 from dpbook.online import MarginalSMC, run_online
 from dpbook.posterior import exact_posterior
@@ -91,3 +91,22 @@ def test_stream_cli_batch(tmp_path, capsys):
     assert main(["stream", str(csv), "--column", "x", "--eps", "2", "--batch", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "batch" in err[0]
+
+
+def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
+    """Many batched streams of the long-stream methods at once (issue 28, item 3): on a
+    Dask cluster, the estimates of the local pool, row for row."""
+    import distributed
+    import pandas as pd
+
+    kw = dict(eps=(1.0, 5.0), runs=2, n=300, particles=100, progress=False, batch=20,
+              methods=["smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient"])
+    local = run_experiment(out=tmp_path / "local", workers=2, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        dask = run_experiment(out=tmp_path / "dask", scheduler=cluster.scheduler_address,
+                              **kw)
+    cols = [c for c in local.columns if c != "seconds"]
+    assert len(local) == 12
+    pd.testing.assert_frame_equal(local[cols].reset_index(drop=True),
+                                  dask[cols].reset_index(drop=True))
