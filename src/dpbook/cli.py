@@ -1,7 +1,7 @@
 """The ``dpbook`` command line.
 
 Sub-commands: ``fisher``, ``best-interval``, ``posterior``, ``experiment``, ``calibrate``,
-``families``.
+``families``, ``stream``, ``curator``.
 Every computing sub-command takes ``--family NAME`` (with the family's options, such
 as ``--df``) and ``--mechanism laplace|gaussian``; the defaults are the paper's normal
 family and Laplace mechanism, which use the compiled kernels.
@@ -679,6 +679,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_experiment_parser(sub)
     add_calibrate_parser(sub)
     add_stream_parser(sub)
+    add_curator_parser(sub)
     return p
 
 
@@ -817,6 +818,121 @@ def cmd_stream(args):
     if args.released is not None:
         lines.append(f"  releases written to {args.released}")
     lines.append(f"  {out['seconds']:.2f} s")
+    _print(out, args.json, lines)
+
+
+# ----------------------------------------------------------------------- curator
+# the methods without latent values: no stream length to fix before the first release
+_CURATOR_METHODS = tuple(m.name for m in ONLINE_METHODS.values() if not m.latent)
+
+
+def add_curator_parser(subparsers):
+    p = subparsers.add_parser(
+        "curator", help="the curator's side of a deployment, kept in a state file: "
+                        "publish intervals, take releases back",
+        description="The curator of a deployment (dpbook.privacy.curator), one state file "
+                    "per stream: `init` makes it, `publish` gives the interval for the "
+                    "next K individuals, `take` absorbs a CSV of releases (y,l,r) made "
+                    "with published intervals, late or in any order, `withdraw` forgets "
+                    "individuals who will not answer, `status` shows the posterior.  The "
+                    "file is locked while a command changes it, so a collection service "
+                    "may call these from several processes.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION",
+                           parser_class=_Parser)
+    init = sub.add_parser("init", help="make a curator and save it in STATE")
+    init.add_argument("state", help="the curator's state file")
+    init.add_argument("--eps", type=_any_float, required=True, help="privacy parameter")
+    add_family_arguments(init)
+    init.add_argument("--method", choices=_CURATOR_METHODS, default="smc-marginal",
+                      help="online posterior (default smc-marginal)")
+    init.add_argument("--interval", type=_finite_float, nargs=2, default=None,
+                      metavar=("L", "R"), help="a fixed interval [L, R] for everyone "
+                                               "(default: adaptive, eq. 13)")
+    add_prior_arguments(init)
+    init.add_argument("--particles", type=_int, default=None,
+                      help="particles of smc-marginal (default 1000)")
+    init.add_argument("--seed", type=_seed, default=0,
+                      help="seed of the posterior and the Thompson draws (default 0)")
+    init.add_argument("--force", action="store_true", help="replace an existing STATE")
+    pub = sub.add_parser("publish", help="the interval for the next K individuals")
+    pub.add_argument("state")
+    pub.add_argument("--k", type=_int, default=1, help="individuals (default 1)")
+    take = sub.add_parser("take", help="absorb releases (CSV with header y,l,r)")
+    take.add_argument("state")
+    take.add_argument("releases", help="CSV file with header y,l,r")
+    wd = sub.add_parser("withdraw", help="forget K expected releases of [L, R]")
+    wd.add_argument("state")
+    wd.add_argument("l", type=_finite_float, metavar="L")
+    wd.add_argument("r", type=_finite_float, metavar="R")
+    wd.add_argument("--k", type=_int, default=1, help="individuals (default 1)")
+    st = sub.add_parser("status", help="releases taken, intervals out, the posterior")
+    st.add_argument("state")
+    for q in (pub, take, wd, st):
+        q.add_argument("--json", action="store_true", help=_JSON_HELP)
+    p.set_defaults(func=cmd_curator)
+    return p
+
+
+def _curator_status(curator) -> dict:
+    from dpbook.online.streams import quartiles
+
+    return {"taken": curator.n,
+            "outstanding": [{"l": l, "r": r, "k": k}
+                            for (l, r), k in sorted(curator.outstanding.items())],
+            "quartiles": quartiles(curator.posterior)}
+
+
+def cmd_curator(args):
+    from filelock import FileLock
+
+    from dpbook.privacy.curator import Curator
+
+    state = Path(args.state)
+    if args.action != "init" and not state.is_file():
+        raise ValueError(f"{state}: no such curator state file")
+    if not state.parent.is_dir():
+        raise ValueError(f"{state}: no such directory {state.parent}")
+    if args.action == "status":  # a save replaces the file at once: no lock to read
+        curator = Curator.load(state)
+        out = _curator_status(curator)
+        q = out["quartiles"]
+        lines = [f"{curator.n} releases taken, {sum(curator.outstanding.values())} expected"]
+        lines += [f"  [{o['l']!r}, {o['r']!r}]: {o['k']} expected" for o in out["outstanding"]]
+        lines += [f"  {p:<6} quartiles {q[p + '_q25']:.4f}, {q[p + '_q50']:.4f}, "
+                  f"{q[p + '_q75']:.4f}" for p in curator.posterior.params]
+        _print(out, args.json, lines)
+        return
+    with FileLock(str(state) + ".lock"):
+        if args.action == "init":
+            if state.exists() and not args.force:
+                raise _UsageError(f"{state} exists (--force replaces it)")
+            from dpbook.online.streams import make_curator
+
+            family, mechanism = family_from_args(args)
+            family = prior_from_args(family, args)
+            if args.particles is not None and not get_method(args.method).particles:
+                raise _UsageError(f"--particles does not apply to --method {args.method}")
+            policy = "adaptive" if args.interval is None else tuple(args.interval)
+            curator = make_curator(args.eps, args.method, policy, family, mechanism,
+                                   n_particles=args.particles or 1000, seed=args.seed)
+            curator.save(state)
+            print(f"curator ({args.method}, eps = {args.eps}) saved in {state}")
+            return
+        curator = Curator.load(state)
+        if args.action == "publish":
+            l, r = curator.publish(args.k)
+            out, lines = {"l": l, "r": r, "k": args.k}, [f"{l!r} {r!r}"]
+        elif args.action == "take":
+            y, l, r = read_releases(args.releases)
+            curator.take_many(y, l, r)  # all or nothing
+            out = {"took": int(y.size)} | _curator_status(curator)
+            lines = [f"took {y.size} releases; {curator.n} in all, "
+                     f"{sum(curator.outstanding.values())} still expected"]
+        else:
+            curator.withdraw(args.l, args.r, args.k)
+            out = _curator_status(curator)
+            lines = [f"withdrew {args.k}; {sum(curator.outstanding.values())} still expected"]
+        curator.save(state)
     _print(out, args.json, lines)
 
 

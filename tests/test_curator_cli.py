@@ -1,0 +1,94 @@
+"""`dpbook curator` (issue 28, item 4): the curator of a deployment behind a collection
+service, one state file, each command a separate process's load, change and save."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dpbook.cli import main
+from dpbook.online.streams import make_curator, quartiles
+from dpbook.privacy.individual import seeded_release_for_simulation
+
+
+def _cli(capsys, *args):
+    assert main(["curator", *map(str, args)]) == 0
+    return capsys.readouterr().out
+
+
+def _csv(path, rows):
+    path.write_text("y,l,r\n" + "".join(f"{y!r},{l!r},{r!r}\n" for y, l, r in rows))
+    return path
+
+
+def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
+    """init, two published batches, their releases back late and interleaved, one
+    individual who never answers: the intervals and the posterior of the same calls on
+    one Curator in memory, bit for bit."""
+    state, eps = tmp_path / "c.pkl", 2.0
+    ref = make_curator(eps, "smc-marginal", n_particles=200, seed=3)
+    _cli(capsys, "init", state, "--eps", eps, "--particles", 200, "--seed", 3)
+    first = json.loads(_cli(capsys, "publish", state, "--k", 3, "--json"))
+    second = json.loads(_cli(capsys, "publish", state, "--k", 2, "--json"))
+    i1, i2 = ref.publish(3), ref.publish(2)
+    assert (first["l"], first["r"]) == i1 and (second["l"], second["r"]) == i2
+    rng = np.random.default_rng(0)
+    y = [seeded_release_for_simulation(x, *iv, eps, rng)
+         for x, iv in ((0.3, i2), (1.2, i1), (-0.4, i2), (0.9, i1))]
+    rows = [(y[0], *i2), (y[1], *i1), (y[2], *i2), (y[3], *i1)]
+    _cli(capsys, "take", state, _csv(tmp_path / "a.csv", rows[:1]))
+    _cli(capsys, "take", state, _csv(tmp_path / "b.csv", rows[1:]))
+    for yt, l, r in rows:
+        ref.take(yt, l, r)
+    _cli(capsys, "withdraw", state, *i1)
+    ref.withdraw(*i1)
+    third = json.loads(_cli(capsys, "publish", state, "--json"))
+    assert (third["l"], third["r"]) == ref.publish(1)
+    status = json.loads(_cli(capsys, "status", state, "--json"))
+    assert status["taken"] == 4 and status["quartiles"] == quartiles(ref.posterior)
+    assert status["outstanding"] == [{"l": third["l"], "r": third["r"], "k": 1}]
+
+
+def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
+    state = tmp_path / "c.pkl"
+    _cli(capsys, "init", state, "--eps", 1.0, "--particles", 50, "--interval", -1, 1)
+    _cli(capsys, "publish", state, "--k", 2)
+    before = state.read_bytes()
+    for args, needle in [
+            (["init", state, "--eps", 1], "exists"),
+            (["take", state, _csv(tmp_path / "x.csv", [(0.1, -1.0, 1.0)] * 3)],
+             "not published for 3 more"),
+            (["take", state, _csv(tmp_path / "y.csv", [(0.1, -2.0, 1.0)])],
+             "not published"),
+            (["withdraw", state, -1, 1, "--k", 3], "fewer than 3"),
+            (["publish", state, "--k", 0], "k must"),
+            (["status", tmp_path / "none.pkl"], "no such curator state file"),
+            (["init", tmp_path / "no" / "c.pkl", "--eps", 1], "no such directory"),
+            (["init", tmp_path / "g.pkl", "--eps", 1, "--method", "online-gradient",
+              "--particles", 10], "does not apply")]:
+        assert main(["curator", *map(str, args)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, (args, err)
+    (tmp_path / "f.pkl").write_text("not a curator")
+    assert main(["curator", "publish", str(tmp_path / "f.pkl")]) == 2
+    assert "not a dpbook curator state file" in capsys.readouterr().err
+    assert state.read_bytes() == before
+
+
+@pytest.mark.parametrize("method", ["smc-marginal", "online-gradient"])
+def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
+    state = tmp_path / "c.pkl"
+    _cli(capsys, "init", state, "--eps", 1.0, "--method", method, "--interval", -5, 5)
+    _cli(capsys, "publish", state, "--k", 40)
+    files = [_csv(tmp_path / f"{i}.csv", [(0.1 * i + 0.01 * j, -5.0, 5.0) for j in range(20)])
+             for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-m", "dpbook.cli", "curator", "take",
+                               str(state), str(f)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for f in files]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    status = json.loads(_cli(capsys, "status", state, "--json"))
+    assert status["taken"] == 40 and status["outstanding"] == []
