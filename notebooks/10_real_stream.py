@@ -228,6 +228,12 @@ glue_number("t-stream", SIZES["t_stream"])
 # dpbook stream census.csv --column lweekinc --eps 1 --interval 0 11.51
 # dpbook stream census.csv --column lweekinc --eps 1 --family student_t --df 5
 # ```
+#
+# In a deployment the two sides run apart: devices fetch an interval, release on the
+# device and report later, in batches and out of order.  `dpbook curator` keeps the
+# curator's side in a state file for a collection service (`init`, `publish --k K`,
+# `take RELEASES.csv`, `withdraw` for devices that never answer, `status`), with the
+# numbers of the loop above for the same releases.
 
 # %% caption="Final posterior quartiles of the location (loc) and scale per ε and curator, against the non-private (np) posterior median of the same family." name="tbl-10-census" tags=["hide-input"]
 def final(run):
