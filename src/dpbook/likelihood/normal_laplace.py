@@ -505,31 +505,76 @@ def normal_cdf_diff(lo, hi):
     return 0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2))
 
 
-@njit(cache=True)
-def _nb_logpdf(y, l, r, invb, log2b, el, er, mu, sigma):
-    """Scalar log p(y | mu, sigma); el, er = exp(-|y - l|/b), exp(-|y - r|/b).
+@njit(inline="always")
+def _cdf_diff_cached(lo, hi, c, e):
+    """:func:`normal_cdf_diff` (lo, hi) with its lower end's erfc (``c``) or erf (``e``)
+    cached (nan: not yet computed, then computed here; which one a branch needs depends
+    on lo's sign only): (value, c, e), the value bit for bit normal_cdf_diff's."""
+    if hi <= lo:
+        return 0.0, c, e
+    if lo >= 0.0:
+        if c != c:
+            c = math.erfc(lo / _SQRT2)
+        return 0.5 * (c - math.erfc(hi / _SQRT2)), c, e
+    if hi <= 0.0:
+        if c != c:
+            c = math.erfc(-lo / _SQRT2)
+        return 0.5 * (math.erfc(-hi / _SQRT2) - c), c, e
+    if e != e:
+        e = math.erf(lo / _SQRT2)
+    return 0.5 * (math.erf(hi / _SQRT2) - e), c, e
+
+
+@njit(inline="always")
+def _nb_loglik_run(y, l, r, invb, log2b, el, er, mu, sigma, out, j):
+    """sum_t log p(y_t | mu, sigma), in t order; with ``out`` of a row per release,
+    also out[t, j] = each term.  el, er = exp(-|y - l|/b), exp(-|y - r|/b).
 
     Fast path in linear space when the completed-square factors exp(c) stay moderate
     (k = sigma/b <= 20, |mu - y|/b <= 200, so c <= 400) and the density is not tiny
     (> 1e-100 times 2b): then any Phi that underflows (argument < -37) contributes
-    < e^-280 and is negligible.  Otherwise the log-space evaluation.
+    < e^-280 and is negligible.  Otherwise the log-space evaluation.  What depends on
+    the interval and theta only (k, the z's, the tails' Phi, the lower ends of the two
+    Phi differences) is computed once for a run of releases with the same interval (a
+    fixed interval, a batch): the same operations on the same values, so the same bits
+    as computing every term afresh, in a third of the special-function calls.
     """
-    k = sigma * invb
-    dm = (mu - y) * invb
-    if k <= 20.0 and abs(dm) <= 200.0:
-        zl = (l - mu) / sigma
-        zr = (r - mu) / sigma
-        u = min(max(y, l), r)
-        zu = (u - mu) / sigma
-        h = 0.5 * k * k
-        acc = 0.5 * math.erfc(-zl / _SQRT2) * el + 0.5 * math.erfc(zr / _SQRT2) * er
-        if y > l:
-            acc += math.exp(dm + h) * normal_cdf_diff(zl - k, zu - k)
-        if y < r:
-            acc += math.exp(h - dm) * normal_cdf_diff(-zr - k, -zu - k)
-        if acc > 1e-100:
-            return math.log(acc) - log2b
-    return _nb_logpdf_log(y, l, r, invb, log2b, mu, sigma)
+    nan = math.nan
+    acc = 0.0
+    lp = rp = bp = nan
+    k = zl = zr = h = lo1 = lo2 = pl = pr = c1 = e1 = c2 = e2 = nan
+    for t in range(y.shape[0]):
+        if not (l[t] == lp and r[t] == rp and invb[t] == bp):  # a new interval
+            lp, rp, bp = l[t], r[t], invb[t]
+            k = sigma * bp
+            zl = (lp - mu) / sigma
+            zr = (rp - mu) / sigma
+            h = 0.5 * k * k
+            lo1, lo2 = zl - k, -zr - k
+            pl = pr = c1 = e1 = c2 = e2 = nan
+        yt = y[t]
+        dm = (mu - yt) * bp
+        v = nan
+        if k <= 20.0 and abs(dm) <= 200.0:
+            zu = (min(max(yt, lp), rp) - mu) / sigma
+            if pl != pl:
+                pl = 0.5 * math.erfc(-zl / _SQRT2)
+                pr = 0.5 * math.erfc(zr / _SQRT2)
+            s = pl * el[t] + pr * er[t]
+            if yt > lp:
+                d, c1, e1 = _cdf_diff_cached(lo1, zu - k, c1, e1)
+                s += math.exp(dm + h) * d
+            if yt < rp:
+                d, c2, e2 = _cdf_diff_cached(lo2, -zu - k, c2, e2)
+                s += math.exp(h - dm) * d
+            if s > 1e-100:
+                v = math.log(s) - log2b[t]
+        if v != v:
+            v = _nb_logpdf_log(yt, lp, rp, bp, log2b[t], mu, sigma)
+        if out.shape[0] > 1:
+            out[t, j] = v
+        acc += v
+    return acc
 
 
 @njit(parallel=True, cache=True)
@@ -537,15 +582,11 @@ def _nb_loglik_grid(y, l, r, invb, log2b, el, er, mu, sigma, out):
     """out[i, j] = sum_t log p(y_t | mu_i, sigma_j)."""
     n_mu = mu.shape[0]
     n_sig = sigma.shape[0]
+    none = np.empty((1, 1))
     for g in prange(n_mu * n_sig):
         i = g // n_sig
         j = g - i * n_sig
-        m = mu[i]
-        s = sigma[j]
-        acc = 0.0
-        for t in range(y.shape[0]):
-            acc += _nb_logpdf(y[t], l[t], r[t], invb[t], log2b[t], el[t], er[t], m, s)
-        out[i, j] = acc
+        out[i, j] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[j], none, 0)
 
 
 def loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
@@ -559,28 +600,21 @@ def loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
     return out
 
 
-@njit(cache=True)
-def _nb_loglik_one(y, l, r, invb, log2b, el, er, m, s):
-    """sum_t log p(y_t | m, s), in t order."""
-    acc = 0.0
-    for t in range(y.shape[0]):
-        acc += _nb_logpdf(y[t], l[t], r[t], invb[t], log2b[t], el[t], er[t], m, s)
-    return acc
-
-
 @njit(parallel=True, cache=True)
 def _nb_loglik_particles(y, l, r, invb, log2b, el, er, mu, sigma, out):
     """out[i] = sum_t log p(y_t | mu_i, sigma_i), threads over i (each sum in t order,
     so the result does not depend on the number of threads)."""
+    none = np.empty((1, 1))
     for i in prange(mu.shape[0]):
-        out[i] = _nb_loglik_one(y, l, r, invb, log2b, el, er, mu[i], sigma[i])
+        out[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], none, 0)
 
 
 @njit(cache=True)
 def _nb_loglik_particles_serial(y, l, r, invb, log2b, el, er, mu, sigma, out):
     """:func:`_nb_loglik_particles` in one thread (for a handful of terms)."""
+    none = np.empty((1, 1))
     for i in range(mu.shape[0]):
-        out[i] = _nb_loglik_one(y, l, r, invb, log2b, el, er, mu[i], sigma[i])
+        out[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], none, 0)
 
 
 def loglik_particles(y, l, r, eps, theta):
@@ -603,11 +637,10 @@ def loglik_particles(y, l, r, eps, theta):
 
 @njit(parallel=True, cache=True)
 def _nb_loglik_terms(y, l, r, invb, log2b, el, er, mu, sigma, out):
-    """out[t, i] = log p(y_t | mu_i, sigma_i), threads over i."""
+    """out[t, i] = log p(y_t | mu_i, sigma_i), threads over i (out: two rows or more;
+    one release goes through :func:`_nb_loglik_particles`)."""
     for i in prange(mu.shape[0]):
-        for t in range(y.shape[0]):
-            out[t, i] = _nb_logpdf(y[t], l[t], r[t], invb[t], log2b[t], el[t], er[t],
-                                   mu[i], sigma[i])
+        _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], out, i)
 
 
 def loglik_terms(y, l, r, eps, theta):
@@ -620,9 +653,13 @@ def loglik_terms(y, l, r, eps, theta):
     invb = 1.0 / b
     theta = np.asarray(theta, dtype=float)
     out = np.empty((y.size, theta.shape[0]))
-    _nb_loglik_terms(y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
-                     np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(theta[:, 0]),
-                     np.ascontiguousarray(theta[:, 1]), out)
+    args = (y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
+            np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(theta[:, 0]),
+            np.ascontiguousarray(theta[:, 1]))
+    if y.size == 1:  # one term per particle: the sums are the terms
+        _nb_loglik_particles(*args, out[0])
+    else:
+        _nb_loglik_terms(*args, out)
     return out
 
 
