@@ -10,6 +10,7 @@ import pytest
 
 from dpbook.cli import main
 from dpbook.online.streams import make_curator, quartiles
+from dpbook.privacy.curator import Curator
 from dpbook.privacy.individual import seeded_release_for_simulation
 
 
@@ -49,6 +50,8 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     status = json.loads(_cli(capsys, "status", state, "--json"))
     assert status["taken"] == 4 and status["quartiles"] == quartiles(ref.posterior)
     assert status["outstanding"] == [{"l": third["l"], "r": third["r"], "k": 1}]
+    saved = Curator.load(state)  # the releases in the order taken, as in memory
+    assert all(np.array_equal(a, b) for a, b in zip(saved.releases(), ref.releases()))
 
 
 def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
@@ -58,12 +61,21 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
     before = state.read_bytes()
     for args, needle in [
             (["init", state, "--eps", 1], "exists"),
-            (["take", state, _csv(tmp_path / "x.csv", [(0.1, -1.0, 1.0)] * 3)],
-             "not published for 3 more"),
-            (["take", state, _csv(tmp_path / "y.csv", [(0.1, -2.0, 1.0)])],
-             "not published"),
             (["withdraw", state, -1, 1, "--k", 3], "fewer than 3"),
             (["publish", state, "--k", 0], "k must"),
+            (["take", state, _csv(tmp_path / "z.csv", [(0.1, -1.0, 1.0), (0.2, -1.0, 1.0),
+                                                       (0.3, -1.0, 1.0)])],
+             "z.csv, row 3 (line 4): the interval [-1.0, 1.0] has 2 releases expected, "
+             "and the rows before this one take them all; nothing taken"),
+            (["take", state, _csv(tmp_path / "w.csv", [(0.1, -1.0, 1.0), (0.2, -2.0, 1.0)])],
+             "w.csv, row 2 (line 3): the interval [-2.0, 1.0] was not published"),
+            (["take", state, _csv(tmp_path / "i.csv", [(0.1, -1.0, 1.0), (np.inf, -1.0, 1.0)])],
+             "i.csv, row 2 (line 3): y must be finite"),
+            (["take", state, _csv(tmp_path / "v.csv", [(0.1, 1.0, -1.0)])],
+             "v.csv, row 1 (line 2): interval must have l < r"),
+            (["take", state, tmp_path / "none.csv"], "no such file"),
+            (["withdraw", state, -2, 1], "fewer than 1"),
+            (["init", tmp_path, "--eps", 1, "--force"], "is a directory"),
             (["status", tmp_path / "none.pkl"], "no such curator state file"),
             (["init", tmp_path / "no" / "c.pkl", "--eps", 1], "no such directory"),
             (["init", tmp_path / "g.pkl", "--eps", 1, "--method", "online-gradient",
@@ -71,6 +83,9 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
         assert main(["curator", *map(str, args)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, (args, err)
+    (tmp_path / "cols.csv").write_text("y,lo,r\n0.1,-1,1\n")
+    assert main(["curator", "take", str(state), str(tmp_path / "cols.csv")]) == 2
+    assert "lacks column(s) l (header must be y,l,r)" in capsys.readouterr().err
     (tmp_path / "f.pkl").write_text("not a curator")
     assert main(["curator", "publish", str(tmp_path / "f.pkl")]) == 2
     assert "not a dpbook curator state file" in capsys.readouterr().err
@@ -92,3 +107,4 @@ def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
         assert p.returncode == 0, err
     status = json.loads(_cli(capsys, "status", state, "--json"))
     assert status["taken"] == 40 and status["outstanding"] == []
+
