@@ -2,8 +2,10 @@
 service, one state file, each command a separate process's load, change and save."""
 
 import json
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -108,3 +110,26 @@ def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
     status = json.loads(_cli(capsys, "status", state, "--json"))
     assert status["taken"] == 40 and status["outstanding"] == []
 
+
+def test_the_readme_s_session_prints_what_the_readme_says(tmp_path, capsys, monkeypatch):
+    """The README's example session, replayed: each `$ dpbook ...` line's output (or its
+    one-line error) and the file shown by `$ cat`."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("A session, two batches")[1].split("```\n")[1]
+    monkeypatch.chdir(tmp_path)
+    steps = []  # (command line, the lines it prints)
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:].split("#")[0], []))
+        else:
+            steps[-1][1].append(line)
+    assert len(steps) == 8
+    for command, shown in steps:
+        argv = shlex.split(command)
+        if argv[0] == "cat":
+            Path(argv[1]).write_text("\n".join(shown) + "\n")
+            continue
+        assert argv[:2] == ["dpbook", "curator"]
+        code = main(argv[1:])
+        out = capsys.readouterr()
+        assert (out.out if code == 0 else out.err).splitlines() == shown, command
