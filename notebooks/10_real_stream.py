@@ -233,7 +233,12 @@ glue_number("t-stream", SIZES["t_stream"])
 # device and report later, in batches and out of order.  `dpbook curator` keeps the
 # curator's side in a state file for a collection service (`init`, `publish --k K`,
 # `take RELEASES.csv`, `withdraw` for devices that never answer, `status`), with the
-# numbers of the loop above for the same releases.
+# numbers of the loop above for the same releases.  Each report carries the interval it
+# was made with, so a late one is weighed against that interval, not the current one.  A
+# file of reports is taken whole or not at all: one bad row (an interval the curator did
+# not publish, or more reports of an interval than it expects) refuses the file and the
+# message names the row.  The state file is locked while a call changes it, so several
+# collection processes may call at once (the README has a session).
 
 # %% caption="Final posterior quartiles of the location (loc) and scale per ε and curator, against the non-private (np) posterior median of the same family." name="tbl-10-census" tags=["hide-input"]
 def final(run):

@@ -2,14 +2,17 @@
 service, one state file, each command a separate process's load, change and save."""
 
 import json
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dpbook.cli import main
 from dpbook.online.streams import make_curator, quartiles
+from dpbook.privacy.curator import Curator
 from dpbook.privacy.individual import seeded_release_for_simulation
 
 
@@ -49,6 +52,8 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     status = json.loads(_cli(capsys, "status", state, "--json"))
     assert status["taken"] == 4 and status["quartiles"] == quartiles(ref.posterior)
     assert status["outstanding"] == [{"l": third["l"], "r": third["r"], "k": 1}]
+    saved = Curator.load(state)  # the releases in the order taken, as in memory
+    assert all(np.array_equal(a, b) for a, b in zip(saved.releases(), ref.releases()))
 
 
 def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
@@ -58,12 +63,21 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
     before = state.read_bytes()
     for args, needle in [
             (["init", state, "--eps", 1], "exists"),
-            (["take", state, _csv(tmp_path / "x.csv", [(0.1, -1.0, 1.0)] * 3)],
-             "not published for 3 more"),
-            (["take", state, _csv(tmp_path / "y.csv", [(0.1, -2.0, 1.0)])],
-             "not published"),
             (["withdraw", state, -1, 1, "--k", 3], "fewer than 3"),
             (["publish", state, "--k", 0], "k must"),
+            (["take", state, _csv(tmp_path / "z.csv", [(0.1, -1.0, 1.0), (0.2, -1.0, 1.0),
+                                                       (0.3, -1.0, 1.0)])],
+             "z.csv, row 3 (line 4): the interval [-1.0, 1.0] has 2 releases expected, "
+             "and the rows before this one take them all; nothing taken"),
+            (["take", state, _csv(tmp_path / "w.csv", [(0.1, -1.0, 1.0), (0.2, -2.0, 1.0)])],
+             "w.csv, row 2 (line 3): the interval [-2.0, 1.0] was not published"),
+            (["take", state, _csv(tmp_path / "i.csv", [(0.1, -1.0, 1.0), (np.inf, -1.0, 1.0)])],
+             "i.csv, row 2 (line 3): y must be finite"),
+            (["take", state, _csv(tmp_path / "v.csv", [(0.1, 1.0, -1.0)])],
+             "v.csv, row 1 (line 2): interval must have l < r"),
+            (["take", state, tmp_path / "none.csv"], "no such file"),
+            (["withdraw", state, -2, 1], "fewer than 1"),
+            (["init", tmp_path, "--eps", 1, "--force"], "is a directory"),
             (["status", tmp_path / "none.pkl"], "no such curator state file"),
             (["init", tmp_path / "no" / "c.pkl", "--eps", 1], "no such directory"),
             (["init", tmp_path / "g.pkl", "--eps", 1, "--method", "online-gradient",
@@ -71,6 +85,9 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
         assert main(["curator", *map(str, args)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, (args, err)
+    (tmp_path / "cols.csv").write_text("y,lo,r\n0.1,-1,1\n")
+    assert main(["curator", "take", str(state), str(tmp_path / "cols.csv")]) == 2
+    assert "lacks column(s) l (header must be y,l,r)" in capsys.readouterr().err
     (tmp_path / "f.pkl").write_text("not a curator")
     assert main(["curator", "publish", str(tmp_path / "f.pkl")]) == 2
     assert "not a dpbook curator state file" in capsys.readouterr().err
@@ -92,3 +109,27 @@ def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
         assert p.returncode == 0, err
     status = json.loads(_cli(capsys, "status", state, "--json"))
     assert status["taken"] == 40 and status["outstanding"] == []
+
+
+def test_the_readme_s_session_prints_what_the_readme_says(tmp_path, capsys, monkeypatch):
+    """The README's example session, replayed: each `$ dpbook ...` line's output (or its
+    one-line error) and the file shown by `$ cat`."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("A session, two batches")[1].split("```\n")[1]
+    monkeypatch.chdir(tmp_path)
+    steps = []  # (command line, the lines it prints)
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:].split("#")[0], []))
+        else:
+            steps[-1][1].append(line)
+    assert len(steps) == 8
+    for command, shown in steps:
+        argv = shlex.split(command)
+        if argv[0] == "cat":
+            Path(argv[1]).write_text("\n".join(shown) + "\n")
+            continue
+        assert argv[:2] == ["dpbook", "curator"]
+        code = main(argv[1:])
+        out = capsys.readouterr()
+        assert (out.out if code == 0 else out.err).splitlines() == shown, command

@@ -882,12 +882,62 @@ def _curator_status(curator) -> dict:
             "quartiles": quartiles(curator.posterior)}
 
 
+def _read_curator_releases(path):
+    """The releases of ``path`` (header y,l,r, read as ``dpbook posterior`` reads them),
+    each checked as :meth:`Curator.take` checks one: ValueError naming the first bad row
+    (1-based, after the header) and why."""
+    from dpbook.validation import check_finite_number, check_one_interval
+
+    cols = read_csv_columns(path, ("y", "l", "r"), expected="header must be y,l,r")
+    y, l, r = cols["y"], cols["l"], cols["r"]
+    for i, row in enumerate(zip(y.tolist(), l.tolist(), r.tolist())):
+        try:
+            check_finite_number("y", row[0])
+            check_one_interval(row[1], row[2])
+        except ValueError as e:
+            raise ValueError(f"{_row(path, i)}: {e}") from None
+    return y, l, r
+
+
+def _row(path, i):
+    return f"{path}, row {i + 1} (line {i + 2})"
+
+
+def _check_outstanding(curator, path, l, r):
+    """ValueError naming the first row of ``path`` whose interval the curator does not
+    expect (not published, all its releases taken or withdrawn, or taken by the rows
+    before it): the file is then taken not at all."""
+    from collections import Counter
+
+    left = Counter(curator.outstanding)
+    for i, key in enumerate(zip(l.tolist(), r.tolist())):
+        if left[key] <= 0:
+            k = curator.outstanding[key]
+            why = (f"the interval [{key[0]!r}, {key[1]!r}] was not published, or all its "
+                   f"releases have been taken or withdrawn" if not k else
+                   f"the interval [{key[0]!r}, {key[1]!r}] has {k} release"
+                   f"{'s' * (k != 1)} expected, and the rows before this one take "
+                   f"{'them all' if k != 1 else 'it'}")
+            raise ValueError(f"{_row(path, i)}: {why}; nothing taken")
+        left[key] -= 1
+
+
 def cmd_curator(args):
+    try:
+        _curator(args)
+    except OSError as e:  # the state file or its lock: permissions, a directory, a full disk
+        where = e.filename or args.state
+        raise ValueError(f"{where}: {e.strerror or e}") from None
+
+
+def _curator(args):
     from filelock import FileLock
 
     from dpbook.privacy.curator import Curator
 
     state = Path(args.state)
+    if state.is_dir():
+        raise ValueError(f"{state} is a directory, not a curator state file")
     if args.action != "init" and not state.is_file():
         raise ValueError(f"{state}: no such curator state file")
     if not state.parent.is_dir():
@@ -902,6 +952,8 @@ def cmd_curator(args):
                   f"{q[p + '_q75']:.4f}" for p in curator.posterior.params]
         _print(out, args.json, lines)
         return
+    if args.action == "take":  # read and checked before the lock: other calls need not wait
+        y, l, r = _read_curator_releases(args.releases)
     with FileLock(str(state) + ".lock"):
         if args.action == "init":
             if state.exists() and not args.force:
@@ -923,10 +975,10 @@ def cmd_curator(args):
             l, r = curator.publish(args.k)
             out, lines = {"l": l, "r": r, "k": args.k}, [f"{l!r} {r!r}"]
         elif args.action == "take":
-            y, l, r = read_releases(args.releases)
+            _check_outstanding(curator, args.releases, l, r)
             curator.take_many(y, l, r)  # all or nothing
             out = {"took": int(y.size)} | _curator_status(curator)
-            lines = [f"took {y.size} releases; {curator.n} in all, "
+            lines = [f"took {y.size} release{'s' * (y.size != 1)}; {curator.n} in all, "
                      f"{sum(curator.outstanding.values())} still expected"]
         else:
             curator.withdraw(args.l, args.r, args.k)
