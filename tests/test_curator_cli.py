@@ -68,7 +68,7 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
             (["take", state, _csv(tmp_path / "z.csv", [(0.1, -1.0, 1.0), (0.2, -1.0, 1.0),
                                                        (0.3, -1.0, 1.0)])],
              "z.csv, row 3 (line 4): the interval [-1.0, 1.0] has 2 releases expected, "
-             "and the rows before this one take them all; nothing taken"),
+             "and the releases before this one take them all; nothing taken"),
             (["take", state, _csv(tmp_path / "w.csv", [(0.1, -1.0, 1.0), (0.2, -2.0, 1.0)])],
              "w.csv, row 2 (line 3): the interval [-2.0, 1.0] was not published"),
             (["take", state, _csv(tmp_path / "i.csv", [(0.1, -1.0, 1.0), (np.inf, -1.0, 1.0)])],

@@ -149,10 +149,13 @@ def test_the_online_smc_that_never_leaves_the_prior_says_so():
     assert run.smc.lost is not None
 
 
+def _releases_csv(write_csv, y, l, r):
+    return write_csv("y,l,r\n" + "".join(f"{a!r},{b!r},{c!r}\n" for a, b, c in
+                                         zip(y.tolist(), l.tolist(), r.tolist())))
+
+
 def test_the_command_line_says_so_in_one_line(write_csv, capsys):
-    y, l, r = _beyond_the_prior()
-    path = write_csv("y,l,r\n" + "".join(f"{a!r},{b!r},{c!r}\n" for a, b, c in
-                                     zip(y.tolist(), l.tolist(), r.tolist())))
+    path = _releases_csv(write_csv, *_beyond_the_prior())
     assert main(["posterior", "--method", "smc", "--particles", "300", "--eps", "5",
                  "--json", path]) == 0
     cap = capsys.readouterr()
@@ -162,9 +165,7 @@ def test_the_command_line_says_so_in_one_line(write_csv, capsys):
 
 
 def test_mhaar_on_the_command_line_starts_where_the_data_are(write_csv, capsys):
-    y, l, r = _far()
-    path = write_csv("y,l,r\n" + "".join(f"{a!r},{b!r},{c!r}\n" for a, b, c in
-                                     zip(y.tolist(), l.tolist(), r.tolist())))
+    path = _releases_csv(write_csv, *_far())
     assert main(["posterior", "--method", "mhaar", "--iters", "2000", "--eps", "5",
                  "--json", path]) == 0
     cap = capsys.readouterr()

@@ -199,7 +199,7 @@ def test_take_many_is_all_or_nothing():
 
     cur = Curator(MarginalSMC(2.0, n_particles=50, seed=0), FixedPolicy(-1.0, 1.0))
     l, r = cur.publish(2)
-    with pytest.raises(ValueError, match="not published for 3 more"):
+    with pytest.raises(ValueError, match="release 3: the interval .* has 2 releases expected"):
         cur.take_many([0.1, 0.2, 0.3], [l] * 3, [r] * 3)
     assert cur.n == 0 and cur.posterior.t == 0 and cur.outstanding == {(l, r): 2}
     cur.take_many([0.1, 0.2], [l] * 2, [r] * 2)

@@ -903,25 +903,6 @@ def _row(path, i):
     return f"{path}, row {i + 1} (line {i + 2})"
 
 
-def _check_outstanding(curator, path, l, r):
-    """ValueError naming the first row of ``path`` whose interval the curator does not
-    expect (not published, all its releases taken or withdrawn, or taken by the rows
-    before it): the file is then taken not at all."""
-    from collections import Counter
-
-    left = Counter(curator.outstanding)
-    for i, key in enumerate(zip(l.tolist(), r.tolist())):
-        if left[key] <= 0:
-            k = curator.outstanding[key]
-            why = (f"the interval [{key[0]!r}, {key[1]!r}] was not published, or all its "
-                   f"releases have been taken or withdrawn" if not k else
-                   f"the interval [{key[0]!r}, {key[1]!r}] has {k} release"
-                   f"{'s' * (k != 1)} expected, and the rows before this one take "
-                   f"{'them all' if k != 1 else 'it'}")
-            raise ValueError(f"{_row(path, i)}: {why}; nothing taken")
-        left[key] -= 1
-
-
 def cmd_curator(args):
     try:
         _curator(args)
@@ -975,7 +956,9 @@ def _curator(args):
             l, r = curator.publish(args.k)
             out, lines = {"l": l, "r": r, "k": args.k}, [f"{l!r} {r!r}"]
         elif args.action == "take":
-            _check_outstanding(curator, args.releases, l, r)
+            bad = curator.unexpected(l, r)
+            if bad is not None:  # the file's row, not the API's release number
+                raise ValueError(f"{_row(args.releases, bad[0])}: {bad[1]}; nothing taken")
             curator.take_many(y, l, r)  # all or nothing
             out = {"took": int(y.size)} | _curator_status(curator)
             lines = [f"took {y.size} release{'s' * (y.size != 1)}; {curator.n} in all, "

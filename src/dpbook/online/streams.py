@@ -21,6 +21,7 @@ import pandas as pd
 from dpbook.online.algorithm import OnlineRun, run_online
 from dpbook.online.gradient import OnlineGradient
 from dpbook.online.methods import get_method, stream_policy
+from dpbook.privacy.curator import absorb
 from dpbook.validation import check_count, seed_sequence, unspawned
 
 QUARTILES = (0.25, 0.5, 0.75)
@@ -48,15 +49,10 @@ class _Clock:
     def update_many(self, y, l, r):
         """The posterior's ``update_many`` (or ``update`` in turn) in pieces that end at
         the checkpoints."""
-        many = getattr(self.posterior, "update_many", None)
         start = 0
         ends = sorted(c - self.count for c in self.checkpoints if 0 < c - self.count < len(y))
         for end in [*ends, len(y)]:
-            if many is not None:
-                many(y[start:end], l[start:end], r[start:end])
-            else:
-                for t in range(start, end):
-                    self.posterior.update(float(y[t]), float(l[t]), float(r[t]))
+            absorb(self.posterior, y[start:end], l[start:end], r[start:end])
             self.count += end - start
             start = end
             self._tick()

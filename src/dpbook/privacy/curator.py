@@ -51,6 +51,18 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(_MOVED.get(module, module), name)
 
 
+def absorb(posterior, y, l, r):
+    """Releases (arrays y, l, r) into an online posterior in turn: its ``update_many``
+    where it has one (the marginal SMC: a block's likelihood in one compiled call), else
+    ``update`` on each."""
+    update_many = getattr(posterior, "update_many", None)
+    if update_many is not None:
+        update_many(y, l, r)
+    else:
+        for t in range(len(y)):
+            posterior.update(float(y[t]), float(l[t]), float(r[t]))
+
+
 class Curator:
     """The curator of Algorithm 1: an online ``posterior`` (an object with
     ``update(y, l, r)`` and ``thompson_draw(rng)``: :class:`dpbook.smc.SMC`,
@@ -112,17 +124,11 @@ class Curator:
         call: :class:`dpbook.online.ibis.MarginalSMC`).  All or nothing: if a release is
         refused, none is taken."""
         y, l, r = check_observations(y, l, r)
+        bad = self.unexpected(l, r)
+        if bad is not None:
+            raise ValueError(f"release {bad[0] + 1}: {bad[1]}; nothing taken")
         need = Counter(zip(l.tolist(), r.tolist()))
-        for (lo, hi), k in need.items():
-            if self.outstanding[(lo, hi)] < k:
-                raise ValueError(f"the interval [{lo!r}, {hi!r}] was not published for "
-                                 f"{k} more releases")
-        update_many = getattr(self.posterior, "update_many", None)
-        if update_many is not None:
-            update_many(y, l, r)
-        else:
-            for t in range(y.size):
-                self.posterior.update(float(y[t]), float(l[t]), float(r[t]))
+        absorb(self.posterior, y, l, r)
         for key, k in need.items():
             self.outstanding[key] -= k
             if not self.outstanding[key]:
@@ -130,6 +136,24 @@ class Curator:
         self.y.extend(y.tolist())
         self.l.extend(l.tolist())
         self.r.extend(r.tolist())
+
+    def unexpected(self, l, r):
+        """The first release (index, why) among intervals ``l``, ``r`` that the curator
+        does not expect: its interval was not published, all its releases have been
+        taken or withdrawn, or the releases before it in the list take them; None if
+        every one is expected."""
+        left = Counter(self.outstanding)
+        for i, key in enumerate(zip(np.asarray(l, float).tolist(),
+                                    np.asarray(r, float).tolist())):
+            if left[key] <= 0:
+                k = self.outstanding[key]
+                iv = f"the interval [{key[0]!r}, {key[1]!r}]"
+                return i, (f"{iv} was not published, or all its releases have been taken "
+                           "or withdrawn" if not k else
+                           f"{iv} has {k} release{'s' * (k != 1)} expected, and the "
+                           f"releases before this one take {'them all' if k != 1 else 'it'}")
+            left[key] -= 1
+        return None
 
     def withdraw(self, l, r, k=1):
         """Forget k expected releases of the published interval [l, r] (individuals who
