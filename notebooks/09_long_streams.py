@@ -520,6 +520,4 @@ glue_phrase("batch-cpu", each_eps([cpu[e, b_mid] / cpu[e, 1] for e in EPS], "{:.
 # well as by the batch.  The first batch's interval comes from the prior ($\mu \sim
 # \mathcal{N}(0, 10^4)$), so a large first batch spends many individuals on an interval
 # far from the data.  At B = 100 a stream took {glue:md}`batch-cpu` times the unbatched
-# one's CPU time (median over the streams): the curator draws one interval per batch and
-# the marginal SMC weighs a batch's releases in one compiled call, with what depends on
-# the interval computed once for the batch.
+# one's CPU time (median over the streams).
