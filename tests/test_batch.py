@@ -237,12 +237,13 @@ def test_stream_cli_batch(tmp_path, capsys):
 
 
 def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
-    """Many batched streams of the long-stream methods at once (issue 28, item 3): on a
-    Dask cluster, the estimates of the local pool, row for row."""
+    """Many batched streams of the long-stream methods at once (issue 28, item 3), two
+    batch sizes in one store: on a Dask cluster, the estimates of the local pool, row for
+    row."""
     import distributed
     import pandas as pd
 
-    kw = dict(eps=(1.0, 5.0), runs=2, n=300, particles=100, progress=False, batch=20,
+    kw = dict(eps=(1.0, 5.0), runs=1, n=300, particles=100, progress=False, batch=[20, 50],
               methods=["smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient"])
     local = run_experiment(out=tmp_path / "local", workers=2, **kw)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -250,6 +251,6 @@ def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
         dask = run_experiment(out=tmp_path / "dask", scheduler=cluster.scheduler_address,
                               **kw)
     cols = [c for c in local.columns if c != "seconds"]
-    assert len(local) == 12
+    assert len(local) == 12 and sorted(set(local["batch"])) == [20, 50]
     pd.testing.assert_frame_equal(local[cols].reset_index(drop=True),
                                   dask[cols].reset_index(drop=True))
