@@ -139,7 +139,8 @@ def test_a_store_of_two_batch_sizes_is_the_stores_of_each_alone(stores):
     # the batches differ (one interval per 8 individuals: 5 distinct intervals of 40)
     assert len(np.unique(tr["smc-adaptive", 2.0, 0, 8]["l"])) == 5
     assert len(np.unique(tr["smc-adaptive", 2.0, 0, 1]["l"])) == 40
-    assert len(tr) == 6 and ("mhaar", 2.0, 0, None) in tr
+    assert len(tr) == 6 and ("mhaar", 2.0, 0, None) in tr and ("mhaar", 2.0, 0) in tr
+    assert ("smc-adaptive", 2.0, 0) not in tr and ("smc-adaptive", 2.0, 0, 8) in tr
     assert tr.particles("smc-adaptive", 2.0, 0, batch=8)[1].shape == (2, 50)
     assert sorted(p.name for p in (root / "b8" / "tasks").glob("*")) == [
         f"{m}_eps2.0_run{r}.npz" for m in ("mhaar", "smc-adaptive") for r in (0, 1)]

@@ -48,6 +48,8 @@ class Trajectories:
                     else (self.out / "tasks" / t.filename).exists())]
 
     def __contains__(self, key):
+        if config_batches(self.config) is not None and len(key) == 3:
+            key = (*key, None)  # tr[method, eps, run]: an unbatched task (MHAAR)
         return key in self.keys()
 
     def __len__(self):
