@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dpbook.experiment import make_config, run_experiment
-from dpbook.experiment.config import config_hash
+from dpbook.experiment.config import config_hash, config_tasks
 from dpbook.online import MarginalSMC, run_online
 from dpbook.posterior import exact_posterior
 from dpbook.privacy.policies import AdaptivePolicy
@@ -71,6 +71,150 @@ def test_batch_enters_the_configuration_only_above_one():
     assert batched["batch"] == 5 and config_hash(batched) != config_hash(base)
     with pytest.raises(ValueError, match="batch goes with the online methods"):
         make_config(runs=1, n=20, methods=["mhaar"], batch=5)
+    # one batch size in a list is that batch size: today's store, keys and task names
+    assert make_config(runs=1, n=20, batch=[1]) == base
+    assert make_config(runs=1, n=20, batch=(5,)) == batched
+    assert config_tasks(batched) == config_tasks(base)
+    several = make_config(runs=1, n=20, batch=[10, 1])
+    assert several["batch"] == [1, 10]
+    assert sorted(t.name for t in config_tasks(several) if t.method == "smc-adaptive") == [
+        f"smc-adaptive_eps{e!r}_run0_batch{b}" for e in (1.0, 10.0, 2.0, 5.0)
+        for b in (1, 10)]
+    assert [t.name for t in config_tasks(several) if t.method == "mhaar"] == [
+        f"mhaar_eps{e!r}_run0" for e in (1.0, 2.0, 5.0, 10.0)]
+
+
+@pytest.mark.parametrize("batch, msg", [
+    ([1, 1], "batch lists 1 twice"), ([], "at least one"), ([2, 0], ">= 1, got 0"),
+    ([1, 2.5], ">= 1, got 2.5")])
+def test_bad_batch_lists(batch, msg):
+    with pytest.raises(ValueError, match=msg) as e:
+        make_config(runs=1, n=20, batch=batch)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="batch goes with the online methods"):
+        make_config(runs=1, n=20, methods=["mhaar"], batch=[1, 5])
+
+
+# a store of two batch sizes against a store of each alone (the online smc-adaptive with
+# its best intervals, and MHAAR, which is not batched, in every store)
+SMALL = dict(eps=(2.0,), runs=2, n=40, particles=50, mhaar_iters=100, interval_grid=10,
+             methods=["smc-adaptive", "mhaar"], progress=False, workers=1)
+BATCHES = (1, 8)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("batches")
+    both = run_experiment(out=root / "both", batch=list(BATCHES), **SMALL)
+    alone = {b: run_experiment(out=root / f"b{b}", batch=b, **SMALL) for b in BATCHES}
+    return root, both, alone
+
+
+def _drop_timing(df):
+    return df.drop(columns="seconds").reset_index(drop=True)
+
+
+def test_a_store_of_two_batch_sizes_is_the_stores_of_each_alone(stores):
+    """Task for task, bit for bit: a task's streams do not depend on the other batch sizes
+    of its store, and the store of B = 1 alone is today's unbatched store."""
+    import pandas as pd
+
+    from dpbook.experiment import load_results
+
+    root, both, alone = stores
+    assert "batch" not in alone[1].columns and "batch" not in alone[8].columns
+    assert list(both.columns[:4]) == ["method", "eps", "run", "batch"]
+    assert len(both) == 2 * 2 + 2 and both["batch"].isna().sum() == 2  # MHAAR's: not batched
+    _, tr = load_results(root / "both")
+    for b in BATCHES:
+        mine = both[both["batch"].eq(b).fillna(False) | (both.method == "mhaar")]
+        pd.testing.assert_frame_equal(_drop_timing(mine.drop(columns="batch")),
+                                      _drop_timing(alone[b]), check_exact=True)
+        _, tr_b = load_results(root / f"b{b}")
+        for run in range(2):
+            got, want = tr["smc-adaptive", 2.0, run, b], tr_b["smc-adaptive", 2.0, run]
+            assert sorted(got) == sorted(want)
+            for k in want:
+                np.testing.assert_array_equal(got[k], want[k], err_msg=f"{b} {run} {k}")
+    # the batches differ (one interval per 8 individuals: 5 distinct intervals of 40)
+    assert len(np.unique(tr["smc-adaptive", 2.0, 0, 8]["l"])) == 5
+    assert len(np.unique(tr["smc-adaptive", 2.0, 0, 1]["l"])) == 40
+    assert len(tr) == 6 and ("mhaar", 2.0, 0, None) in tr and ("mhaar", 2.0, 0) in tr
+    assert ("smc-adaptive", 2.0, 0) not in tr and ("smc-adaptive", 2.0, 0, 8) in tr
+    assert tr.particles("smc-adaptive", 2.0, 0, batch=8)[1].shape == (2, 50)
+    assert sorted(p.name for p in (root / "b8" / "tasks").glob("*")) == [
+        f"{m}_eps2.0_run{r}.npz" for m in ("mhaar", "smc-adaptive") for r in (0, 1)]
+
+
+def test_summaries_carry_the_batch(stores):
+    from dpbook.experiment import rmse_ratios, summarize
+
+    _, both, alone = stores
+    s = summarize(both)
+    assert [(r.method, r.batch) for r in s.itertuples()][:2] == [("smc-adaptive", 1),
+                                                                 ("smc-adaptive", 8)]
+    assert s["batch"].isna().tolist() == [False, False, True] and (s["runs"] == 2).all()
+    for b in BATCHES:  # each batch size's summary is that of its store alone
+        row = s[s["batch"].eq(b).fillna(False)].drop(columns=["batch", "seconds"])
+        want = summarize(alone[b]).drop(columns="seconds").iloc[:1]
+        assert row.reset_index(drop=True).equals(want.reset_index(drop=True))
+    r = rmse_ratios(both, others=("mhaar",), B=50, rng=1)
+    assert list(r.columns[:2]) == ["batch", "eps"] and sorted(set(r["batch"])) == [1, 8]
+    one = rmse_ratios(alone[8], others=("mhaar",), B=50, rng=2)
+    assert np.array_equal(r[r["batch"] == 8]["ratio"], one["ratio"])
+
+
+def test_a_store_of_batch_sizes_resumes_and_refuses_other_batch_sizes(stores, tmp_path,
+                                                                      monkeypatch):
+    """Killed after three tasks, rerun: the other three only, and the same store; asking
+    for more batch sizes is a changed configuration, refused as a changed eps list."""
+    from dpbook.experiment import runner
+
+    _, both, _ = stores
+    real, calls = runner.run_task, []
+
+    def killed(spec):
+        calls.append(spec)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(spec)
+
+    monkeypatch.setattr(runner, "run_task", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(out=tmp_path / "s", batch=list(BATCHES), **SMALL)
+    assert len(list((tmp_path / "s" / "tasks").glob("*.npz"))) == 3
+    calls.clear()
+    monkeypatch.setattr(runner, "run_task", lambda spec: calls.append(spec) or real(spec))
+    again = run_experiment(out=tmp_path / "s", batch=list(BATCHES), **SMALL)
+    assert len(calls) == 3
+    assert _drop_timing(again).equals(_drop_timing(both))
+    for batch in ([1, 8, 64], 8):
+        with pytest.raises(ValueError, match=r"different configuration \(differing: batch\)"):
+            run_experiment(out=tmp_path / "s", batch=batch, **SMALL)
+
+
+def test_experiment_cli_several_batch_sizes(tmp_path, capsys):
+    from dpbook.cli import main
+
+    base = ["experiment", "--eps", "2", "--runs", "1", "--n", "20", "--workers", "1", "--out",
+            str(tmp_path / "s"), "--no-progress"]
+    argv = base + ["--particles", "20", "--methods", "smc-fixed"]
+    assert main(argv + ["--batch", "5", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [(r["method"], r["batch"]) for r in res["summary"]] == [("smc-fixed", 1),
+                                                                   ("smc-fixed", 5)]
+    assert main(argv + ["--batch", "1", "5"]) == 0  # complete: read, not rerun
+    head, one, five = capsys.readouterr().out.splitlines()[:3]
+    assert head.split()[:3] == ["method", "batch", "eps"]
+    assert one.split()[:2] == ["smc-fixed", "1"] and five.split()[:2] == ["smc-fixed", "5"]
+    for bad, msg in ((["--batch", "0"], "batch must be an integer >= 1, got 0"),
+                     (["--batch", "1", "1"], "batch lists 1 twice"),
+                     (["--batch", "1", "5", "10"], "differing: batch"),
+                     (["--methods", "mhaar", "--batch", "5"], "--batch does not apply to "
+                                                               "--methods mhaar")):
+        assert main([*(base if "mhaar" in bad else argv), *bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("dpbook: error: ") and err.count("\n") == 1 and msg in err
 
 
 def test_stream_cli_batch(tmp_path, capsys):
@@ -94,12 +238,13 @@ def test_stream_cli_batch(tmp_path, capsys):
 
 
 def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
-    """Many batched streams of the long-stream methods at once (issue 28, item 3): on a
-    Dask cluster, the estimates of the local pool, row for row."""
+    """Many batched streams of the long-stream methods at once (issue 28, item 3), two
+    batch sizes in one store: on a Dask cluster, the estimates of the local pool, row for
+    row."""
     import distributed
     import pandas as pd
 
-    kw = dict(eps=(1.0, 5.0), runs=2, n=300, particles=100, progress=False, batch=20,
+    kw = dict(eps=(1.0, 5.0), runs=1, n=300, particles=100, progress=False, batch=[20, 50],
               methods=["smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient"])
     local = run_experiment(out=tmp_path / "local", workers=2, **kw)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -107,6 +252,6 @@ def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
         dask = run_experiment(out=tmp_path / "dask", scheduler=cluster.scheduler_address,
                               **kw)
     cols = [c for c in local.columns if c != "seconds"]
-    assert len(local) == 12
+    assert len(local) == 12 and sorted(set(local["batch"])) == [20, 50]
     pd.testing.assert_frame_equal(local[cols].reset_index(drop=True),
                                   dask[cols].reset_index(drop=True))

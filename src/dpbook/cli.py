@@ -1021,9 +1021,11 @@ def add_experiment_parser(subparsers):
                    help="release with the authors' code's noise scale, (r - l)/(eps "
                         "sqrt 2), while analysing with (r - l)/eps (reproduction notes, "
                         "item 1; a store of its own)")
-    p.add_argument("--batch", type=_int, default=1, metavar="B",
+    p.add_argument("--batch", type=_int, nargs="+", action="extend", default=None,
+                   metavar="B",
                    help="individuals per published interval in the online methods "
-                        "(default 1: Algorithm 1 as written; a store of its own)")
+                        "(default 1: Algorithm 1 as written); several values make one "
+                        "store with a task per batch size (e.g. --batch 1 10 100)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_experiment)
@@ -1031,6 +1033,8 @@ def add_experiment_parser(subparsers):
 
 
 def cmd_experiment(args):
+    import pandas as pd
+
     from dpbook.experiment import ALL_METHODS, PAPER, read_manifest, run_experiment, summarize
     from dpbook.validation import check_store_path
 
@@ -1046,7 +1050,10 @@ def cmd_experiment(args):
         "mhaar_iters": (100_000, "mhaar" in methods, "the mhaar method"),
         "interval_method": ("exact", bool(methods & set(ADAPTIVE_METHODS)),
                             "the adaptive methods' best intervals, eq. (13): "
-                            + ", ".join(ADAPTIVE_METHODS))})
+                            + ", ".join(ADAPTIVE_METHODS)),
+        "batch": ([1], bool(methods & set(TASKS)),
+                  "the online methods (Algorithm 1), "
+                  + ", ".join(m for m in ALL_METHODS if m in TASKS))})
     check_store_path(args.out, "--out")
     if args.theta is None:
         extra = {}
@@ -1068,8 +1075,12 @@ def cmd_experiment(args):
     out = Path(args.out)
     summ = summarize(df)
     manifest = read_manifest(out) or {}
+    records = summ.to_dict(orient="records")
+    for r in records:  # MHAAR's batch (a store of several batch sizes): JSON null
+        if "batch" in r:
+            r["batch"] = None if r["batch"] is None or r["batch"] is pd.NA else int(r["batch"])
     result = {
-        "summary": summ.to_dict(orient="records"),
+        "summary": records,
         "intervals": manifest.get("intervals", {}),
         "tasks": int(len(df)),
         "complete": bool(manifest.get("complete")),
@@ -1080,12 +1091,16 @@ def cmd_experiment(args):
     if args.json:
         print(json.dumps(result))
         return result
-    head = f"{'method':<21} {'eps':>6} {'runs':>4}"
+    batched = "batch" in summ.columns  # a store of several batch sizes: their column
+    head = f"{'method':<21}" + (f" {'batch':>6}" if batched else "") + f" {'eps':>6} {'runs':>4}"
     for p in family.params:
         head += f"  {p + ' mean':>10} {'bias':>8} {'rmse':>8}"
     lines = [head + f"  {'s/task':>7}"]
     for r in result["summary"]:
-        line = f"{r['method']:<21} {r['eps']:>6g} {r['runs']:>4}"
+        line = f"{r['method']:<21}"
+        if batched:
+            line += f" {'-' if r['batch'] is None else r['batch']:>6}"
+        line += f" {r['eps']:>6g} {r['runs']:>4}"
         for p in family.params:
             line += f"  {r[p + '_mean']:>10.4f} {r[p + '_bias']:>8.4f} {r[p + '_rmse']:>8.4f}"
         lines.append(line + f"  {r['seconds']:>7.2f}")

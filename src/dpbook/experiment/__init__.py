@@ -2,7 +2,8 @@
 
 * :mod:`~dpbook.experiment.config` -- the configuration (``make_config``) and the seeds
   derived from each task's identity;
-* :mod:`~dpbook.experiment.tasks` -- one (method, eps, run) task (``run_task``);
+* :mod:`~dpbook.experiment.tasks` -- one (method, eps, run) task, and its batch size
+  in a store of several (``run_task``);
 * :mod:`~dpbook.experiment.store` -- the store: task files, manifest, Parquet table;
 * :mod:`~dpbook.experiment.executors` -- this process, a local pool, a Dask cluster;
 * :mod:`~dpbook.experiment.results` -- reading a store (``load_results``, ``summarize``);

@@ -13,6 +13,15 @@ Seeds are derived from identities, never from positions or completion order:
   particles (6: the calibration study's replications),
 
 where E is the IEEE-754 bit pattern of eps as an unsigned 64-bit integer.
+
+A store of several batch sizes (``batch=[1, 10, 100]``) has a task (method, eps, run,
+B) per batch size B for the online methods (Algorithm 1 publishing one interval per B
+individuals) and one (method, eps, run) task for MHAAR.  B is not in the seeds: the
+task of batch size B sees the same sample, noise stream and algorithm seed as in a store
+of B alone (whose tasks are (method, eps, run) and whose seeds are the ones above), so
+it does not depend on the other batch sizes of its store, B = 1 is the unbatched task
+bit for bit, and the batch sizes of one (method, eps, run) are compared on common random
+numbers, as the methods of one (eps, run) are.
 """
 
 from __future__ import annotations
@@ -76,13 +85,19 @@ def seed_str(ss: np.random.SeedSequence) -> str:
 
 @dataclass(frozen=True, order=True)
 class Task:
+    """One task: (method, eps, run), and its batch size B in a store of several batch
+    sizes (None otherwise: a store of one batch size keeps the keys and file names it
+    had before the batch sizes were a dimension)."""
+
     method: str
     eps: float
     run: int
+    batch: int | None = None
 
     @property
     def name(self) -> str:
-        return f"{self.method}_eps{self.eps!r}_run{self.run}"
+        tail = "" if self.batch is None else f"_batch{self.batch}"
+        return f"{self.method}_eps{self.eps!r}_run{self.run}{tail}"
 
     @property
     def filename(self) -> str:
@@ -104,6 +119,25 @@ def _eps_list(eps) -> list[float]:
         if v not in out:
             out.append(v)
     return sorted(out)
+
+
+def _batch_list(batch) -> list[int]:
+    """The batch sizes, ascending: one integer >= 1 or a list of distinct ones."""
+    if isinstance(batch, (str, bytes)) or np.ndim(batch) == 0:
+        batch = [batch]
+    items = [check_count("batch", b) for b in batch]
+    if not items:
+        raise ValueError("batch must list at least one batch size")
+    twice = sorted({b for b in items if items.count(b) > 1})
+    if twice:
+        raise ValueError(f"batch lists {twice[0]} twice; give each batch size once")
+    return sorted(items)
+
+
+def config_batches(config) -> list[int] | None:
+    """The batch sizes of a store of several (its tasks carry theirs), else None."""
+    batch = config.get("batch")
+    return list(batch) if isinstance(batch, list) else None
 
 
 def _method_list(methods) -> list[str]:
@@ -190,7 +224,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     notes, item 1); recorded only when True.  ``batch``: individuals per published
     interval in Algorithm 1 (:func:`dpbook.online.algorithm.run_online`; MHAAR's
     releases are not Algorithm 1's and keep their fixed interval); recorded only when
-    above 1, so the paper's configuration keeps its key.
+    above 1, so the paper's configuration keeps its key.  A list of several batch sizes
+    (distinct) makes one store with a task per batch size for each online method's
+    (eps, run), recorded as the ascending list (module docstring); a list of one is
+    that one value.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -241,11 +278,12 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         config["subset"] = check_subset(subset)
     elif subset is not None:
         raise ValueError("subset goes with the smc-subset methods")
-    if check_count("batch", batch) != 1:
+    batches = _batch_list(batch)
+    if batches != [1]:
         if not set(TASKS) & set(config["methods"]):
             raise ValueError("batch goes with the online methods (Algorithm 1), not with "
                              f"{', '.join(config['methods'])}")
-        config["batch"] = int(batch)
+        config["batch"] = batches if len(batches) > 1 else batches[0]
     if original_code is not False:
         if original_code is not True:
             raise ValueError(f"original_code must be True or False, got {original_code!r}")
@@ -387,5 +425,9 @@ def config_hash(config) -> str:
 
 
 def config_tasks(config) -> list[Task]:
-    return [Task(m, e, r) for m in config["methods"] for e in config["eps"]
-            for r in range(config["runs"])]
+    """The tasks of a configuration: (method, eps, run), and for the online methods
+    one per batch size in a store of several (method, batch, eps, run order)."""
+    batches = config_batches(config)
+    return [Task(m, e, r, b) for m in config["methods"]
+            for b in (batches if batches and m in TASKS else [None])
+            for e in config["eps"] for r in range(config["runs"])]

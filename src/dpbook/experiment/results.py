@@ -13,6 +13,7 @@ from dpbook.experiment.config import (
     METHOD_CODE,
     RESAMPLE_CODE,
     Task,
+    config_batches,
     config_params,
     config_tasks,
     eps_code,
@@ -28,6 +29,8 @@ class Trajectories:
     (one value per step t = 1..n) and, for the first ``keep_particles`` runs,
     ``snapshot_t``, ``snapshot_mu``, ``snapshot_sigma``, ``snapshot_w`` (shape
     [steps/every, N]); for MHAAR tasks ``y``, ``l``, ``r`` and possibly a thinned chain.
+    In a store of several batch sizes the keys are ``(method, eps, run, batch)``, batch
+    None for MHAAR (``tr[method, eps, run]`` is then MHAAR's task only).
     """
 
     def __init__(self, out, manifest, tasks=None):
@@ -38,19 +41,26 @@ class Trajectories:
         self._cache = {}
 
     def keys(self):
-        return [(t.method, t.eps, t.run) for t in config_tasks(self.config)
+        batched = config_batches(self.config) is not None
+        return [(t.method, t.eps, t.run, *((t.batch,) if batched else ()))
+                for t in config_tasks(self.config)
                 if (t in self._tasks if self._tasks is not None
                     else (self.out / "tasks" / t.filename).exists())]
 
     def __contains__(self, key):
+        if config_batches(self.config) is not None and len(key) == 3:
+            key = (*key, None)  # tr[method, eps, run]: an unbatched task (MHAAR)
         return key in self.keys()
 
     def __len__(self):
         return len(self.keys())
 
     def __getitem__(self, key):
-        method, eps, run = key
-        task = Task(method, float(eps), int(run))
+        method, eps, run, *batch = key
+        if len(batch) > 1:
+            raise KeyError(key)
+        batch = batch[0] if batch else None
+        task = Task(method, float(eps), int(run), None if batch is None else int(batch))
         if task not in self._cache:
             path = self.out / "tasks" / task.filename
             if not path.exists() or (self._tasks is not None and task not in self._tasks):
@@ -60,20 +70,22 @@ class Trajectories:
                                      if k not in ("row_json", "config_sha")}
         return self._cache[task]
 
-    def get(self, method, eps, run):
-        return self[method, eps, run]
+    def get(self, method, eps, run, batch=None):
+        return self[method, eps, run, batch]
 
-    def particles(self, method, eps, run, resample=True):
+    def particles(self, method, eps, run, resample=True, batch=None):
         """(t, mu, sigma) at every ``every``-th step; mu, sigma have shape [len(t), N]
         (for another family: t and one array per parameter).
 
         With ``resample=True`` the particles are resampled (systematic resampling with a
         seed fixed by the task) to equal weights, as in the paper's Figure 2; otherwise
-        the weights are returned too: (t, mu, sigma, w).
+        the weights are returned too: (t, mu, sigma, w).  ``batch``: the task's batch
+        size in a store of several (the resampling seed is that of (method, eps, run)).
         """
-        d = self[method, eps, run]
+        key = (method, eps, run) + (() if batch is None else (batch,))
+        d = self[key]
         if "snapshot_t" not in d:
-            raise KeyError(f"no particles stored for {(method, eps, run)} "
+            raise KeyError(f"no particles stored for {key} "
                            f"(keep_particles={self.config['keep_particles']})")
         t, w = d["snapshot_t"], d["snapshot_w"]
         ths = [d[f"snapshot_{p}"] for p in config_params(self.config)]
@@ -90,18 +102,22 @@ class Trajectories:
         return (t, *(np.take_along_axis(a, idx, 1) for a in ths))
 
     def steps(self, methods=None, eps=None):
-        """Long DataFrame of the per-step SMC trajectories (method, eps, run, t, ...)."""
+        """Long DataFrame of the per-step SMC trajectories (method, eps, run, t, ...; in a
+        store of several batch sizes method, eps, run, batch, t, ...)."""
         import pandas as pd
 
         frames = []
-        for m, e, r in self.keys():
+        for key in self.keys():
+            m, e, r = key[:3]
             if m == "mhaar" or (methods and m not in methods) or (eps and e not in eps):
                 continue
-            d = self[m, e, r]
+            d = self[key]
             keys = [k for k in d if k.startswith(("mean_", "sd_"))]
             cols = {k: d[k] for k in keys + ["ess", "acceptance", "l", "r", "y"] if k in d}
             f = pd.DataFrame(cols)
             f.insert(0, "t", np.arange(1, len(f) + 1))
+            if len(key) == 4:
+                f.insert(0, "batch", key[3])
             f.insert(0, "run", r)
             f.insert(0, "eps", e)
             f.insert(0, "method", m)
@@ -158,8 +174,9 @@ def _parquet_rows(path) -> int | None:
 
 
 def summarize(estimates, mu=None, sigma=None):
-    """Per method and eps: runs, mean, bias and RMSE of every parameter's estimate
-    (columns <param>_hat against <param>_true; mu/sigma override the truth)."""
+    """Per method and eps (and batch size, in a store of several: ``batch``, None for
+    MHAAR): runs, mean, bias and RMSE of every parameter's estimate (columns
+    <param>_hat against <param>_true; mu/sigma override the truth)."""
     import pandas as pd
 
     rows = []
@@ -167,8 +184,13 @@ def summarize(estimates, mu=None, sigma=None):
         return pd.DataFrame(rows)
     params = [c[:-5] for c in estimates.columns if c.endswith("_true")]
     given = {"mu": mu, "sigma": sigma}
-    for (m, e), g in estimates.groupby(["method", "eps"], sort=False):
-        row = {"method": m, "eps": float(e), "runs": int(len(g))}
+    keys = ["method", "batch", "eps"] if "batch" in estimates.columns else ["method", "eps"]
+    for key, g in estimates.groupby(keys, sort=False, dropna=False):
+        m, e = key[0], key[-1]
+        row = {"method": m, "eps": float(e)}
+        if len(key) == 3:
+            row["batch"] = None if pd.isna(key[1]) else int(key[1])
+        row["runs"] = int(len(g))
         for p in params:
             truth = float(g[f"{p}_true"].iloc[0]) if given.get(p) is None else given[p]
             v = g[f"{p}_hat"].to_numpy(float)
@@ -177,7 +199,10 @@ def summarize(estimates, mu=None, sigma=None):
             row[f"{p}_rmse"] = float(np.sqrt(np.mean((v - truth) ** 2)))
         row["seconds"] = float(g["seconds"].mean())
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if "batch" in out.columns:
+        out["batch"] = out["batch"].astype("Int64")  # <NA> for MHAAR
+    return out
 
 
 def rmse_ratios(estimates, method="smc-adaptive", others=("smc-fixed", "mhaar"), B=2000,
@@ -186,10 +211,21 @@ def rmse_ratios(estimates, method="smc-adaptive", others=("smc-fixed", "mhaar"),
     paired bootstrap: the runs are resampled B times, the same runs for every method
     (their errors share the population of the run).  Long form: eps, param, other,
     ratio, q05 and q95 (the bootstrap's 5% and 95% quantiles of the ratio), and
-    ``lowest``, the method with the lowest RMSE at that (eps, param)."""
+    ``lowest``, the method with the lowest RMSE at that (eps, param).  Estimates of
+    several batch sizes (a ``batch`` column) give these per batch size, the unbatched
+    MHAAR's rows taking part at each, with the column ``batch`` first."""
     import pandas as pd
 
     rng = np.random.default_rng(rng)
+    if "batch" in estimates.columns:
+        frames = []
+        unbatched = estimates["batch"].isna()
+        for b in sorted(estimates.loc[~unbatched, "batch"].unique()):
+            at_b = estimates[unbatched | (estimates["batch"] == b)].drop(columns="batch")
+            f = rmse_ratios(at_b, method, others, B, rng, params)
+            f.insert(0, "batch", int(b))
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     rows = []
     for eps in sorted(estimates.eps.unique()):
         at_eps = estimates[estimates.eps == eps]

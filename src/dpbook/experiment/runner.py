@@ -125,7 +125,9 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     value (cloudpickle), and a hash of its source is part of the configuration.
     ``subset`` is the number of latent values moved per step by the smc-subset methods;
     ``original_code=True`` releases with the authors' code's noise scale and ``batch``
-    publishes one interval per ``batch`` individuals (see :func:`make_config`).
+    publishes one interval per ``batch`` individuals; a list of batch sizes (``batch=[1,
+    10, 100]``) runs the online methods once per batch size in one store, each task as
+    in the store of its batch size alone (see :func:`make_config`).
 
     Tasks already stored in ``out`` for the same configuration are skipped.  With
     ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
@@ -146,7 +148,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          original_code=original_code, batch=batch)
     family_obj = None if config.get("family_registered", True) else family
     out = check_store_path(out)
-    tasks = sorted(config_tasks(config), key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method]))
+    tasks = sorted(config_tasks(config),
+                   key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method], t.batch or 0))
 
     def prepare(manifest):
         intervals = _best_intervals(config, manifest, family_obj)

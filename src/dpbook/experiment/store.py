@@ -5,6 +5,8 @@ Store layout (``out`` directory)::
     manifest.json          configuration, code and package versions, best intervals
     estimates.parquet      one row per task (rebuilt from the task files)
     tasks/<method>_eps<eps>_run<run>.npz   one file per finished task
+                                           (..._run<run>_batch<B>.npz: an online
+                                           method's task in a store of several B)
 
 Every task file holds the estimates row (as JSON) and the trajectories: for the SMC
 methods the posterior means and sds, ESS, acceptance rate and intervals l_t, r_t of
@@ -34,6 +36,7 @@ from dpbook.experiment.config import (
     METHOD_ORDER,
     Task,
     accepted_hashes,
+    config_batches,
     config_hash,
     config_params,
     config_tasks,
@@ -166,7 +169,9 @@ def collect(out: Path, config: dict, rows: dict | None = None):
 
     rows = list((valid_tasks(out, config) if rows is None else rows).values())
     ps = config_params(config)
-    cols = (["method", "eps", "run", "seed", "data_seed"]
+    # a store of several batch sizes has their column (empty for MHAAR, not batched)
+    batch = ["batch"] if config_batches(config) else []
+    cols = (["method", "eps", "run", *batch, "seed", "data_seed"]
             + [f"{p}_hat" for p in ps] + [f"{p}_sd" for p in ps]
             + ["seconds", "a", "b", "l_c", "r_c", "n", "particles", "iters",
                "ess_final", "acceptance", "mhaar_step_mu", "mhaar_step_var"]
@@ -180,11 +185,13 @@ def collect(out: Path, config: dict, rows: dict | None = None):
             df[c] = df[c].astype("str")
         elif c in ("run", "n"):
             df[c] = df[c].astype("int64")
+        elif c == "batch":
+            df[c] = df[c].astype("Int64")
         else:
             df[c] = df[c].astype("float64")
     if len(df):
         df["_o"] = df["method"].map(METHOD_ORDER)
-        df = df.sort_values(["_o", "eps", "run"], kind="mergesort").drop(columns="_o")
+        df = df.sort_values(["_o", *batch, "eps", "run"], kind="mergesort").drop(columns="_o")
     extra = [c for c in df.columns if c not in cols]
     return df[cols + extra].reset_index(drop=True)
 

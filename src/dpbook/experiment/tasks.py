@@ -1,4 +1,5 @@
-"""One task of the experiment: a (method, eps, run) triple, its spec and how it runs.
+"""One task of the experiment: (method, eps, run) and, in a store of several batch sizes,
+the online methods' batch size B; its spec and how it runs.
 
 ``task_spec`` turns the configuration into a plain, picklable dict; ``run_task`` runs it
 in any process (the local pool, a Dask worker or this one) and returns the estimates row
@@ -17,6 +18,7 @@ from dpbook.experiment.config import (
     ADAPTIVE_METHODS,
     CHAIN_POINTS,
     Task,
+    config_batches,
     config_theta,
     data_seed,
     family_of,
@@ -35,6 +37,10 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
               "original_code", "batch"):
         if k in config:
             spec[k] = config[k]
+    if task.batch is not None:  # a store of several batch sizes: the task's own
+        spec.update(batch=task.batch, batch_key=True)
+    elif config_batches(config):  # MHAAR there: no batches
+        del spec["batch"]
     theta = config_theta(config)
     if "fixed_half_width" in config:  # Section 6: [mu - 10 sigma, mu + 10 sigma]
         h = config["fixed_half_width"]
@@ -110,7 +116,8 @@ def init_worker():
 
 
 def run_task(spec: dict) -> dict:
-    """Run one (method, eps, run) task; return {"row": {...}, "arrays": {...}}.
+    """Run one (method, eps, run) task (of batch size B in a store of several; the row
+    then has a ``batch`` entry); return {"row": {...}, "arrays": {...}}.
 
     ``spec`` is a plain dict (picklable for any executor).  The result depends only on
     the spec, not on the process, thread count or order in which tasks run.
@@ -134,7 +141,9 @@ def run_task(spec: dict) -> dict:
     method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
     n, theta = spec["n"], tuple(spec["theta"])
     dss, ass = data_seed(root, eps, run), task_seed(root, method, eps, run)
-    row = {"method": method, "eps": eps, "run": run, "seed": seed_str(ass),
+    row = {"method": method, "eps": eps, "run": run,
+           **({"batch": int(spec["batch"])} if spec.get("batch_key") else {}),
+           "seed": seed_str(ass),
            "data_seed": seed_str(dss), "n": n,
            **{f"{p}_true": float(v) for p, v in zip(params, theta)},
            "a": math.nan, "b": math.nan, "l_c": math.nan, "r_c": math.nan,
