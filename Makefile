@@ -3,7 +3,8 @@
 #   make test                     lint, unit tests, quick chapters, strict build, browser check
 # Both create .venv if missing and install the pinned environment (requirements.txt).
 # Options: FORCE=1 re-executes every chapter; SCHEDULER=tcp://host:8786 runs the chapters'
-# experiments on that Dask cluster.  One chapter: make chapter CH=03 MODE=quick ARGS="-p seed 7"
+# experiments on that Dask cluster; TEST_WORKERS=N runs the tests in N processes (default 2:
+# pytest-xdist).  One chapter: make chapter CH=03 MODE=quick ARGS="-p seed 7"
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -14,11 +15,14 @@ FORCE ?=
 SCHEDULER ?=
 CH ?=
 ARGS ?=
+TEST_WORKERS ?= 2
 RUN_FLAGS = --mode $(MODE) $(if $(FORCE),--force) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
+# the tests in TEST_WORKERS processes (an idle one takes tests the others have not started)
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 # Warnings and failed cells fail the build; --all so warnings of unchanged pages are re-reported.
 JB_FLAGS := --path-output book -W --keep-going --all
 LINT_PATHS := $(wildcard src tests notebooks book benchmarks)
@@ -42,7 +46,7 @@ book: setup
 
 test: setup
 	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
-	$(call timed,pytest,$(PY) -m pytest -q)
+	$(call timed,pytest,$(PYTEST))
 	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	@$(MAKE) --no-print-directory browser
@@ -86,7 +90,7 @@ lint: setup
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
 pytest: setup
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 check-pages: setup
 	$(PY) book/tools/check_pages.py

@@ -40,7 +40,7 @@ def test_requirements_cover_runtime_book_and_test_tools():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     runtime = [_norm(re.split(r"[\[<>=!~ ;]", d, maxsplit=1)[0]) for d in project["dependencies"]]
     tools = ["jupyter-book", "papermill", "jupytext", "ipykernel", "matplotlib", "seaborn",
-             "sphinxcontrib-bibtex", "pytest", "ruff", "selenium", "pyyaml"]
+             "sphinxcontrib-bibtex", "pytest", "pytest-xdist", "ruff", "selenium", "pyyaml"]
     missing = [name for name in runtime + tools if name not in pins]
     assert not missing, f"not pinned in requirements.txt: {missing}"
 
