@@ -58,90 +58,117 @@ def _sum_exp(vals, hw, nv, mx):
     return s
 
 
+@njit(inline="always", error_model="numpy")
+def _nodes(m, c, y, l, r, b, qz, offs, gx, gw, pts, near, zs, hw):
+    """The quadrature of one release's integral in z (module docstring): its nodes and
+    weights into ``zs`` and ``hw``; returns their number and (z_l, z_r).  Shared by
+    the log-likelihood and the score, which must integrate on the same panels."""
+    nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
+    npts = 3 + 2 * no + nq
+    ic = 1.0 / c
+    zl = (l - m) * ic
+    zr = (r - m) * ic
+    zu = (min(max(y, l), r) - m) * ic
+    sc = b * ic  # the noise scale in z
+    lo = max(zl, min(qz[0], zu - offs[no - 1] * sc))
+    hi = max(lo, min(zr, max(qz[nq - 1], zu + offs[no - 1] * sc)))
+    # panel ends: two sorted lists (the noise's around zu, the base's quantiles)
+    # merged, clipped to [lo, hi]
+    for k in range(no):
+        near[no - 1 - k] = zu - offs[k] * sc
+        near[no + 1 + k] = zu + offs[k] * sc
+    near[no] = zu
+    # inside (lo, hi): zu and the base's quantiles (where a kink of g may be) stay; a
+    # noise half-width point closer than ``gap`` to the last point kept or to the next
+    # quantile, zu or hi would only make a sliver panel: dropped
+    gap = SLIVER * min(1.0, sc)
+    pts[0] = lo
+    kept = 1
+    a = 0
+    q = 0
+    for _ in range(npts - 2):
+        if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
+            v = near[a]
+            a += 1
+            if a - 1 != no:  # a half-width point, not zu
+                nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
+                if not (v - pts[kept - 1] > gap and nxt - v > gap):
+                    continue
+        else:
+            v = qz[q]
+            q += 1
+        if lo < v < hi:
+            pts[kept] = v
+            kept += 1
+    pts[kept] = hi
+    nv = 0
+    for p in range(kept):  # the nodes, then one flat loop over them
+        if pts[p + 1] > pts[p]:
+            half = 0.5 * (pts[p + 1] - pts[p])
+            mid = 0.5 * (pts[p + 1] + pts[p])
+            for k in range(ng):
+                zs[nv + k] = mid + half * gx[k]
+                hw[nv + k] = half * gw[k]
+            nv += ng
+    return nv, zl, zr
+
+
+def make_release(logpdf, cdf, sf):
+    """One release's density (module docstring) for a family's compiled base logpdf, cdf
+    and sf, inlined in the kernels below: ``release(m, c, fs, y, l, r, b, kind, qz, offs,
+    gx, gw, top, pts, near, vals, zs, hw)`` -> (ok, mx, s, nv), with p(y | m, c) =
+    e^mx s times the noise's constant, and vals[k] = hw_k g(z_k) g_b(y - m - c z_k) e^-mx
+    (the noise density without its constant) at the nodes zs[:nv]; ok False: p = 0 at
+    every node and atom.  ``pts``, ``near``, ``vals``, ``zs``, ``hw``: scratch of
+    :func:`_scratch`'s sizes."""
+
+    @njit(inline="always", error_model="numpy")
+    def release(m, c, fs, y, l, r, b, kind, qz, offs, gx, gw, top, pts, near, vals, zs, hw):
+        nv, zl, zr = _nodes(m, c, y, l, r, b, qz, offs, gx, gw, pts, near, zs, hw)
+        ib = 1.0 / b
+        va, vb = (y - l) * ib, (y - r) * ib
+        la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
+        lb = vmath.log(sf(fs, zr)) + (-abs(vb) if kind == 0 else -0.5 * vb * vb)
+        yt = y - m
+        for k in range(nv):  # vectorised: no carried state
+            z = zs[k]
+            e = (yt - c * z) * ib
+            vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
+        # shift: a bound of the log integrand (log g <= top, noise <= 1), then the exact
+        # maximum where that bound would underflow the sum
+        mx = max(max(la, lb), top)
+        s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
+            mx = max(la, lb)
+            for k in range(nv):
+                z = zs[k]
+                e = (yt - c * z) * ib
+                vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
+                v = vals[k] + vmath.log(hw[k])
+                mx = v if v > mx else mx
+            if not mx > -math.inf:
+                return False, mx, 0.0, nv
+            s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        return True, mx, s, nv
+
+    return release
+
+
 def make_loglik_sum(logpdf, cdf, sf):
     """sum_t log p(y_t | m, c) (module docstring) for a family's compiled base logpdf,
-    cdf and sf, inlined in the kernels below (``pts``, ``near``, ``vals``, ``zs``,
-    ``hw``: scratch of :func:`_scratch`'s sizes)."""
+    cdf and sf, inlined in the kernels below (scratch as :func:`make_release`'s)."""
+    release = make_release(logpdf, cdf, sf)
 
     @njit(inline="always", error_model="numpy")
     def loglik_sum(m, c, fs, y, l, r, b, lnorm, kind, qz, offs, gx, gw, top, pts, near,
                    vals, zs, hw):
-        n = y.shape[0]
-        nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
-        npts = 3 + 2 * no + nq
-        ic = 1.0 / c
         acc = 0.0
-        for t in range(n):
-            ib = 1.0 / b[t]
-            zl = (l[t] - m) * ic
-            zr = (r[t] - m) * ic
-            zu = (min(max(y[t], l[t]), r[t]) - m) * ic
-            sc = b[t] * ic  # the noise scale in z
-            lo = max(zl, min(qz[0], zu - offs[no - 1] * sc))
-            hi = max(lo, min(zr, max(qz[nq - 1], zu + offs[no - 1] * sc)))
-            # panel ends: two sorted lists (the noise's around zu, the base's
-            # quantiles) merged, clipped to [lo, hi]
-            for k in range(no):
-                near[no - 1 - k] = zu - offs[k] * sc
-                near[no + 1 + k] = zu + offs[k] * sc
-            near[no] = zu
-            # inside (lo, hi): zu and the base's quantiles (where a kink of g may
-            # be) stay; a noise half-width point closer than ``gap`` to the last
-            # point kept or to the next quantile, zu or hi would only make a sliver
-            # panel: dropped
-            gap = SLIVER * min(1.0, sc)
-            pts[0] = lo
-            kept = 1
-            a = 0
-            q = 0
-            for _ in range(npts - 2):
-                if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
-                    v = near[a]
-                    a += 1
-                    if a - 1 != no:  # a half-width point, not zu
-                        nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
-                        if not (v - pts[kept - 1] > gap and nxt - v > gap):
-                            continue
-                else:
-                    v = qz[q]
-                    q += 1
-                if lo < v < hi:
-                    pts[kept] = v
-                    kept += 1
-            pts[kept] = hi
-            nv = 0
-            for p in range(kept):  # the nodes, then one flat loop over them
-                if pts[p + 1] > pts[p]:
-                    half = 0.5 * (pts[p + 1] - pts[p])
-                    mid = 0.5 * (pts[p + 1] + pts[p])
-                    for k in range(ng):
-                        zs[nv + k] = mid + half * gx[k]
-                        hw[nv + k] = half * gw[k]
-                    nv += ng
-            va, vb = (y[t] - l[t]) * ib, (y[t] - r[t]) * ib
-            la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
-            lb = vmath.log(sf(fs, zr)) + (-abs(vb) if kind == 0 else -0.5 * vb * vb)
-            yt = y[t] - m
-            for k in range(nv):  # vectorised: no carried state
-                z = zs[k]
-                e = (yt - c * z) * ib
-                vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-            # shift: a bound of the log integrand (log g <= top, noise <= 1), then
-            # the exact maximum where that bound would underflow the sum
-            mx = max(max(la, lb), top)
-            s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
-            if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
-                mx = max(la, lb)
-                for k in range(nv):
-                    z = zs[k]
-                    e = (yt - c * z) * ib
-                    vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-                    v = vals[k] + vmath.log(hw[k])
-                    mx = v if v > mx else mx
-                if not mx > -math.inf:
-                    acc = -math.inf
-                    continue
-                s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        for t in range(y.shape[0]):
+            ok, mx, s, _ = release(m, c, fs, y[t], l[t], r[t], b[t], kind, qz, offs, gx,
+                                   gw, top, pts, near, vals, zs, hw)
+            if not ok:
+                acc = -math.inf
+                continue
             acc += mx + vmath.log(s) + lnorm[t]
         return acc
 
