@@ -12,8 +12,13 @@ quantiles (computed once), at z_u = (T_l^r(y) - m)/c and z_u +- the noise's
 half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39 b/c); sums in log space.  The
 family's numpy ``base_logpdf``, ``base_cdf`` and ``base_sf`` are compiled by the SMC
 engine's machinery (:func:`dpbook.smc.engine.compiled_primitive`); a family that does
-not compile runs the numpy quadrature, with one warning naming the primitive.  Chosen
-by :mod:`dpbook.backends` (``ENGINES["posterior"]``).
+not compile runs the numpy quadrature, with one warning naming the primitive.
+
+What it compiles, chosen by :mod:`dpbook.backends` (``ENGINES``): the exact
+posterior's grid (``posterior_model``), the log-likelihood at particles and its terms
+release by release (``loglik_particles``, ``loglik_terms``: the marginal SMC, the
+reliability checks) and the score of one release (``score``: the online gradient of
+Section 7; Fisher's identity, Appendix C, on the same panels, :func:`make_score`).
 """
 
 from __future__ import annotations
