@@ -53,10 +53,11 @@ def d_optimal_symmetric(eps, family=None, mechanism="laplace"):
 
 @njit(cache=True)
 def _step(u, t, t0, F0_inv, c, g_m, g_c):
-    """Step t of the module docstring, in place on u = (m, log c), from the score
-    (g_m, g_c) at (u[0], c = e^u[1]): the arithmetic of numpy's ``F0_inv @ v`` on a
-    CPU with fused multiply-add (how the estimates were first computed), written out
-    so that it is the same on every CPU."""
+    """Robbins-Monro step t of Section 7 (module docstring; I_u from Theorem 3), in
+    place on u = (m, log c), from the score (g_m, g_c) at (u[0], c = e^u[1]).  The
+    product F0_inv v is written as numpy's ``F0_inv @ v`` computed it here (OpenBLAS's
+    gemv with fused multiply-add: fma(F00, v0, F01 v1), checked on 200000 random cases),
+    so the estimates keep the bits they were recorded with, now on every CPU."""
     v0 = c * g_m  # diag(c, 1) grad_u log p, grad_u = (d/dm, c d/dc)
     v1 = c * g_c
     step0 = c * fma(F0_inv[0, 0], v0, F0_inv[0, 1] * v1) / (t + t0)
@@ -94,7 +95,8 @@ def _steps(kernel):
 
 class OnlineGradient:
     """The online gradient estimate (module docstring) as an online "posterior" for
-    Algorithm 1: ``update(y, l, r)``, and ``thompson_draw(rng)``, which returns the
+    Algorithm 1: ``update(y, l, r)`` (or ``update_many`` for a block of releases: the
+    same numbers, one compiled loop), and ``thompson_draw(rng)``, which returns the
     current estimate (no draw), so that :class:`dpbook.privacy.policies.AdaptivePolicy`
     places the interval there.  ``theta0`` is the starting estimate (default: the
     prior's median, (0, 1.2) for the Section 6 prior); ``t0`` delays the step sizes."""
