@@ -72,8 +72,7 @@ def test_experiment_refuses_online_gradient_for_other_families(tmp_path):
 
 def test_compiled_score_matches_fishers_identity():
     # the closed form's derivatives against the log-space Fisher-identity score
-    from dpbook.likelihood.normal_laplace import score
-    from dpbook.online.gradient import _score_normal_laplace
+    from dpbook.likelihood.normal_laplace import _score_normal_laplace, score
 
     rng = np.random.default_rng(0)
     checked = 0

@@ -23,8 +23,9 @@ may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`
 MHAAR's (:mod:`dpbook.mhaar.engine`) and the exact posterior's log-likelihood grid
 (:mod:`dpbook.posterior.engine`, also the marginal SMC's and the reliability checks'
 likelihood at particles, ``loglik_particles``, and its terms release by release,
-``loglik_terms``) compile any location-scale family whose
-functions numba can compile.  ``posterior_model`` is what the one grid pipeline of
+``loglik_terms``, and the score of one release, ``score``, that the online gradient of
+Section 7 steps with) compile any location-scale family whose functions numba can
+compile.  ``posterior_model`` is what the one grid pipeline of
 :mod:`dpbook.posterior.exact` runs: the paper's model object (its closed-form
 likelihood) or the engine's; ``posterior`` a whole replacement.  Algorithm 4 / eq. (8)
 has one engine for every model (:mod:`dpbook.fisher.mc`): what is chosen here is only
@@ -45,10 +46,10 @@ from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
 
 ALGORITHMS = ("smc", "mhaar", "posterior", "posterior_model", "fisher_exact", "fisher_mc",
-              "loglik_particles", "loglik_terms")
+              "loglik_particles", "loglik_terms", "score")
 # kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
 # class) reads it from the family
-PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "loglik_terms", "smc")
+PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "loglik_terms", "score", "smc")
 # kernels called with prior=family.prior
 PRIOR_ARGUMENT = ("posterior", "posterior_model", "mhaar")
 
@@ -61,7 +62,8 @@ ENGINES = {"smc": "dpbook.smc.engine:engine_class",
            "mhaar": "dpbook.mhaar.engine:engine_mhaar",
            "posterior_model": "dpbook.posterior.engine:engine_model",
            "loglik_particles": "dpbook.posterior.engine:engine_loglik",
-           "loglik_terms": "dpbook.posterior.engine:engine_terms"}
+           "loglik_terms": "dpbook.posterior.engine:engine_terms",
+           "score": "dpbook.posterior.engine:engine_score"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -121,5 +123,6 @@ for _algorithm, _target in (
     ("fisher_mc", "dpbook.fisher.normal_mc:PaperEngine"),  # its draws and score: eq. (8)'s engine
     ("loglik_particles", "dpbook.likelihood.normal_laplace:loglik_particles"),
     ("loglik_terms", "dpbook.likelihood.normal_laplace:loglik_terms"),
+    ("score", "dpbook.likelihood.normal_laplace:compiled_score"),  # closed form, Section 7
 ):
     register(_algorithm, Normal, LaplaceMechanism, _target)

@@ -30,7 +30,7 @@ from numba import types as nbtypes
 from numba.extending import intrinsic
 
 __all__ = ["exp", "log", "log1p", "expm1", "ndtr", "ndtri", "logit", "expit",
-           "compile_scalar", "exp_approx"]
+           "compile_scalar", "exp_approx", "fma"]
 
 
 @intrinsic
@@ -55,6 +55,19 @@ def float_bits_as_int(typingctx, x):
         return builder.bitcast(args[0], ir.IntType(64))
 
     return nbtypes.int64(nbtypes.float64), codegen
+
+
+@intrinsic
+def fma(typingctx, x, y, z):
+    """x y + z rounded once (LLVM's fma: the CPU's instruction, or an exact emulation
+    where there is none), for arithmetic that must give the same bits on every CPU."""
+    if not (x == y == z == nbtypes.float64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.fma(*args)
+
+    return nbtypes.float64(nbtypes.float64, nbtypes.float64, nbtypes.float64), codegen
 
 
 _LOG2E = 1.4426950408889634

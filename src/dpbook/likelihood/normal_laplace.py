@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 from scipy import special
 
+from dpbook.likelihood.compiled import CompiledScore
 from dpbook.validation import (
     check_count,
     check_eps,
@@ -61,6 +62,7 @@ SCORES = ("mu", "trace")
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _SQRT_PI_2 = math.sqrt(math.pi / 2.0)
+_INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 # ---------------------------------------------------------------------------- checks
@@ -503,6 +505,71 @@ def normal_cdf_diff(lo, hi):
     if hi <= 0.0:
         return 0.5 * (math.erfc(-hi / _SQRT2) - math.erfc(-lo / _SQRT2))
     return 0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2))
+
+
+@njit(cache=True)
+def _phi(z):
+    return _INV_SQRT2PI * math.exp(-0.5 * z * z)
+
+
+@njit(cache=True)
+def _Phi(z):
+    return 0.5 * math.erfc(-z / _SQRT2)
+
+
+@njit(cache=True)
+def _score_normal_laplace(y, l, r, b, m, s):
+    """(ok, d/dm, d/ds) of log p(y | m, s) for the normal family and the Laplace
+    mechanism: the derivatives of the density's closed form (the four terms of
+    :func:`log_density`, in linear space),
+
+        p 2b = Phi(zl) e^{-|y-l|/b} + Phi(-zr) e^{-|y-r|/b}
+               + e^{dm + h} [Phi(zu - k) - Phi(zl - k)] + e^{h - dm} [Phi(-zu - k) - Phi(-zr - k)],
+
+    z. = (. - m)/s, u = y clipped to [l, r], k = s/b, h = k^2/2, dm = (m - y)/b.
+    ok is False where that form may lose precision (large k or |dm|, tiny density):
+    then the caller takes the log-space score instead (:func:`score`).  The online
+    gradient's score (Section 7), 1000 times faster than :func:`score`."""
+    k = s / b
+    dm = (m - y) / b
+    if k > 20.0 or abs(dm) > 200.0:
+        return False, 0.0, 0.0
+    zl, zr = (l - m) / s, (r - m) / s
+    zu = (min(max(y, l), r) - m) / s
+    h = 0.5 * k * k
+    el, er = math.exp(-abs(y - l) / b), math.exp(-abs(y - r) / b)
+    p = _Phi(zl) * el + _Phi(-zr) * er
+    g_m = -_phi(zl) / s * el + _phi(zr) / s * er
+    g_s = -_phi(zl) * zl / s * el + _phi(zr) * zr / s * er
+    if y > l:
+        e = math.exp(dm + h)
+        d = normal_cdf_diff(zl - k, zu - k)
+        p += e * d
+        g_m += e * (d / b - (_phi(zu - k) - _phi(zl - k)) / s)
+        g_s += e * (d * k / b - _phi(zu - k) * (zu / s + 1.0 / b)
+                    + _phi(zl - k) * (zl / s + 1.0 / b))
+    if y < r:
+        e = math.exp(h - dm)
+        d = normal_cdf_diff(-zr - k, -zu - k)
+        p += e * d
+        g_m += e * (-d / b + (_phi(-zu - k) - _phi(-zr - k)) / s)
+        g_s += e * (d * k / b + _phi(-zu - k) * (zu / s - 1.0 / b)
+                    - _phi(-zr - k) * (zr / s - 1.0 / b))
+    if not p > 1e-100:
+        return False, 0.0, 0.0
+    return True, g_m / p, g_s / p
+
+
+@njit(cache=True)
+def _score_kernel(y, l, r, b, m, s, ctx):
+    """:func:`_score_normal_laplace` as a :class:`~dpbook.likelihood.compiled.CompiledScore`
+    kernel (no state: ``ctx`` is empty)."""
+    return _score_normal_laplace(y, l, r, b, m, s)
+
+
+# The paper model's score for the online gradient (dpbook.backends, "score"): the
+# compiled closed form, its log-space form where that may lose precision
+compiled_score = CompiledScore(_score_kernel, (), score)
 
 
 @njit(inline="always")

@@ -12,8 +12,13 @@ quantiles (computed once), at z_u = (T_l^r(y) - m)/c and z_u +- the noise's
 half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39 b/c); sums in log space.  The
 family's numpy ``base_logpdf``, ``base_cdf`` and ``base_sf`` are compiled by the SMC
 engine's machinery (:func:`dpbook.smc.engine.compiled_primitive`); a family that does
-not compile runs the numpy quadrature, with one warning naming the primitive.  Chosen
-by :mod:`dpbook.backends` (``ENGINES["posterior"]``).
+not compile runs the numpy quadrature, with one warning naming the primitive.
+
+What it compiles, chosen by :mod:`dpbook.backends` (``ENGINES``): the exact
+posterior's grid (``posterior_model``), the log-likelihood at particles and its terms
+release by release (``loglik_particles``, ``loglik_terms``: the marginal SMC, the
+reliability checks) and the score of one release (``score``: the online gradient of
+Section 7; Fisher's identity, Appendix C, on the same panels, :func:`make_score`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import numpy as np
 from numba import njit
 
 from dpbook import vmath
+from dpbook.likelihood import quadrature
+from dpbook.likelihood.compiled import CompiledScore
 from dpbook.likelihood.quadrature import NOISE_TOLS
 from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import get_mechanism
@@ -42,6 +49,9 @@ from dpbook.smc.sweep import KIND
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
                    1 - 1e-14])  # base quantiles: panel ends (the outer two: the support)
 GL_NODES = 8
+# the score's: its sums of two signs (either side of the noise's kink) cancel, which
+# multiplies the rule's relative error by up to c/b
+SCORE_GL_NODES = 16
 SLIVER = 0.25  # no noise half-width point within this (x min(1, b/c)) of another
 _ARGS = (-30.0, -3.0, -1.2, -0.3, 0.0, 0.4, 1.1, 2.5, 30.0)  # where compiled = numpy
 
@@ -58,101 +68,211 @@ def _sum_exp(vals, hw, nv, mx):
     return s
 
 
+@njit(inline="always", error_model="numpy")
+def _nodes(m, c, y, l, r, b, lay, qz, offs, gx, gw, pts, near, zs, hw):
+    """The quadrature of one release's integral in z (module docstring): its nodes and
+    weights into ``zs`` and ``hw``; returns their number and (z_l, z_r).  Shared by
+    the log-likelihood and the score; ``lay`` > 0 (the score's): panel ends at the
+    boundary layer of that scale too (:func:`_layer`)."""
+    nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
+    npts = 3 + 2 * no + nq
+    ic = 1.0 / c
+    zl = (l - m) * ic
+    zr = (r - m) * ic
+    zu = (min(max(y, l), r) - m) * ic
+    sc = b * ic  # the noise scale in z
+    lo = max(zl, min(qz[0], zu - offs[no - 1] * sc))
+    hi = max(lo, min(zr, max(qz[nq - 1], zu + offs[no - 1] * sc)))
+    # panel ends: two sorted lists (the noise's around zu, the base's quantiles)
+    # merged, clipped to [lo, hi]
+    for k in range(no):
+        near[no - 1 - k] = zu - offs[k] * sc
+        near[no + 1 + k] = zu + offs[k] * sc
+    near[no] = zu
+    # inside (lo, hi): zu and the base's quantiles (where a kink of g may be) stay; a
+    # noise half-width point closer than ``gap`` to the last point kept or to the next
+    # quantile, zu or hi would only make a sliver panel: dropped
+    gap = SLIVER * min(1.0, sc)
+    pts[0] = lo
+    kept = 1
+    a = 0
+    q = 0
+    for _ in range(npts - 2):
+        if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
+            v = near[a]
+            a += 1
+            if a - 1 != no:  # a half-width point, not zu
+                nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
+                if not (v - pts[kept - 1] > gap and nxt - v > gap):
+                    continue
+        else:
+            v = qz[q]
+            q += 1
+        if lo < v < hi:
+            pts[kept] = v
+            kept += 1
+    pts[kept] = hi
+    if lay > 0.0:
+        kept = _layer(pts, kept, zu, lay)
+    nv = 0
+    for p in range(kept):  # the nodes, then one flat loop over them
+        if pts[p + 1] > pts[p]:
+            half = 0.5 * (pts[p + 1] - pts[p])
+            mid = 0.5 * (pts[p + 1] + pts[p])
+            for k in range(ng):
+                zs[nv + k] = mid + half * gx[k]
+                hw[nv + k] = half * gw[k]
+            nv += ng
+    return nv, zl, zr
+
+
+LAYER = np.array([-math.log(tol) for tol in NOISE_TOLS])  # e^-x falls to tol at x
+
+
+@njit(inline="always")
+def _layer(pts, kept, zu, lay):
+    """Panel ends zu +- LAYER lay (inside the integral's range pts[0], pts[kept]) put in
+    order among the others; returns the new index of the last end.  With y beyond an
+    end, zu is that end, and the score's integrand decays from it as e^{-|z - zu|/lay},
+    much faster than on the noise's own scale (make_score)."""
+    lo, hi = pts[0], pts[kept]
+    for i in range(LAYER.shape[0]):
+        v = zu + LAYER[i] * lay if zu == lo else zu - LAYER[i] * lay
+        if lo < v < hi:
+            j = kept
+            while pts[j] > v:  # insertion: pts[0] = lo < v stops it
+                pts[j + 1] = pts[j]
+                j -= 1
+            pts[j + 1] = v
+            kept += 1
+    return kept
+
+
+@functools.cache
+def make_release(logpdf, cdf, sf):
+    """One release's density (module docstring) for a family's compiled base logpdf, cdf
+    and sf: ``release(m, c, fs, y, l, r, b, lay, kind, qz, offs, gx, gw, top, pts, near,
+    vals, zs, hw)`` -> (ok, mx, s, nv), with p(y | m, c) = e^mx s times the noise's
+    constant, and vals[k] = hw_k g(z_k) g_b(y - m - c z_k) e^-mx (the noise density
+    without its constant) at the nodes zs[:nv]; ok False: p = 0 at every node and atom.
+    ``lay``: :func:`_nodes`; ``pts``, ``near``, ``vals``, ``zs``, ``hw``: scratch of
+    :func:`_scratch`'s sizes.  One compiled function per family that the
+    log-likelihood and the score call (not inlined: numba's inlining of it took 15 s
+    of compiling a family's log-likelihood, the call 6 s, and costs ~8% of its run
+    time)."""
+
+    @njit(nogil=True, error_model="numpy")
+    def release(m, c, fs, y, l, r, b, lay, kind, qz, offs, gx, gw, top, pts, near, vals, zs,
+                hw):
+        nv, zl, zr = _nodes(m, c, y, l, r, b, lay, qz, offs, gx, gw, pts, near, zs, hw)
+        ib = 1.0 / b
+        va, vb = (y - l) * ib, (y - r) * ib
+        la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
+        lb = vmath.log(sf(fs, zr)) + (-abs(vb) if kind == 0 else -0.5 * vb * vb)
+        yt = y - m
+        for k in range(nv):  # vectorised: no carried state
+            z = zs[k]
+            e = (yt - c * z) * ib
+            vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
+        # shift: a bound of the log integrand (log g <= top, noise <= 1), then the exact
+        # maximum where that bound would underflow the sum
+        mx = max(max(la, lb), top)
+        s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
+            mx = max(la, lb)
+            for k in range(nv):
+                z = zs[k]
+                e = (yt - c * z) * ib
+                vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
+                v = vals[k] + vmath.log(hw[k])
+                mx = v if v > mx else mx
+            if not mx > -math.inf:
+                return False, mx, 0.0, nv
+            s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        return True, mx, s, nv
+
+    return release
+
+
 def make_loglik_sum(logpdf, cdf, sf):
     """sum_t log p(y_t | m, c) (module docstring) for a family's compiled base logpdf,
-    cdf and sf, inlined in the kernels below (``pts``, ``near``, ``vals``, ``zs``,
-    ``hw``: scratch of :func:`_scratch`'s sizes)."""
+    cdf and sf, inlined in the kernels below (scratch as :func:`make_release`'s)."""
+    release = make_release(logpdf, cdf, sf)
 
     @njit(inline="always", error_model="numpy")
     def loglik_sum(m, c, fs, y, l, r, b, lnorm, kind, qz, offs, gx, gw, top, pts, near,
                    vals, zs, hw):
-        n = y.shape[0]
-        nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
-        npts = 3 + 2 * no + nq
-        ic = 1.0 / c
         acc = 0.0
-        for t in range(n):
-            ib = 1.0 / b[t]
-            zl = (l[t] - m) * ic
-            zr = (r[t] - m) * ic
-            zu = (min(max(y[t], l[t]), r[t]) - m) * ic
-            sc = b[t] * ic  # the noise scale in z
-            lo = max(zl, min(qz[0], zu - offs[no - 1] * sc))
-            hi = max(lo, min(zr, max(qz[nq - 1], zu + offs[no - 1] * sc)))
-            # panel ends: two sorted lists (the noise's around zu, the base's
-            # quantiles) merged, clipped to [lo, hi]
-            for k in range(no):
-                near[no - 1 - k] = zu - offs[k] * sc
-                near[no + 1 + k] = zu + offs[k] * sc
-            near[no] = zu
-            # inside (lo, hi): zu and the base's quantiles (where a kink of g may
-            # be) stay; a noise half-width point closer than ``gap`` to the last
-            # point kept or to the next quantile, zu or hi would only make a sliver
-            # panel: dropped
-            gap = SLIVER * min(1.0, sc)
-            pts[0] = lo
-            kept = 1
-            a = 0
-            q = 0
-            for _ in range(npts - 2):
-                if q >= nq or (a <= 2 * no and near[a] <= qz[q]):
-                    v = near[a]
-                    a += 1
-                    if a - 1 != no:  # a half-width point, not zu
-                        nxt = min(hi, qz[q] if q < nq else hi, zu if v < zu else hi)
-                        if not (v - pts[kept - 1] > gap and nxt - v > gap):
-                            continue
-                else:
-                    v = qz[q]
-                    q += 1
-                if lo < v < hi:
-                    pts[kept] = v
-                    kept += 1
-            pts[kept] = hi
-            nv = 0
-            for p in range(kept):  # the nodes, then one flat loop over them
-                if pts[p + 1] > pts[p]:
-                    half = 0.5 * (pts[p + 1] - pts[p])
-                    mid = 0.5 * (pts[p + 1] + pts[p])
-                    for k in range(ng):
-                        zs[nv + k] = mid + half * gx[k]
-                        hw[nv + k] = half * gw[k]
-                    nv += ng
-            va, vb = (y[t] - l[t]) * ib, (y[t] - r[t]) * ib
-            la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
-            lb = vmath.log(sf(fs, zr)) + (-abs(vb) if kind == 0 else -0.5 * vb * vb)
-            yt = y[t] - m
-            for k in range(nv):  # vectorised: no carried state
-                z = zs[k]
-                e = (yt - c * z) * ib
-                vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-            # shift: a bound of the log integrand (log g <= top, noise <= 1), then
-            # the exact maximum where that bound would underflow the sum
-            mx = max(max(la, lb), top)
-            s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
-            if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
-                mx = max(la, lb)
-                for k in range(nv):
-                    z = zs[k]
-                    e = (yt - c * z) * ib
-                    vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-                    v = vals[k] + vmath.log(hw[k])
-                    mx = v if v > mx else mx
-                if not mx > -math.inf:
-                    acc = -math.inf
-                    continue
-                s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        for t in range(y.shape[0]):
+            ok, mx, s, _ = release(m, c, fs, y[t], l[t], r[t], b[t], 0.0, kind, qz, offs,
+                                   gx, gw, top, pts, near, vals, zs, hw)
+            if not ok:
+                acc = -math.inf
+                continue
             acc += mx + vmath.log(s) + lnorm[t]
         return acc
 
     return loglik_sum
 
 
+def make_score(logpdf, cdf, sf):
+    """grad_theta log p(y | m, c) of one release, compiled for a family's base logpdf,
+    cdf and sf: a :class:`~dpbook.likelihood.compiled.CompiledScore` kernel, ``ctx`` =
+    (state, kind, qz, offs, gx, gw, top, pts, near, vals, zs, hw) (:func:`engine_score`).
+
+    Fisher's identity (Appendix C) for the density of eq. (7) in the module
+    docstring's form: differentiating the integral's ends z_l = (l - m)/c and
+    z_r = (r - m)/c gives g(z_r) g_b(y - r) dz_r - g(z_l) g_b(y - l) dz_l, which is
+    minus the derivative of the atoms G(z_l) g_b(y - l) + S(z_r) g_b(y - r), so
+
+        dp/dm = int g(z) d/dm g_b(y - m - c z) dz,   dp/dc = int z g(z) d/dm g_b(...) dz,
+
+    d/dm g_b(e) = sign(e)/b g_b(e) (Laplace), e/b^2 g_b(e) (Gaussian): no derivative
+    of the family is needed.  The density's quadrature (:func:`make_release`: its
+    panels, ending at the kink z_u, and its shift) and two more weighted sums, with
+    two changes that the moved derivative asks for.  The sums of two signs either side
+    of z_u cancel, which multiplies the rule's relative error by up to c/b: the caller
+    passes a finer rule (``SCORE_GL_NODES``).  With Gaussian noise and y beyond an end
+    by d > b, the atom's derivative becomes a boundary layer of the integral at that
+    end, of width b^2/(c d) in z (narrower than the noise's own scale b/c): panel ends
+    in it (:func:`_layer`).  ok False where the density is 0 at every node and atom.
+    Accuracy: see tests/test_gradient_score.py."""
+    release = make_release(logpdf, cdf, sf)
+
+    @njit(error_model="numpy")
+    def score(y, l, r, b, m, c, ctx):
+        state, kind, qz, offs, gx, gw, top, pts, near, vals, zs, hw = ctx
+        lay = 0.0
+        out = abs(y - min(max(y, l), r))
+        if kind == 1 and out > b:  # Gaussian noise, y beyond an end: a boundary layer
+            lay = b * b / (c * out)
+        ok, _, s, nv = release(m, c, state[0], y, l, r, b, lay, kind, qz, offs, gx, gw,
+                               top, pts, near, vals, zs, hw)
+        if not ok:
+            return False, 0.0, 0.0
+        ib = 1.0 / b
+        yt = y - m
+        g_m = 0.0
+        g_c = 0.0
+        for k in range(nv):  # vals[k]: the shifted, weighted integrand at zs[k]
+            z = zs[k]
+            e = yt - c * z
+            if kind == 0:  # the nodes are inside panels: e != 0
+                d = ib if e > 0.0 else -ib
+            else:
+                d = e * ib * ib
+            g_m += d * vals[k]
+            g_c += d * z * vals[k]
+        return True, g_m / s, g_c / s
+
+    return score
+
+
 @njit(inline="always")
 def _scratch(qz, offs, gx):
     """The scratch arrays of a loglik_sum: pts, near, vals, zs, hw."""
     nq, no, ng = qz.shape[0], offs.shape[0], gx.shape[0]
-    npts = 3 + 2 * no + nq
+    npts = 3 + 2 * no + nq + LAYER.shape[0]
     return (np.empty(npts), np.empty(2 * no + 1), np.empty((npts - 1) * ng),
             np.empty((npts - 1) * ng), np.empty((npts - 1) * ng))
 
@@ -186,6 +306,11 @@ def _kernel(logpdf, cdf, sf):
 
 
 @functools.cache
+def _score_kernel(logpdf, cdf, sf):
+    return make_score(logpdf, cdf, sf)
+
+
+@functools.cache
 def _one_minus(cdf):
     @njit(inline="always", error_model="numpy")
     def sf(state, z):
@@ -211,6 +336,7 @@ class _Setup:
 
     def __init__(self, family, mech, prims):
         self.kernel = _kernel(*prims)
+        self.prims = prims
         self.state = family_state(family)
         with np.errstate(divide="ignore"):
             self.qz = np.asarray(family.base_ppf(LEVELS), float)
@@ -317,3 +443,23 @@ def engine_terms(family, mechanism):
         return setup(setup.releases(y, l, r, eps), theta, terms=True)
 
     return loglik_terms
+
+
+def engine_score(family, mechanism):
+    """For :mod:`dpbook.backends` (``score``): the compiled score of one release
+    (:func:`make_score`) as a :class:`~dpbook.likelihood.compiled.CompiledScore` (the
+    online gradient's steps, Section 7), with the numpy quadrature's
+    (:func:`dpbook.likelihood.quadrature.score`) where it cannot answer; or None."""
+    setup = _setup(family, mechanism, "the online gradient's score")
+    if setup is None:
+        return None
+    mech = get_mechanism(mechanism)
+
+    def fallback(y, l, r, eps, m, c):
+        return quadrature.score(y, l, r, eps, (m, c), family, mech)
+
+    # scratch of its own: one object per caller
+    gx, gw = np.polynomial.legendre.leggauss(SCORE_GL_NODES)
+    ctx = (setup.state, setup.kind, setup.qz, setup.offs, gx, gw, setup.top,
+           *_scratch(setup.qz, setup.offs, gx))
+    return CompiledScore(_score_kernel(*setup.prims), ctx, fallback)

@@ -53,8 +53,8 @@ class _Unpickler(pickle.Unpickler):
 
 def absorb(posterior, y, l, r):
     """Releases (arrays y, l, r) into an online posterior in turn: its ``update_many``
-    where it has one (the marginal SMC: a block's likelihood in one compiled call), else
-    ``update`` on each."""
+    where it has one (the marginal SMC: a block's likelihood in one compiled call; the
+    online gradient: its steps in one compiled loop), else ``update`` on each."""
     update_many = getattr(posterior, "update_many", None)
     if update_many is not None:
         update_many(y, l, r)
