@@ -1078,7 +1078,7 @@ def cmd_experiment(args):
     records = summ.to_dict(orient="records")
     for r in records:  # MHAAR's batch (a store of several batch sizes): JSON null
         if "batch" in r:
-            r["batch"] = None if r["batch"] is None or r["batch"] is pd.NA else int(r["batch"])
+            r["batch"] = None if pd.isna(r["batch"]) else int(r["batch"])
     result = {
         "summary": records,
         "intervals": manifest.get("intervals", {}),
