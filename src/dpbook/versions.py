@@ -72,7 +72,12 @@ VERSIONS = {
     # scipy's stdtr/stdtrit), so its SMC, MHAAR, Algorithm 4, exact posterior and
     # marginal SMC run the compiled engines; 9: but its latent SMC keeps the numpy SMC
     # (the engine draws by the quantile, 7x slower than numpy's standard_t draws)
-    "generic-model": 9,
+    # 10: the compiled likelihood of eq. (7) (dpbook.posterior.engine): panel ends at
+    # the Gaussian noise's boundary layer in the log-likelihood too (y beyond an end by
+    # d > b), a peak search, and a family without base_sf keeps its upper atom (moved:
+    # posterior-generic laplace mean/quantile by <= 5e-11, marginal-generic gaussian w
+    # by 1e-15)
+    "generic-model": 10,
     # the central model's replications (chapter 11: the curator's release and the
     # central posterior); 2: the curator sums the people the local methods of the same
     # seed see (version 1, unrecorded: other people, the replication's data seed having
