@@ -71,8 +71,12 @@ VERSIONS = {
     # Student-t family's cdf and quantiles are dpbook.model.tdist's (numba ufuncs, not
     # scipy's stdtr/stdtrit), so its SMC, MHAAR, Algorithm 4, exact posterior and
     # marginal SMC run the compiled engines; 9: but its latent SMC keeps the numpy SMC
-    # (the engine draws by the quantile, 7x slower than numpy's standard_t draws)
-    "generic-model": 9,
+    # (the engine draws by the quantile, 7x slower than numpy's standard_t draws); 10:
+    # the latent SMC of the Student-t runs the engine, proposing by its keyed draw
+    # (StudentT.base_draw, z / sqrt(g / df)), and that of the normal family with the
+    # Gaussian mechanism (or with the Laplace one only where the paper's kernel does not
+    # take it) runs the engine with its compiled conjugate move (Normal.engine_gibbs)
+    "generic-model": 10,
     # the central model's replications (chapter 11: the curator's release and the
     # central posterior); 2: the curator sums the people the local methods of the same
     # seed see (version 1, unrecorded: other people, the replication's data seed having
