@@ -1,25 +1,32 @@
 """The latent SMC (Algorithms 2-3) compiled for any location-scale family.
 
 :class:`CompiledSMC` is what ``dpbook.smc.SMC(eps, family, mechanism)`` returns for a
-location-scale family (Definition 2) that moves theta by random-walk MH (no conjugate
-``gibbs``), with the Laplace or Gaussian mechanism and a
+location-scale family (Definition 2) with the Laplace or Gaussian mechanism and a
 :class:`~dpbook.model.prior.LocationScalePrior`, when the family's ``base_logpdf`` and
-``base_ppf`` compile (:func:`compiled_family`).  It is the algorithm of
-:class:`dpbook.smc.SMC`, whose numpy code stays the reference it is tested against,
-in one compiled kernel per time step, one particle per loop iteration (in parallel):
+``base_ppf`` compile (:func:`compiled_family`) and it moves theta by random-walk MH
+(no conjugate ``gibbs``) or gives its conjugate move compiled (``engine_gibbs``); the
+paper's model keeps its own kernel (:mod:`dpbook.smc.normal_laplace`).  It is the
+algorithm of :class:`dpbook.smc.SMC`, whose numpy code stays the reference it is
+tested against, in one compiled kernel per time step, one particle per loop iteration
+(in parallel):
 
 1. systematic resampling with the weights of time t-1;
 2. Algorithm 3: for every k < t (or the subset moved at this step) an independent MH
    move of x_k with proposal x'_k = m + c z, z = G^-1(u) (the family's ``base_ppf`` of
-   a uniform), accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k))
+   a keyed uniform) or, for a family with ``base_draw`` (the Student-t: its quantile is
+   a slow Newton iteration), z drawn by it from a stream keyed by (particle, t, k),
+   accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k))
    (decided as the paper's kernel does: u' against a fast exponential, and again with
    ``vmath.log`` where the two are within a relative 1e-6, so every decision is the
-   exact one); then ``n_theta_moves`` random-walk MH moves of (m, log c) targeting
+   exact one); then ``n_theta_moves`` moves of theta: the family's compiled conjugate
+   draw (``engine_gibbs``: the normal family's is the paper kernel's
+   :func:`~dpbook.smc.normal_laplace.gibbs_conjugate`), or random-walk MH moves of
+   (m, log c) targeting
    eta(theta) prod_k p_theta(x_k) (with the log-Jacobian), with the covariance of
    :meth:`dpbook.smc.SMC._rw_chol` computed from the particles of time t-1 (its
    information matrix J compiled from the family's ``base_dlogpdf`` when that
    compiles);
-3. propagation x_t = m + c G^-1(u);
+3. propagation x_t = m + c z, z as the proposals draw it;
 4. weighting by the mechanism's density of y_t - T(x_t) at scale (r_t - l_t)/eps.
 
 Only the latent paths are stored; the likelihood of an x_k is computed again when it
@@ -29,7 +36,9 @@ SplitMix64 sequence of its own counter-keyed stream (:mod:`dpbook.rng`), word j 
 function of j alone, so the loop over k has no carried state; the family's
 functions use :mod:`dpbook.vmath` for exp and log; the sum over k of the move's
 target is kept in eight explicit partial sums.  So LLVM vectorises every loop over k,
-and the output is bit-identical for any number of threads and any vector width.
+and the output is bit-identical for any number of threads and any vector width.  (A
+family's ``base_draw``, a rejection sampler, keeps the sweep scalar; each x_k's draw
+still has a stream of its own, seeded by word 2k, :func:`keyed_word`, so the same holds.)
 
 The random streams are not those of the numpy reference (``SMC(..., generic=True)``),
 so the two agree in distribution, not draw by draw.
@@ -257,7 +266,10 @@ def engine_class(family, mechanism):
 
 
 def _gibbs_owner(family):
-    """The class whose ``gibbs`` the family has (Family: none, the random walk)."""
+    """The class whose ``gibbs`` the family has (Family: none, the random walk; so also
+    for a subclass that sets ``gibbs = Family.gibbs``)."""
+    if type(family).gibbs is Family.gibbs:
+        return Family
     return next(c for c in type(family).__mro__ if "gibbs" in vars(c))
 
 
