@@ -17,7 +17,13 @@ from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.engine import CompiledSMC, compiled_family, engine_class, keyed_word
+from dpbook.smc.engine import (
+    CompiledSMC,
+    compiled_family,
+    engine_class,
+    keyed_uniform,
+    keyed_word,
+)
 from dpbook.smc.normal_laplace import NormalLaplaceSMC
 
 
@@ -164,49 +170,34 @@ def test_a_gibbs_without_its_compiled_form_runs_numpy():
     assert engine_class(NormalRW(), "gaussian") is CompiledSMC  # random walk, compiled
 
 
-@pytest.mark.parametrize("df", [0.5, 3.0, 40.0])
-def test_student_t_keyed_draw_is_t_distributed(df):
-    """The Student-t's base_draw as the engine calls it: from the states of the words
-    of one particle's sequence (x_k's proposals, keyed_word) and along one stream
-    (propagation), KS against scipy's t_df (df 0.5: the gamma's boost below shape 1)."""
-    fam = get_family("student_t", df=df)
-    cf = compiled_family(fam)
-    draw = cf.draw
+def test_student_t_keyed_draws_are_t_distributed():
+    """The Student-t's draws as the engine makes them, KS against scipy's t_df (df 0.5:
+    the gamma's boost below shape 1): base_draw from the states of the words of one
+    particle's sequence (keyed_word) and along one stream (propagation), and
+    base_draw_pair (Bailey's polar method) from pairs of keyed uniforms, its accepted
+    draws (about pi/4 of them; the rejected ones are nan)."""
+    cf = compiled_family(get_family("student_t"))
+    draw, pair = cf.draw, cf.pair  # one compiled form for every df (self.df is read)
 
     @njit
     def draws(fs, base, n):
-        out = np.empty((2, n))
+        out = np.empty((3, n))
         s = base
         for j in range(n):
             out[0, j] = draw(fs, keyed_word(base, j))[1]
             s, out[1, j] = draw(fs, s)
+            out[2, j] = pair(fs, keyed_uniform(base, 2 * j), keyed_uniform(base, 2 * j + 1))
         return out
 
-    out = draws(cf.state[0], np.uint64(0x5EED + int(df * 10)), 20000)
-    for row in out:
-        assert stats.kstest(row, stats.t(df).cdf).pvalue > 1e-3, df
-
-
-def test_not_compilable_family_runs_numpy_with_one_warning():
-    """A family numba cannot compile still runs (the numpy SMC), and one warning names
-    the primitive that kept it off the compiled path."""
-    with pytest.warns(UserWarning, match=r"scipy_logistic family runs the numpy SMC.*"
-                                         r"base_ppf.*stats"):
-        s = SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)
-    assert type(s) is SMC
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)  # said once
-
-
-def test_compiled_primitives_match_numpy():
-    cf = compiled_family(Logistic())
-    z = np.linspace(-40.0, 40.0, 101)
-    q = np.linspace(1e-9, 1 - 1e-9, 101)
-    np.testing.assert_allclose([cf.logpdf1(cf.state[0], v) for v in z],
-                               Logistic().base_logpdf(z), rtol=1e-14)
-    np.testing.assert_allclose([cf.ppf1(cf.state[0], v) for v in q],
-                               Logistic().base_ppf(q), rtol=1e-13, atol=1e-15)
+    for df in (0.5, 3.0, 40.0):
+        cf = compiled_family(get_family("student_t", df=df))
+        assert cf.draw is draw and cf.pair is pair
+        out = draws(cf.state[0], np.uint64(0x5EED + int(df * 10)), 20000)
+        ok = ~np.isnan(out[2])
+        se = np.sqrt(np.pi / 4 * (1 - np.pi / 4) / ok.size)
+        assert abs(ok.mean() - np.pi / 4) < 5 * se
+        for row in (out[0], out[1], out[2][ok]):
+            assert stats.kstest(row, stats.t(df).cdf).pvalue > 1e-3, df
 
 
 TRUTH = (1.0, 2.0)

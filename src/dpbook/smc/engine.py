@@ -68,7 +68,7 @@ from dpbook.smc.sweep import KIND
 from dpbook.validation import check_release
 
 # purposes of the keyed streams: rng.stream_key(key, 8 t + purpose, particle)
-P_INIT, P_RESAMPLE, P_MOVE, P_THETA, P_SUBSET = 1, 3, 4, 6, 7
+P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = 1, 3, 4, 5, 6, 7
 
 
 class NotCompilable(Exception):
@@ -122,12 +122,25 @@ class CompiledFamily:
         self.state = _state(_numeric_attributes(family))
         self.logpdf, self.ppf, self.logpdf1, self.ppf1 = _primitives(type(family))
         self._check(family)
-        self.draw = _draw_primitive(type(family))
+        self.draw, self.pair = _draw_primitives(type(family))
         if self.draw is not None:
             try:
                 _outlined(self.draw)(self.state[0], np.uint64(1))
             except Exception as e:  # numba's typing errors are many classes
                 raise NotCompilable(f"base_draw: {_first_line(e)}") from None
+        if self.pair is not None:
+            u = np.array([0.1, 0.3, 0.5, 0.9, 0.95])
+            v = np.array([0.2, 0.6, 0.5, 0.9, 0.7])
+            try:
+                got = np.array([_outlined2(self.pair)(self.state[0], a, b)
+                                for a, b in zip(u, v)])
+            except Exception as e:  # numba's typing errors are many classes
+                raise NotCompilable(f"base_draw_pair: {_first_line(e)}") from None
+            with np.errstate(all="ignore"):  # the rejections: sqrt of a negative, log 0
+                ref = np.asarray(family.base_draw_pair(u, v), float)
+            if not np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True):
+                raise NotCompilable(f"base_draw_pair: its compiled form gives {got!r} where "
+                                    f"the numpy one gives {ref!r}")
         self.information = _information_kernel(type(family))
         if self.information is not None:
             try:
@@ -179,10 +192,21 @@ def _primitives(cls):
 
 
 @functools.cache
-def _draw_primitive(cls):
-    """The family's ``base_draw`` (a draw of g from a keyed generator state) compiled,
-    or None if it has none."""
-    return None if cls.base_draw is None else vmath.compile_scalar(cls.base_draw)
+def _draw_primitives(cls):
+    """The family's ``base_draw`` (a draw of g from a keyed generator state) and
+    ``base_draw_pair`` (from two uniforms, nan for a rejection: only with base_draw)
+    compiled, each None if it has none."""
+    if cls.base_draw is None:
+        return None, None
+    pair = None if cls.base_draw_pair is None else vmath.compile_scalar(cls.base_draw_pair)
+    return vmath.compile_scalar(cls.base_draw), pair
+
+
+def _outlined2(fn):
+    @njit(error_model="numpy")
+    def call(state, u, v):
+        return fn(state, u, v)
+    return call
 
 
 def _outlined(fn):
@@ -332,9 +356,9 @@ def log_prior_free(m, c, pr):
 
 
 @njit(inline="always", error_model="numpy")
-def _sweep(propose, fs, m, c, base, t, x_old, x_new, y, l, r, invb, kind, exact):
+def _sweep(propose, fs, m, c, base, zbuf, t, x_old, x_new, y, l, r, invb, kind, exact):
     """Algorithm 3's independent MH moves of x_0..x_{t-1} (one particle's row, proposal
-    x' = m + c z, z = propose(fs, base, 2 k): :func:`make_proposals`): accept if
+    x' = m + c z, z = propose(fs, base, 2 k, zbuf): :func:`make_proposals`): accept if
     log u' < d, d the log likelihood ratio.  The test is
     u' < exp_approx(min(d, 0)) unless ``exact``; a decision with u' within a relative
     EXP_TOL of the approximation is counted in ``close`` and the caller sweeps the row
@@ -345,7 +369,7 @@ def _sweep(propose, fs, m, c, base, t, x_old, x_new, y, l, r, invb, kind, exact)
     for k in range(t):
         xo = x_old[k]
         lo = noise_loglik(kind, y[k] - min(max(xo, l[k]), r[k]), invb[k])
-        xp = m + c * propose(fs, base, 2 * k)
+        xp = m + c * propose(fs, base, 2 * k, zbuf)
         lp = noise_loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
         u = keyed_uniform(base, 2 * k + 1)
         if exact:
@@ -437,18 +461,27 @@ def make_information(dlogpdf):
     return information
 
 
-def make_proposals(ppf, ppf1, draw):
-    """The family's draws of z ~ g in the step: ``propose(fs, base, j)`` (x_k's proposal
-    from word j of the particle's sequence, inlined in the sweep over k),
-    ``propose1`` (the same, outlined: subset moves) and ``propagate(fs, s)`` ->
-    (s, z) (x_t from the particle's theta stream).  By the quantile, z = G^-1(u) with
-    u a keyed uniform (vectorised over k), or, where the family has ``draw``
-    (``base_draw``), z drawn from a stream of its own seeded by the word
-    (:func:`keyed_word`): keyed by (particle, time, k) all the same, so the output does
-    not depend on the order of evaluation."""
+def make_proposals(ppf, ppf1, draw, pair):
+    """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf)``
+    (before the sweep), ``propose(fs, base, j, zbuf)`` (x_k's proposal, j = 2 k, inlined
+    in the sweep over k), ``propose1(fs, base, j)`` (the same, outlined: subset moves)
+    and ``propagate(fs, s)`` -> (s, z) (x_t from the particle's theta stream).
+
+    By the quantile, z = G^-1(u) with u word j of the particle's sequence (vectorised
+    over k).  Where the family has ``draw`` (``base_draw``), z is drawn from a stream of
+    its own seeded by word j (:func:`keyed_word`); where it also has ``pair``
+    (``base_draw_pair``: z from two uniforms, or nan for a rejection), ``prepare``
+    fills zbuf[k] with it from words 2k, 2k + 1 of the particle's P_DRAW sequence
+    (vectorised over k) and draws the rejected ones by ``draw`` as above.  Keyed by
+    (particle, time, k) all the same: the output does not depend on the order of
+    evaluation."""
     if draw is None:
         @njit(inline="always", error_model="numpy")
-        def propose(fs, base, j):
+        def prepare(fs, key, t, i, base, zbuf):
+            pass
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
             return ppf(fs, keyed_uniform(base, j))
 
         @njit(error_model="numpy")
@@ -459,19 +492,40 @@ def make_proposals(ppf, ppf1, draw):
         def propagate(fs, s):
             s, u = _rng.uniform(s)
             return s, ppf1(fs, u)
+
+        return prepare, propose, propose1, propagate
+
+    @njit(error_model="numpy")
+    def propose1(fs, base, j):
+        return draw(fs, keyed_word(base, j))[1]
+
+    @njit(error_model="numpy")
+    def propagate(fs, s):
+        return draw(fs, s)
+
+    if pair is None:
+        @njit(inline="always", error_model="numpy")
+        def prepare(fs, key, t, i, base, zbuf):
+            pass
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return draw(fs, keyed_word(base, j))[1]
     else:
         @njit(inline="always", error_model="numpy")
-        def propose(fs, base, j):
-            return draw(fs, keyed_word(base, j))[1]
+        def prepare(fs, key, t, i, base, zbuf):
+            b2 = _rng.stream_key(key, 8 * t + P_DRAW, i)
+            for k in range(t):  # vectorised
+                zbuf[k] = pair(fs, keyed_uniform(b2, 2 * k), keyed_uniform(b2, 2 * k + 1))
+            for k in range(t):  # the rejected ones (nan)
+                if not zbuf[k] == zbuf[k]:
+                    zbuf[k] = draw(fs, keyed_word(base, 2 * k))[1]
 
-        @njit(error_model="numpy")
-        def propose1(fs, base, j):
-            return draw(fs, keyed_word(base, j))[1]
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return zbuf[j >> 1]
 
-        @njit(error_model="numpy")
-        def propagate(fs, s):
-            return draw(fs, s)
-    return propose, propose1, propagate
+    return prepare, propose, propose1, propagate
 
 
 def make_rw_move(logpdf):
@@ -516,7 +570,7 @@ def make_gibbs_move(gibbs):
     return move
 
 
-def make_step(propose, propose1, propagate, move_theta):
+def make_step(prepare, propose, propose1, propagate, move_theta):
     """The compiled time step (module docstring, steps 2-4) for particles i0 <= i < i1,
     for a family's draws (:func:`make_proposals`) and theta move (:func:`make_rw_move`
     or :func:`make_gibbs_move`); one kernel per family class."""
@@ -527,6 +581,7 @@ def make_step(propose, propose1, propagate, move_theta):
         fs = state[0]
         n_moved = ks.shape[0]
         tmp = np.empty(max(t, 1))
+        zbuf = np.empty(max(t, 1))
         for i in range(i0, i1):
             a = anc[i]
             m = th_old[a, 0]
@@ -534,11 +589,12 @@ def make_step(propose, propose1, propagate, move_theta):
             base = _rng.stream_key(key, 8 * t + P_MOVE, i)
             nacc = 0
             if n_moved == t:  # Algorithm 3 as written: every x_k, vectorised over k
-                nacc, close = _sweep(propose, fs, m, c, base, t, x_old[a], x_new[i], y, l,
-                                     r, invb, kind, False)
+                prepare(fs, key, t, i, base, zbuf)
+                nacc, close = _sweep(propose, fs, m, c, base, zbuf, t, x_old[a], x_new[i],
+                                     y, l, r, invb, kind, False)
                 if close:  # rare: the row again, every test with vmath.log
-                    nacc, close = _sweep(propose, fs, m, c, base, t, x_old[a], x_new[i], y,
-                                         l, r, invb, kind, True)
+                    nacc, close = _sweep(propose, fs, m, c, base, zbuf, t, x_old[a],
+                                         x_new[i], y, l, r, invb, kind, True)
             else:  # subset rejuvenation: the others are copied
                 for k in range(t):
                     x_new[i, k] = x_old[a, k]
@@ -569,8 +625,8 @@ def make_step(propose, propose1, propagate, move_theta):
 
 
 @functools.cache
-def _proposals_for(ppf, ppf1, draw):
-    return make_proposals(ppf, ppf1, draw)
+def _proposals_for(ppf, ppf1, draw, pair):
+    return make_proposals(ppf, ppf1, draw, pair)
 
 
 @functools.cache
@@ -579,8 +635,8 @@ def _move_for(logpdf, gibbs):
 
 
 @functools.cache
-def _step_for(propose, propose1, propagate, move_theta):
-    return make_step(propose, propose1, propagate, move_theta)
+def _step_for(prepare, propose, propose1, propagate, move_theta):
+    return make_step(prepare, propose, propose1, propagate, move_theta)
 
 
 def _run(step, n, t, *args):
@@ -632,7 +688,7 @@ class CompiledSMC(SMC):
     def _allocate(self):
         cf = self._cf = compiled_family(self.family)
         self._gibbs = _engine_gibbs(self.family)
-        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw),
+        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw, cf.pair),
                                _move_for(cf.logpdf, self._gibbs))
         self._key = np.uint64(_rng.seed_to_key(self._seed))
         p = self.family.prior
