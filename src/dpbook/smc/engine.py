@@ -69,6 +69,9 @@ from dpbook.validation import check_release
 
 # purposes of the keyed streams: rng.stream_key(key, 8 t + purpose, particle)
 P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = 1, 3, 4, 5, 6, 7
+# vectorised passes of a family's base_draw_pair over a sweep's proposals before the
+# ones it still rejects are drawn by base_draw (a scalar call, some 100 ns)
+PAIR_TRIES = 3
 
 
 class NotCompilable(Exception):
@@ -472,7 +475,9 @@ def make_proposals(ppf, ppf1, draw, pair):
     its own seeded by word j (:func:`keyed_word`); where it also has ``pair``
     (``base_draw_pair``: z from two uniforms, or nan for a rejection), ``prepare``
     fills zbuf[k] with it from words 2k, 2k + 1 of the particle's P_DRAW sequence
-    (vectorised over k) and draws the rejected ones by ``draw`` as above.  Keyed by
+    (vectorised over k), tries again where it rejected (``PAIR_TRIES`` passes in all,
+    pass p from words 2(p t + k), 2(p t + k) + 1) and draws the ones still rejected by
+    ``draw`` as above (the first accepted of independent tries: exactly g).  Keyed by
     (particle, time, k) all the same: the output does not depend on the order of
     evaluation."""
     if draw is None:
@@ -515,11 +520,27 @@ def make_proposals(ppf, ppf1, draw, pair):
         @njit(inline="always", error_model="numpy")
         def prepare(fs, key, t, i, base, zbuf):
             b2 = _rng.stream_key(key, 8 * t + P_DRAW, i)
+            nbad = 0
             for k in range(t):  # vectorised
-                zbuf[k] = pair(fs, keyed_uniform(b2, 2 * k), keyed_uniform(b2, 2 * k + 1))
-            for k in range(t):  # the rejected ones (nan)
-                if not zbuf[k] == zbuf[k]:
-                    zbuf[k] = draw(fs, keyed_word(base, 2 * k))[1]
+                z = pair(fs, keyed_uniform(b2, 2 * k), keyed_uniform(b2, 2 * k + 1))
+                zbuf[k] = z
+                nbad += not z == z
+            for p in range(1, PAIR_TRIES):  # again where rejected (words 2(p t + k), +1)
+                if nbad == 0:
+                    break
+                nbad = 0
+                off = 2 * p * t
+                for k in range(t):  # vectorised: a select, not a branch
+                    z = pair(fs, keyed_uniform(b2, off + 2 * k),
+                             keyed_uniform(b2, off + 2 * k + 1))
+                    zk = zbuf[k]
+                    zk = zk if zk == zk else z
+                    zbuf[k] = zk
+                    nbad += not zk == zk
+            if nbad:  # rare (Student-t: 1%): base_draw from word 2k of the MH sequence
+                for k in range(t):
+                    if not zbuf[k] == zbuf[k]:
+                        zbuf[k] = draw(fs, keyed_word(base, 2 * k))[1]
 
         @njit(inline="always", error_model="numpy")
         def propose(fs, base, j, zbuf):
