@@ -465,7 +465,8 @@ def make_information(dlogpdf):
 
 
 def make_proposals(ppf, ppf1, draw, pair):
-    """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf)``
+    """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf,
+    zq, bad)``
     (before the sweep), ``propose(fs, base, j, zbuf)`` (x_k's proposal, j = 2 k, inlined
     in the sweep over k), ``propose1(fs, base, j)`` (the same, outlined: subset moves)
     and ``propagate(fs, s)`` -> (s, z) (x_t from the particle's theta stream).
@@ -482,7 +483,7 @@ def make_proposals(ppf, ppf1, draw, pair):
     evaluation."""
     if draw is None:
         @njit(inline="always", error_model="numpy")
-        def prepare(fs, key, t, i, base, zbuf):
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
             pass
 
         @njit(inline="always", error_model="numpy")
@@ -510,7 +511,7 @@ def make_proposals(ppf, ppf1, draw, pair):
 
     if pair is None:
         @njit(inline="always", error_model="numpy")
-        def prepare(fs, key, t, i, base, zbuf):
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
             pass
 
         @njit(inline="always", error_model="numpy")
@@ -518,29 +519,32 @@ def make_proposals(ppf, ppf1, draw, pair):
             return draw(fs, keyed_word(base, j))[1]
     else:
         @njit(inline="always", error_model="numpy")
-        def prepare(fs, key, t, i, base, zbuf):
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
             b2 = _rng.stream_key(key, 8 * t + P_DRAW, i)
-            nbad = 0
             for k in range(t):  # vectorised
-                z = pair(fs, keyed_uniform(b2, 2 * k), keyed_uniform(b2, 2 * k + 1))
-                zbuf[k] = z
-                nbad += not z == z
-            for p in range(1, PAIR_TRIES):  # again where rejected (words 2(p t + k), +1)
+                zbuf[k] = pair(fs, keyed_uniform(b2, 2 * k), keyed_uniform(b2, 2 * k + 1))
+            nbad = 0
+            for k in range(t):  # the rejected k, listed without a branch
+                bad[nbad] = k
+                nbad += not zbuf[k] == zbuf[k]
+            for p in range(1, PAIR_TRIES):  # again for those (words 2(p t + k), +1)
                 if nbad == 0:
                     break
-                nbad = 0
                 off = 2 * p * t
-                for k in range(t):  # vectorised: a select, not a branch
-                    z = pair(fs, keyed_uniform(b2, off + 2 * k),
-                             keyed_uniform(b2, off + 2 * k + 1))
-                    zk = zbuf[k]
-                    zk = zk if zk == zk else z
-                    zbuf[k] = zk
-                    nbad += not zk == zk
-            if nbad:  # rare (Student-t: 1%): base_draw from word 2k of the MH sequence
-                for k in range(t):
-                    if not zbuf[k] == zbuf[k]:
-                        zbuf[k] = draw(fs, keyed_word(base, 2 * k))[1]
+                for q in range(nbad):  # vectorised
+                    k = bad[q]
+                    zq[q] = pair(fs, keyed_uniform(b2, off + 2 * k),
+                                 keyed_uniform(b2, off + 2 * k + 1))
+                n = 0
+                for q in range(nbad):
+                    k = bad[q]
+                    zbuf[k] = zq[q]
+                    bad[n] = k
+                    n += not zq[q] == zq[q]
+                nbad = n
+            for q in range(nbad):  # rare (Student-t: 1%): base_draw from MH word 2k
+                k = bad[q]
+                zbuf[k] = draw(fs, keyed_word(base, 2 * k))[1]
 
         @njit(inline="always", error_model="numpy")
         def propose(fs, base, j, zbuf):
@@ -602,7 +606,9 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
         fs = state[0]
         n_moved = ks.shape[0]
         tmp = np.empty(max(t, 1))
-        zbuf = np.empty(max(t, 1))
+        zbuf = np.empty(max(t, 1))  # scratch of prepare: the proposals' z, ...
+        zq = np.empty(max(t, 1))
+        bad = np.empty(max(t, 1), np.int64)  # ... and the k still to draw
         for i in range(i0, i1):
             a = anc[i]
             m = th_old[a, 0]
@@ -610,7 +616,7 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
             base = _rng.stream_key(key, 8 * t + P_MOVE, i)
             nacc = 0
             if n_moved == t:  # Algorithm 3 as written: every x_k, vectorised over k
-                prepare(fs, key, t, i, base, zbuf)
+                prepare(fs, key, t, i, base, zbuf, zq, bad)
                 nacc, close = _sweep(propose, fs, m, c, base, zbuf, t, x_old[a], x_new[i],
                                      y, l, r, invb, kind, False)
                 if close:  # rare: the row again, every test with vmath.log
