@@ -3,13 +3,14 @@ and the numpy SMC, as issue 24's targets state them: ``smc_posterior`` on n rele
 (default 1000) with N = 1000 particles at eps = 5, warm (the first, compiling run timed
 apart), all in one process so that the ratios are measured side by side.
 
-    .venv/bin/python benchmarks/bench_engine.py [--n 1000] [--numpy-n 300] [--only student_t]
+    .venv/bin/python benchmarks/bench_engine.py [--n 1000] [--numpy-n 300] [--only W ...]
 
 Families: a logistic written as a user writes one (numpy only, in this file), the
 normal family with its conjugate move replaced by the engine's random walk (the
 baseline the targets name), the shipped Laplace family, the logistic with the
-Gaussian mechanism, and the shipped Student-t with df = 3 (its quantile function is
-dpbook.model.tdist's Newton iteration on the incomplete beta).  The numpy SMC
+Gaussian mechanism, the shipped Student-t with df = 3 (proposing by its keyed draw,
+``StudentT.base_draw``, not its quantile) and the normal family with the Gaussian
+mechanism (its conjugate move compiled, ``Normal.engine_gibbs``).  The numpy SMC
 (``generic=True``, the code that ran these families before the engine) is timed on
 ``--numpy-n`` releases and scaled by (n / numpy_n)^2,
 its measured growth (the MH sweep of Algorithm 3 is O(n^2 N)).
@@ -97,7 +98,9 @@ def main():
             ("normal, random-walk move", NormalRW(), "laplace"),
             ("laplace (shipped)", get_family("laplace"), "laplace"),
             ("logistic, Gaussian mechanism", Logistic(), "gaussian"),
-            ("student_t df 3 (shipped)", get_family("student_t", df=3.0), "laplace")]
+            ("student_t df 3 (shipped)", get_family("student_t", df=3.0), "laplace"),
+            ("normal, Gaussian mechanism (its compiled Gibbs move)", get_family("normal"),
+             "gaussian")]
     if a.only is not None:
         rows = [row for row in rows if row[1].name == "normal_rw" or
                 any(w in row[0] for w in a.only)]

@@ -11,13 +11,20 @@ from posterior_oracle import exact_posterior_quadrature
 from scipy import special, stats
 from test_smc_family import EPS, N_PART, R, Z, _close, _stats
 
-from dpbook import vmath
+from dpbook import backends, vmath
 from dpbook.model.families import get_family
 from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.engine import CompiledSMC, compiled_family, engine_class
+from dpbook.smc.engine import (
+    CompiledSMC,
+    compiled_family,
+    engine_class,
+    keyed_uniform,
+    keyed_word,
+)
+from dpbook.smc.normal_laplace import NormalLaplaceSMC
 
 
 class Logistic(LocationScaleFamily):
@@ -131,32 +138,66 @@ def test_which_models_run_the_engine():
     assert type(SMC(1.0, Logistic())) is CompiledSMC
     assert type(SMC(1.0, "laplace", "gaussian")) is CompiledSMC
     assert type(SMC(1.0, Logistic(), generic=True)) is SMC  # the numpy reference
-    assert engine_class(get_family("normal"), "gaussian") is None  # conjugate Gibbs move
-    # its compiled quantile is slower than numpy's standard_t draws (StudentT.compiled_smc)
-    assert engine_class(get_family("student_t", df=3), "laplace") is None
+    # the normal family's conjugate move compiled (engine_gibbs), any prior; the paper's
+    # model keeps its own kernel
+    assert engine_class(get_family("normal"), "gaussian") is CompiledSMC
+    narrow = Normal().with_prior(loc_mean=0.0, loc_var=1.0)
+    assert backends.backend("smc", narrow, "gaussian") is CompiledSMC
+    assert backends.backend("smc", narrow, "laplace") is NormalLaplaceSMC
+    assert backends.backend("smc", "normal", "laplace") is NormalLaplaceSMC
+    # the Student-t proposes by its keyed draw (base_draw), not its slow quantile
+    assert compiled_family(get_family("student_t", df=3)).draw is not None
+    assert compiled_family(Logistic()).draw is None
+    for fam, mech in (("student_t", "laplace"), ("student_t", "gaussian"),
+                      ("normal", "gaussian"), ("laplace", "laplace")):
+        assert backends.is_compiled(fam, mech), (fam, mech)
     assert engine_class(get_family("poisson"), "laplace") is None  # not location-scale
+    assert not backends.is_compiled("poisson", "laplace")
 
 
-def test_not_compilable_family_runs_numpy_with_one_warning():
-    """A family numba cannot compile still runs (the numpy SMC), and one warning names
-    the primitive that kept it off the compiled path."""
-    with pytest.warns(UserWarning, match=r"scipy_logistic family runs the numpy SMC.*"
-                                         r"base_ppf.*stats"):
-        s = SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)
-    assert type(s) is SMC
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        SMC(1.0, ScipyLogistic(), n_particles=10, n_max=2)  # said once
+class OwnGibbs(Normal):
+    """A subclass with a conjugate move of its own and no compiled form of it: the
+    normal family's compiled move is not taken for it (the numpy SMC runs)."""
+
+    name = "own_gibbs"
+
+    def gibbs(self, rng, theta, x):
+        return super().gibbs(rng, theta, x)
 
 
-def test_compiled_primitives_match_numpy():
-    cf = compiled_family(Logistic())
-    z = np.linspace(-40.0, 40.0, 101)
-    q = np.linspace(1e-9, 1 - 1e-9, 101)
-    np.testing.assert_allclose([cf.logpdf1(cf.state[0], v) for v in z],
-                               Logistic().base_logpdf(z), rtol=1e-14)
-    np.testing.assert_allclose([cf.ppf1(cf.state[0], v) for v in q],
-                               Logistic().base_ppf(q), rtol=1e-13, atol=1e-15)
+def test_a_gibbs_without_its_compiled_form_runs_numpy():
+    assert engine_class(OwnGibbs(), "gaussian") is None
+    assert engine_class(NormalRW(), "gaussian") is CompiledSMC  # random walk, compiled
+
+
+def test_student_t_keyed_draws_are_t_distributed():
+    """The Student-t's draws as the engine makes them, KS against scipy's t_df (df 0.5:
+    the gamma's boost below shape 1): base_draw from the states of the words of one
+    particle's sequence (keyed_word) and along one stream (propagation), and
+    base_draw_pair (Bailey's polar method) from pairs of keyed uniforms, its accepted
+    draws (about pi/4 of them; the rejected ones are nan)."""
+    cf = compiled_family(get_family("student_t"))
+    draw, pair = cf.draw, cf.pair  # one compiled form for every df (self.df is read)
+
+    @njit
+    def draws(fs, base, n):
+        out = np.empty((3, n))
+        s = base
+        for j in range(n):
+            out[0, j] = draw(fs, keyed_word(base, j))[1]
+            s, out[1, j] = draw(fs, s)
+            out[2, j] = pair(fs, keyed_uniform(base, 2 * j), keyed_uniform(base, 2 * j + 1))
+        return out
+
+    for df in (0.5, 3.0, 40.0):
+        cf = compiled_family(get_family("student_t", df=df))
+        assert cf.draw is draw and cf.pair is pair
+        out = draws(cf.state[0], np.uint64(0x5EED + int(df * 10)), 20000)
+        ok = ~np.isnan(out[2])
+        se = np.sqrt(np.pi / 4 * (1 - np.pi / 4) / ok.size)
+        assert abs(ok.mean() - np.pi / 4) < 5 * se
+        for row in (out[0], out[1], out[2][ok]):
+            assert stats.kstest(row, stats.t(df).cdf).pvalue > 1e-3, df
 
 
 TRUTH = (1.0, 2.0)
@@ -180,7 +221,10 @@ class NormalRW(Normal):
 
 @pytest.mark.parametrize("fam, mech", [(Logistic(), "laplace"), (Logistic(), "gaussian"),
                                        (get_family("laplace"), "laplace"),
-                                       (NormalRW(), "laplace")],
+                                       (NormalRW(), "laplace"),
+                                       # the keyed draw and the compiled Gibbs move
+                                       (get_family("student_t", df=3.0), "laplace"),
+                                       (get_family("normal"), "gaussian")],
                          ids=lambda v: getattr(v, "name", v))
 def test_engine_matches_exact_posterior(fam, mech):
     """Posterior means and sds against the quadrature reference, within Z = 5 standard

@@ -12,6 +12,7 @@ from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population, normal_population
 from dpbook.smc import SMC, smc_posterior
 from dpbook.smc import algorithm as smc_algorithm
+from dpbook.smc.engine import CompiledSMC
 from dpbook.smc.normal_laplace import NormalLaplaceSMC
 
 N_DATA, EPS = 30, 10.0
@@ -127,7 +128,7 @@ def test_generic_agrees_with_compiled_smc():
         assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < Z * se), (a.mean(0), b.mean(0))
     # make_smc picks the compiled one for the normal family with the Laplace mechanism
     assert type(smc_posterior(y[:3], l[:3], r[:3], EPS, n_particles=10)) is NormalLaplaceSMC
-    assert type(SMC(EPS, "normal", "gaussian", n_particles=10)) is SMC
+    assert type(SMC(EPS, "normal", "gaussian", n_particles=10)) is CompiledSMC
 
 
 class _MyLaplace(LaplaceMechanism):
@@ -196,8 +197,8 @@ def test_online_student_t_adaptive():
     fam = shipped_family("student_t")
     pop = family_population(fam, (1.0, 2.0), 40, 2.0, seed=5)
     run = run_online(pop, AdaptivePolicy(-1.5, 1.5), 40, n_particles=200, seed=2, family=fam)
-    # the Student-t keeps the numpy SMC (StudentT.compiled_smc: its draws are faster)
-    assert type(run.smc) is SMC and run.smc.family is fam and run.smc.t == 40
+    # the Student-t runs the compiled engine (proposing by its keyed draw)
+    assert type(run.smc) is CompiledSMC and run.smc.family is fam and run.smc.t == 40
     assert np.all(np.isfinite(run.y)) and np.all(run.l < run.r)
     assert len(pop) == 0
     again = run_online(family_population(fam, (1.0, 2.0), 40, 2.0, seed=5),
@@ -236,10 +237,10 @@ def test_online_default_is_the_compiled_smc_unchanged():
         smc.update(y, l, r)
     np.testing.assert_array_equal(smc.mu, run.smc.mu)
     np.testing.assert_array_equal(smc.w, run.smc.w)
-    # a Gaussian-mechanism population gets the generic SMC with the Gaussian likelihood
+    # a Gaussian-mechanism population gets the engine with the Gaussian likelihood
     g = run_online(normal_population(5, 3.0, 2.0, 1.0, seed=4, mechanism="gaussian"), pol, 5,
                    n_particles=50, seed=7)
-    assert type(g.smc) is SMC and g.smc.mechanism == "gaussian"
+    assert type(g.smc) is CompiledSMC and g.smc.mechanism == "gaussian"
 
 
 def test_family_population():

@@ -147,9 +147,8 @@ def test_the_family_compiles_its_own_primitives():
 def test_student_t_runs_every_engine_compiled_without_a_warning():
     """MHAAR, Algorithm 4, the exact posterior's grid and the marginal SMC's likelihood:
     each picks its compiled path for the Student-t (each warned and fell back to numpy
-    while its cdf and quantiles were scipy's); the latent SMC keeps the numpy SMC by
-    choice (``StudentT.compiled_smc``: numpy's standard_t draws beat the compiled
-    quantile there), without a warning."""
+    while its cdf and quantiles were scipy's), the latent SMC too (proposing by its
+    keyed draw, ``StudentT.base_draw``), without a warning."""
     import warnings
 
     from dpbook.backends import backend
@@ -157,12 +156,12 @@ def test_student_t_runs_every_engine_compiled_without_a_warning():
     from dpbook.mhaar.engine import _compiled
     from dpbook.model.mechanisms import get_mechanism
     from dpbook.posterior.engine import engine_model
-    from dpbook.smc.engine import engine_class
+    from dpbook.smc.engine import CompiledSMC, engine_class
 
     fam = get_family("student_t", df=3.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert engine_class(fam, "laplace") is None
+        assert engine_class(fam, "laplace") is CompiledSMC
         assert _compiled(fam, get_mechanism("laplace")) is not None
         assert mc.engine_class(fam, "gaussian") is mc.CompiledEngine
         assert engine_model(fam, "laplace") is not None

@@ -213,6 +213,17 @@ def gamma(state, shape):
 
 
 @njit(cache=True)
+def gamma_any(state, shape):
+    """Gamma(shape, scale 1) for any shape > 0 (boosted below 1: G(a) = G(a + 1) U^(1/a),
+    Marsaglia & Tsang, 2000, section 6)."""
+    if shape >= 1.0:
+        return gamma(state, shape)
+    state, g = gamma(state, shape + 1.0)
+    state, u = uniform(state)
+    return state, g * u ** (1.0 / shape)
+
+
+@njit(cache=True)
 def normals(seed, a, size):
     """``size`` standard normals from stream (seed, a, 0); for tests and helpers."""
     out = np.empty(size)

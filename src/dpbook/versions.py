@@ -76,8 +76,13 @@ VERSIONS = {
     # the Gaussian noise's boundary layer in the log-likelihood too (y beyond an end by
     # d > b), a peak search, and a family without base_sf keeps its upper atom (moved:
     # posterior-generic laplace mean/quantile by <= 5e-11, marginal-generic gaussian w
-    # by 1e-15)
-    "generic-model": 10,
+    # by 1e-15); 11: the latent SMC of the Student-t runs the engine, proposing by its
+    # keyed draw (StudentT.base_draw, z / sqrt(g / df)), and that of the normal family
+    # with the Gaussian mechanism (or with the Laplace one only where the paper's kernel
+    # does not take it) runs the engine with its compiled conjugate move
+    # (Normal.engine_gibbs); the compiled likelihood cuts a tail panel spanning more
+    # than a factor 3 in |z| (the Student-t's power-law tails)
+    "generic-model": 11,
     # the central model's replications (chapter 11: the curator's release and the
     # central posterior); 2: the curator sums the people the local methods of the same
     # seed see (version 1, unrecorded: other people, the replication's data seed having

@@ -195,16 +195,22 @@ class Logistic(LocationScaleFamily):
 
 @case("rng", "population", "smc", *GENERIC_MODEL)
 def smc_engine():
-    """The compiled engine of the latent SMC (dpbook.smc.engine): a user's family and a
-    shipped one, both mechanisms, all x_k moved and subset rejuvenation."""
+    """The compiled engine of the latent SMC (dpbook.smc.engine): a user's family and
+    shipped ones (the Student-t's keyed draw, the normal family's compiled Gibbs move),
+    both mechanisms, all x_k moved and subset rejuvenation."""
     from dpbook.model.families import get_family
     from dpbook.smc import smc_posterior
 
     y, l, r = _normal_releases(60, 2.0, 35.0, 65.0)
     out = {}
+    student_t = get_family("student_t", df=3.0)  # its keyed draw, base_draw
     for name, fam, mech, subset in (("logistic", Logistic(), "laplace", None),
                                     ("laplace", get_family("laplace"), "gaussian", None),
-                                    ("logistic-subset", Logistic(), "gaussian", 9)):
+                                    ("logistic-subset", Logistic(), "gaussian", 9),
+                                    ("student_t", student_t, "laplace", None),
+                                    ("student_t-subset", student_t, "gaussian", 9),
+                                    # the compiled conjugate move, engine_gibbs
+                                    ("normal-gibbs", get_family("normal"), "gaussian", None)):
         smc = smc_posterior(y, l, r, 2.0, family=fam, mechanism=mech, n_particles=64,
                             seed=5, subset=subset)
         assert type(smc).__name__ == "CompiledSMC"

@@ -1,25 +1,32 @@
 """The latent SMC (Algorithms 2-3) compiled for any location-scale family.
 
 :class:`CompiledSMC` is what ``dpbook.smc.SMC(eps, family, mechanism)`` returns for a
-location-scale family (Definition 2) that moves theta by random-walk MH (no conjugate
-``gibbs``), with the Laplace or Gaussian mechanism and a
+location-scale family (Definition 2) with the Laplace or Gaussian mechanism and a
 :class:`~dpbook.model.prior.LocationScalePrior`, when the family's ``base_logpdf`` and
-``base_ppf`` compile (:func:`compiled_family`).  It is the algorithm of
-:class:`dpbook.smc.SMC`, whose numpy code stays the reference it is tested against,
-in one compiled kernel per time step, one particle per loop iteration (in parallel):
+``base_ppf`` compile (:func:`compiled_family`) and it moves theta by random-walk MH
+(no conjugate ``gibbs``) or gives its conjugate move compiled (``engine_gibbs``); the
+paper's model keeps its own kernel (:mod:`dpbook.smc.normal_laplace`).  It is the
+algorithm of :class:`dpbook.smc.SMC`, whose numpy code stays the reference it is
+tested against, in one compiled kernel per time step, one particle per loop iteration
+(in parallel):
 
 1. systematic resampling with the weights of time t-1;
 2. Algorithm 3: for every k < t (or the subset moved at this step) an independent MH
    move of x_k with proposal x'_k = m + c z, z = G^-1(u) (the family's ``base_ppf`` of
-   a uniform), accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k))
+   a keyed uniform) or, for a family with ``base_draw`` (the Student-t: its quantile is
+   a slow Newton iteration), z drawn by it from a stream keyed by (particle, t, k),
+   accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k))
    (decided as the paper's kernel does: u' against a fast exponential, and again with
    ``vmath.log`` where the two are within a relative 1e-6, so every decision is the
-   exact one); then ``n_theta_moves`` random-walk MH moves of (m, log c) targeting
+   exact one); then ``n_theta_moves`` moves of theta: the family's compiled conjugate
+   draw (``engine_gibbs``: the normal family's is the paper kernel's
+   :func:`~dpbook.smc.normal_laplace.gibbs_conjugate`), or random-walk MH moves of
+   (m, log c) targeting
    eta(theta) prod_k p_theta(x_k) (with the log-Jacobian), with the covariance of
    :meth:`dpbook.smc.SMC._rw_chol` computed from the particles of time t-1 (its
    information matrix J compiled from the family's ``base_dlogpdf`` when that
    compiles);
-3. propagation x_t = m + c G^-1(u);
+3. propagation x_t = m + c z, z as the proposals draw it;
 4. weighting by the mechanism's density of y_t - T(x_t) at scale (r_t - l_t)/eps.
 
 Only the latent paths are stored; the likelihood of an x_k is computed again when it
@@ -29,7 +36,9 @@ SplitMix64 sequence of its own counter-keyed stream (:mod:`dpbook.rng`), word j 
 function of j alone, so the loop over k has no carried state; the family's
 functions use :mod:`dpbook.vmath` for exp and log; the sum over k of the move's
 target is kept in eight explicit partial sums.  So LLVM vectorises every loop over k,
-and the output is bit-identical for any number of threads and any vector width.
+and the output is bit-identical for any number of threads and any vector width.  (A
+family's ``base_draw``, a rejection sampler, keeps the sweep scalar; each x_k's draw
+still has a stream of its own, seeded by word 2k, :func:`keyed_word`, so the same holds.)
 
 The random streams are not those of the numpy reference (``SMC(..., generic=True)``),
 so the two agree in distribution, not draw by draw.
@@ -39,6 +48,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import importlib
 import math
 import os
 import warnings
@@ -58,7 +68,10 @@ from dpbook.smc.sweep import KIND
 from dpbook.validation import check_release
 
 # purposes of the keyed streams: rng.stream_key(key, 8 t + purpose, particle)
-P_INIT, P_RESAMPLE, P_MOVE, P_THETA, P_SUBSET = 1, 3, 4, 6, 7
+P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = 1, 3, 4, 5, 6, 7
+# vectorised passes of a family's base_draw_pair over a sweep's proposals before the
+# ones it still rejects are drawn by base_draw (a scalar call, some 100 ns)
+PAIR_TRIES = 3
 
 
 class NotCompilable(Exception):
@@ -112,6 +125,25 @@ class CompiledFamily:
         self.state = _state(_numeric_attributes(family))
         self.logpdf, self.ppf, self.logpdf1, self.ppf1 = _primitives(type(family))
         self._check(family)
+        self.draw, self.pair = _draw_primitives(type(family))
+        if self.draw is not None:
+            try:
+                _outlined(self.draw)(self.state[0], np.uint64(1))
+            except Exception as e:  # numba's typing errors are many classes
+                raise NotCompilable(f"base_draw: {_first_line(e)}") from None
+        if self.pair is not None:
+            u = np.array([0.1, 0.3, 0.5, 0.9, 0.95])
+            v = np.array([0.2, 0.6, 0.5, 0.9, 0.7])
+            try:
+                got = np.array([_outlined2(self.pair)(self.state[0], a, b)
+                                for a, b in zip(u, v)])
+            except Exception as e:  # numba's typing errors are many classes
+                raise NotCompilable(f"base_draw_pair: {_first_line(e)}") from None
+            with np.errstate(all="ignore"):  # the rejections: sqrt of a negative, log 0
+                ref = np.asarray(family.base_draw_pair(u, v), float)
+            if not np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True):
+                raise NotCompilable(f"base_draw_pair: its compiled form gives {got!r} where "
+                                    f"the numpy one gives {ref!r}")
         self.information = _information_kernel(type(family))
         if self.information is not None:
             try:
@@ -160,6 +192,24 @@ def _primitives(cls):
     logpdf = vmath.compile_scalar(cls.base_logpdf)
     ppf = vmath.compile_scalar(cls.base_ppf)
     return logpdf, ppf, _outlined(logpdf), _outlined(ppf)
+
+
+@functools.cache
+def _draw_primitives(cls):
+    """The family's ``base_draw`` (a draw of g from a keyed generator state) and
+    ``base_draw_pair`` (from two uniforms, nan for a rejection: only with base_draw)
+    compiled, each None if it has none."""
+    if cls.base_draw is None:
+        return None, None
+    pair = None if cls.base_draw_pair is None else vmath.compile_scalar(cls.base_draw_pair)
+    return vmath.compile_scalar(cls.base_draw), pair
+
+
+def _outlined2(fn):
+    @njit(error_model="numpy")
+    def call(state, u, v):
+        return fn(state, u, v)
+    return call
 
 
 def _outlined(fn):
@@ -228,9 +278,9 @@ def engine_class(family, mechanism):
     if not isinstance(family, LocationScaleFamily) or \
             not isinstance(getattr(family, "prior", None), LocationScalePrior) or \
             type(get_mechanism(mechanism)) not in KIND or \
-            type(family).gibbs is not Family.gibbs or \
-            not family.compiled_smc:  # a conjugate move is the numpy SMC's
-        return None
+            not family.compiled_smc or \
+            (_gibbs_owner(family) is not Family and _engine_gibbs(family) is None):
+        return None  # a conjugate move without a compiled form is the numpy SMC's
     try:
         compiled_family(family)
     except NotCompilable as e:
@@ -242,12 +292,41 @@ def engine_class(family, mechanism):
     return CompiledSMC
 
 
+def _gibbs_owner(family):
+    """The class whose ``gibbs`` the family has (Family: none, the random walk; so also
+    for a subclass that sets ``gibbs = Family.gibbs``)."""
+    if type(family).gibbs is Family.gibbs:
+        return Family
+    return next(c for c in type(family).__mro__ if "gibbs" in vars(c))
+
+
+def _engine_gibbs(family):
+    """The compiled form of the family's conjugate move, ``engine_gibbs`` ("module:
+    attribute" of an njit function (state, s, row, t, m, c, pr) -> (s, m, c) drawing
+    theta given the latent values row[:t] from the keyed stream state s), if the class
+    that defines ``gibbs`` gives it (a subclass with a ``gibbs`` of its own must give
+    its own); None if the family moves theta by random walk or has no compiled move."""
+    owner = _gibbs_owner(family)
+    target = vars(owner).get("engine_gibbs") if owner is not Family else None
+    if target is None:
+        return None
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 # ------------------------------------------------------------------ the kernels
 @njit(cache=True)
 def keyed_uniform(base, j):
     """Word j of the SplitMix64 sequence from ``base`` as a uniform on (0, 1)."""
     z = _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
     return (float(np.int64(z >> uint64(11))) + 0.5) * _rng.TWO53_INV
+
+
+@njit(cache=True)
+def keyed_word(base, j):
+    """Word j of the SplitMix64 sequence from ``base``, as the state of a stream of its
+    own (what a family's ``base_draw`` draws from)."""
+    return _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
 
 
 @njit(cache=True, error_model="numpy")
@@ -258,14 +337,7 @@ def noise_loglik(kind, v, invb):
     return -abs(z) if kind == 0 else -0.5 * z * z
 
 
-@njit(cache=True)
-def _gamma(state, shape):
-    """Gamma(shape) for any shape > 0 (boosted below 1: G(a) = G(a + 1) U^(1/a))."""
-    if shape >= 1.0:
-        return _rng.gamma(state, shape)
-    state, g = _rng.gamma(state, shape + 1.0)
-    state, u = _rng.uniform(state)
-    return state, g * u ** (1.0 / shape)
+_gamma = _rng.gamma_any  # Gamma(shape) for any shape > 0
 
 
 @njit(cache=True)
@@ -287,9 +359,10 @@ def log_prior_free(m, c, pr):
 
 
 @njit(inline="always", error_model="numpy")
-def _sweep(ppf, fs, m, c, base, t, x_old, x_new, y, l, r, invb, kind, exact):
+def _sweep(propose, fs, m, c, base, zbuf, t, x_old, x_new, y, l, r, invb, kind, exact):
     """Algorithm 3's independent MH moves of x_0..x_{t-1} (one particle's row, proposal
-    x' = m + c G^-1(u)): accept if log u' < d, d the log likelihood ratio.  The test is
+    x' = m + c z, z = propose(fs, base, 2 k, zbuf): :func:`make_proposals`): accept if
+    log u' < d, d the log likelihood ratio.  The test is
     u' < exp_approx(min(d, 0)) unless ``exact``; a decision with u' within a relative
     EXP_TOL of the approximation is counted in ``close`` and the caller sweeps the row
     again with ``exact``, so every decision is that of vmath.log(u') < d.
@@ -299,7 +372,7 @@ def _sweep(ppf, fs, m, c, base, t, x_old, x_new, y, l, r, invb, kind, exact):
     for k in range(t):
         xo = x_old[k]
         lo = noise_loglik(kind, y[k] - min(max(xo, l[k]), r[k]), invb[k])
-        xp = m + c * ppf(fs, keyed_uniform(base, 2 * k))
+        xp = m + c * propose(fs, base, 2 * k, zbuf)
         lp = noise_loglik(kind, y[k] - min(max(xp, l[k]), r[k]), invb[k])
         u = keyed_uniform(base, 2 * k + 1)
         if exact:
@@ -391,11 +464,141 @@ def make_information(dlogpdf):
     return information
 
 
-def make_step(logpdf, ppf, ppf1):
-    """The compiled time step (module docstring, steps 2-4) for particles i0 <= i < i1,
-    for a family's compiled base ``logpdf`` and ``ppf`` (inlined in the loops over k)
-    and ``ppf1`` (its outlined twin); one kernel per family class."""
+def make_proposals(ppf, ppf1, draw, pair):
+    """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf,
+    zq, bad)``
+    (before the sweep), ``propose(fs, base, j, zbuf)`` (x_k's proposal, j = 2 k, inlined
+    in the sweep over k), ``propose1(fs, base, j)`` (the same, outlined: subset moves)
+    and ``propagate(fs, s)`` -> (s, z) (x_t from the particle's theta stream).
+
+    By the quantile, z = G^-1(u) with u word j of the particle's sequence (vectorised
+    over k).  Where the family has ``draw`` (``base_draw``), z is drawn from a stream of
+    its own seeded by word j (:func:`keyed_word`); where it also has ``pair``
+    (``base_draw_pair``: z from two uniforms, or nan for a rejection), ``prepare``
+    fills zbuf[k] with it from words 2k, 2k + 1 of the particle's P_DRAW sequence
+    (vectorised over k), tries again where it rejected (``PAIR_TRIES`` passes in all,
+    pass p from words 2(p t + k), 2(p t + k) + 1) and draws the ones still rejected by
+    ``draw`` as above (the first accepted of independent tries: exactly g).  Keyed by
+    (particle, time, k) all the same: the output does not depend on the order of
+    evaluation."""
+    if draw is None:
+        @njit(inline="always", error_model="numpy")
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
+            pass
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return ppf(fs, keyed_uniform(base, j))
+
+        @njit(error_model="numpy")
+        def propose1(fs, base, j):
+            return ppf1(fs, keyed_uniform(base, j))
+
+        @njit(error_model="numpy")
+        def propagate(fs, s):
+            s, u = _rng.uniform(s)
+            return s, ppf1(fs, u)
+
+        return prepare, propose, propose1, propagate
+
+    @njit(error_model="numpy")
+    def propose1(fs, base, j):
+        return draw(fs, keyed_word(base, j))[1]
+
+    @njit(error_model="numpy")
+    def propagate(fs, s):
+        return draw(fs, s)
+
+    if pair is None:
+        @njit(inline="always", error_model="numpy")
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
+            pass
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return draw(fs, keyed_word(base, j))[1]
+    else:
+        @njit(inline="always", error_model="numpy")
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
+            b2 = _rng.stream_key(key, 8 * t + P_DRAW, i)
+            for k in range(t):  # vectorised
+                zbuf[k] = pair(fs, keyed_uniform(b2, 2 * k), keyed_uniform(b2, 2 * k + 1))
+            nbad = 0
+            for k in range(t):  # the rejected k, listed without a branch
+                bad[nbad] = k
+                nbad += not zbuf[k] == zbuf[k]
+            for p in range(1, PAIR_TRIES):  # again for those (words 2(p t + k), +1)
+                if nbad == 0:
+                    break
+                off = 2 * p * t
+                for q in range(nbad):  # vectorised
+                    k = bad[q]
+                    zq[q] = pair(fs, keyed_uniform(b2, off + 2 * k),
+                                 keyed_uniform(b2, off + 2 * k + 1))
+                n = 0
+                for q in range(nbad):
+                    k = bad[q]
+                    zbuf[k] = zq[q]
+                    bad[n] = k
+                    n += not zq[q] == zq[q]
+                nbad = n
+            for q in range(nbad):  # rare (Student-t: 1%): base_draw from MH word 2k
+                k = bad[q]
+                zbuf[k] = draw(fs, keyed_word(base, 2 * k))[1]
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return zbuf[j >> 1]
+
+    return prepare, propose, propose1, propagate
+
+
+def make_rw_move(logpdf):
+    """Algorithm 3 step 4 by ``n_moves`` random-walk MH moves of (m, log c) targeting
+    eta(theta) prod_k p_theta(x_k), proposal covariance ``chol`` chol^T:
+    ``move(fs, s, row, t, m, c, pr, chol, n_moves, tmp)`` -> (s, m, c, accepted)."""
     log_target = make_log_target(logpdf)
+
+    @njit(error_model="numpy")
+    def move(fs, s, row, t, m, c, pr, chol, n_moves, tmp):
+        nth = 0
+        cur = log_target(fs, row, t, m, c, pr, tmp)
+        for _ in range(n_moves):
+            s, z1 = _rng.normal(s)
+            s, z2 = _rng.normal(s)
+            s, u = _rng.uniform(s)
+            mp = m + chol[0, 0] * z1
+            cp = math.exp(math.log(c) + chol[1, 0] * z1 + chol[1, 1] * z2)
+            if 0.0 < cp < math.inf and math.isfinite(mp):  # else target 0
+                prop = log_target(fs, row, t, mp, cp, pr, tmp)
+                if math.log(u) < prop - cur:
+                    m = mp
+                    c = cp
+                    cur = prop
+                    nth += 1
+        return s, m, c, nth
+
+    return move
+
+
+def make_gibbs_move(gibbs):
+    """Algorithm 3 step 4 by ``n_moves`` draws of the family's compiled conjugate move
+    (``engine_gibbs``; an MH move accepted with probability one), with the signature of
+    :func:`make_rw_move`'s ``move``."""
+
+    @njit(error_model="numpy")
+    def move(fs, s, row, t, m, c, pr, chol, n_moves, tmp):
+        for _ in range(n_moves):
+            s, m, c = gibbs(fs, s, row, t, m, c, pr)
+        return s, m, c, n_moves
+
+    return move
+
+
+def make_step(prepare, propose, propose1, propagate, move_theta):
+    """The compiled time step (module docstring, steps 2-4) for particles i0 <= i < i1,
+    for a family's draws (:func:`make_proposals`) and theta move (:func:`make_rw_move`
+    or :func:`make_gibbs_move`); one kernel per family class."""
 
     @njit(nogil=True, error_model="numpy")
     def step(i0, i1, t, state, key, anc, x_old, x_new, th_old, th_new, y, l, r, invb, kind,
@@ -403,6 +606,9 @@ def make_step(logpdf, ppf, ppf1):
         fs = state[0]
         n_moved = ks.shape[0]
         tmp = np.empty(max(t, 1))
+        zbuf = np.empty(max(t, 1))  # scratch of prepare: the proposals' z, ...
+        zq = np.empty(max(t, 1))
+        bad = np.empty(max(t, 1), np.int64)  # ... and the k still to draw
         for i in range(i0, i1):
             a = anc[i]
             m = th_old[a, 0]
@@ -410,17 +616,18 @@ def make_step(logpdf, ppf, ppf1):
             base = _rng.stream_key(key, 8 * t + P_MOVE, i)
             nacc = 0
             if n_moved == t:  # Algorithm 3 as written: every x_k, vectorised over k
-                nacc, close = _sweep(ppf, fs, m, c, base, t, x_old[a], x_new[i], y, l, r,
-                                     invb, kind, False)
+                prepare(fs, key, t, i, base, zbuf, zq, bad)
+                nacc, close = _sweep(propose, fs, m, c, base, zbuf, t, x_old[a], x_new[i],
+                                     y, l, r, invb, kind, False)
                 if close:  # rare: the row again, every test with vmath.log
-                    nacc, close = _sweep(ppf, fs, m, c, base, t, x_old[a], x_new[i], y,
-                                         l, r, invb, kind, True)
+                    nacc, close = _sweep(propose, fs, m, c, base, zbuf, t, x_old[a],
+                                         x_new[i], y, l, r, invb, kind, True)
             else:  # subset rejuvenation: the others are copied
                 for k in range(t):
                     x_new[i, k] = x_old[a, k]
                 for j in range(n_moved):
                     q = ks[j]
-                    xp = m + c * ppf1(fs, keyed_uniform(base, 2 * j))
+                    xp = m + c * propose1(fs, base, 2 * j)
                     xo = x_old[a, q]
                     lo = noise_loglik(kind, y[q] - min(max(xo, l[q]), r[q]), invb[q])
                     lp = noise_loglik(kind, y[q] - min(max(xp, l[q]), r[q]), invb[q])
@@ -430,25 +637,12 @@ def make_step(logpdf, ppf, ppf1):
             acc_x[i] = nacc
             s = _rng.stream_key(key, 8 * t + P_THETA, i)
             nth = 0
-            if t > 0:  # Algorithm 3 step 4: random walk on (m, log c)
-                row = x_new[i]
-                cur = log_target(fs, row, t, m, c, pr, tmp)
-                for _ in range(n_moves):
-                    s, z1 = _rng.normal(s)
-                    s, z2 = _rng.normal(s)
-                    s, u = _rng.uniform(s)
-                    mp = m + chol[0, 0] * z1
-                    cp = math.exp(math.log(c) + chol[1, 0] * z1 + chol[1, 1] * z2)
-                    if 0.0 < cp < math.inf and math.isfinite(mp):  # else target 0
-                        prop = log_target(fs, row, t, mp, cp, pr, tmp)
-                        if math.log(u) < prop - cur:
-                            m = mp
-                            c = cp
-                            cur = prop
-                            nth += 1
+            if t > 0:  # Algorithm 3 step 4
+                s, m, c, nth = move_theta(fs, s, x_new[i], t, m, c, pr, chol, n_moves,
+                                          tmp)
             acc_th[i] = nth
-            s, u = _rng.uniform(s)  # Algorithm 2 steps 3-4
-            xt = m + c * ppf1(fs, u)
+            s, z = propagate(fs, s)  # Algorithm 2 steps 3-4
+            xt = m + c * z
             x_new[i, t] = xt
             logw[i] = noise_loglik(kind, y[t] - min(max(xt, l[t]), r[t]), invb[t])
             th_new[i, 0] = m
@@ -458,8 +652,18 @@ def make_step(logpdf, ppf, ppf1):
 
 
 @functools.cache
-def _step_for(logpdf, ppf, ppf1):
-    return make_step(logpdf, ppf, ppf1)
+def _proposals_for(ppf, ppf1, draw, pair):
+    return make_proposals(ppf, ppf1, draw, pair)
+
+
+@functools.cache
+def _move_for(logpdf, gibbs):
+    return make_rw_move(logpdf) if gibbs is None else make_gibbs_move(gibbs)
+
+
+@functools.cache
+def _step_for(prepare, propose, propose1, propagate, move_theta):
+    return make_step(prepare, propose, propose1, propagate, move_theta)
 
 
 def _run(step, n, t, *args):
@@ -509,8 +713,10 @@ class CompiledSMC(SMC):
                          subset=subset)
 
     def _allocate(self):
-        self._cf = compiled_family(self.family)
-        self._step = _step_for(self._cf.logpdf, self._cf.ppf, self._cf.ppf1)
+        cf = self._cf = compiled_family(self.family)
+        self._gibbs = _engine_gibbs(self.family)
+        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw, cf.pair),
+                               _move_for(cf.logpdf, self._gibbs))
         self._key = np.uint64(_rng.seed_to_key(self._seed))
         p = self.family.prior
         self._pr = np.array([p.loc_mean, p.loc_var, p.scale2_shape, p.scale2_scale])
@@ -543,7 +749,8 @@ class CompiledSMC(SMC):
         ks = self._all[:t]
         chol = np.zeros((2, 2))
         if t > 0:
-            chol = self._rw_chol(self.theta, self.w, self._x[0][:, :t])
+            if self._gibbs is None:  # the random walk's covariance
+                chol = self._rw_chol(self.theta, self.w, self._x[0][:, :t])
             systematic_keyed(self._key, P_RESAMPLE, t, self.w, self._anc)
             if self.subset is not None and self.subset < t:
                 ks = np.sort(subset_draw(np.random.default_rng([int(self._key), t, P_SUBSET]),

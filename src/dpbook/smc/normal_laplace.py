@@ -112,20 +112,52 @@ def _gather_zig(typingctx, x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i
 
 
 @njit(cache=True)
+def gibbs_conjugate(s, t, m, sg, s1, s2, pr):
+    """Algorithm 3 step 4 for the normal family as a Gibbs move given t > 0 latent values
+    with s1 = sum x_k, s2 = sum x_k^2, drawing from the keyed stream state s: mu | sigma,
+    x ~ N(v (m0/var0 + s1/sigma^2), v), v = 1/(1/var0 + t/sigma^2), then sigma^2 | mu,
+    x ~ IG(a + t/2, b + sum (x_k - mu)^2 / 2).  pr: the prior's (loc_mean = m0,
+    loc_var = var0, scale2_shape = a, scale2_scale = b).  Returns (s, mu, sigma)."""
+    v = 1.0 / (1.0 / pr[1] + t / (sg * sg))
+    s, z = _rng.normal(s)
+    m = v * (pr[0] / pr[1] + s1 / (sg * sg)) + math.sqrt(v) * z
+    ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
+    s, g = _rng.gamma(s, pr[2] + 0.5 * t)
+    sg = math.sqrt((pr[3] + 0.5 * ss) / g)
+    return s, m, sg
+
+
+@njit(cache=True)
+def gibbs_path(fs, s, row, t, m, sg, pr):
+    """:func:`gibbs_conjugate` given the latent values row[0], ..., row[t-1] (t > 0): the
+    normal family's compiled conjugate move for the latent SMC engine
+    (``Normal.engine_gibbs``; ``fs``, the family's numeric attributes, is not read).
+    Returns (s, mu, sigma)."""
+    a1 = a2 = b1 = b2 = 0.0  # two partial sums each: half the dependency chain
+    t2 = t - t % 2
+    for k in range(0, t2, 2):
+        x0 = row[k]
+        x1 = row[k + 1]
+        a1 += x0
+        a2 += x0 * x0
+        b1 += x1
+        b2 += x1 * x1
+    if t2 < t:
+        x0 = row[t2]
+        a1 += x0
+        a2 += x0 * x0
+    return gibbs_conjugate(s, t, m, sg, a1 + b1, a2 + b2, pr)
+
+
+@njit(cache=True)
 def gibbs_propagate(key, a, i, t, m, sg, s1, s2, pr):
-    """Algorithm 3 step 4 as a Gibbs move given s1 = sum x_k, s2 = sum x_k^2 (k < t),
-    then step 3 of Algorithm 2: x_t ~ N(mu, sigma^2).  Returns (mu, sigma, x_t).
-    pr: the prior's (loc_mean, loc_var, scale2_shape, scale2_scale)."""
+    """Algorithm 3 step 4 as a Gibbs move given s1 = sum x_k, s2 = sum x_k^2 (k < t;
+    :func:`gibbs_conjugate`), then step 3 of Algorithm 2: x_t ~ N(mu, sigma^2).
+    Returns (mu, sigma, x_t).  pr: the prior's (loc_mean, loc_var, scale2_shape,
+    scale2_scale)."""
     s = _rng.stream_key(key, a, i)
     if t > 0:
-        # mu | sigma, x  ~ N(v (m0/var0 + s1/sigma^2), v)
-        v = 1.0 / (1.0 / pr[1] + t / (sg * sg))
-        s, z = _rng.normal(s)
-        m = v * (pr[0] / pr[1] + s1 / (sg * sg)) + math.sqrt(v) * z
-        # sigma^2 | mu, x ~ IG(SHAPE + t/2, SCALE + sum (x - mu)^2 / 2)
-        ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
-        s, g = _rng.gamma(s, pr[2] + 0.5 * t)
-        sg = math.sqrt((pr[3] + 0.5 * ss) / g)
+        s, m, sg = gibbs_conjugate(s, t, m, sg, s1, s2, pr)
     s, z = _rng.normal(s)
     return m, sg, m + sg * z
 

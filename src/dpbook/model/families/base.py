@@ -280,8 +280,16 @@ class LocationScaleFamily(Family):
     location_scale = True
     # False: the latent SMC runs its numpy code without trying the compiled engine
     # (dpbook.smc.engine, which needs base_logpdf and base_ppf that numba compiles, and
-    # draws every proposal by base_ppf: a slow quantile makes it slower than numpy's)
+    # draws every proposal by base_ppf, or by base_draw where the family has one)
     compiled_smc = True
+    # a subclass may define base_draw(self, state) -> (state, z), z ~ g drawn from the
+    # compiled engine's keyed SplitMix64 state with dpbook.rng (uniform, normal,
+    # gamma_any): the engine then proposes with it instead of base_ppf (a quantile
+    # without a closed form is slow: the Student-t's); with it, base_draw_pair(self, u, v)
+    # -> z ~ g from two uniforms, or nan for a rejection (then base_draw is called), lets
+    # the engine draw the proposals of a sweep in one vectorised loop
+    base_draw = None
+    base_draw_pair = None
     prior: LocationScalePrior = SECTION6
 
     # base distribution g (theta = (0, 1))

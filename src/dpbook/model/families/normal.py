@@ -19,6 +19,9 @@ class Normal(LocationScaleFamily):
     name = "normal"
     params = ("mu", "sigma")
     summary = "N(mu, sigma^2), the paper's model (Section 6); conjugate Gibbs move"
+    # the conjugate move of gibbs, compiled for the latent SMC engine (dpbook.smc.engine:
+    # a function (state, keyed stream, row, t, mu, sigma, prior) -> (stream, mu, sigma))
+    engine_gibbs = "dpbook.smc.normal_laplace:gibbs_path"
 
     def base_logpdf(self, z):
         return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
