@@ -226,13 +226,16 @@ def test_the_quadrature_refused_by_its_panels_is_computed_adaptively(name, mech)
 
 
 @pytest.mark.parametrize("name, kw, mech", [("laplace", {}, "laplace"),
+                                            ("student_t", {"df": 3.0}, "gaussian"),
                                             ("normal", {}, "gaussian")])
 def test_the_second_try_runs_on_the_compiled_density_and_score(name, kw, mech):
     """The adaptive second try asks for thousands of single points; it takes them from
     the engine's compiled likelihood and score (50x faster than the numpy rule: Student-t
     on [-1e3, 1e3] with Gaussian noise, 8 s a refusal before).  They are the numpy
-    rule's numbers where the Fisher integrand p s s^T lives: log p to 1e-10, the score
-    to 1e-8 relative to 1 + |s| (the engine's stated accuracy), at y across
+    rule's numbers where the Fisher integrand p s s^T lives: log p to 1e-8, the score to
+    1e-8 relative to 1 + |s| (the engine's stated accuracy against the numpy rule; with
+    the Student-t's wide noise, b = 2e5, the two differ by 2.3e-9, the numpy rule's own
+    error against scipy's quad, the engine's 3e-11), at y across
     [l - 40 b, r + 40 b] and through the release's bulk, wherever p is within e^-60 of
     its largest value (beyond, p s s^T is below 1e-24 of the integral: Gaussian noise
     hundreds of scales from every value puts the integrand's peak in the family's far
@@ -251,6 +254,6 @@ def test_the_second_try_runs_on_the_compiled_density_and_score(name, kw, mech):
         ref_s = np.asarray(quadrature.score(y, l, r, eps, th, fam, mech)).reshape(-1, 2)
         live = ref_lp > ref_lp.max() - 60.0
         assert live.sum() >= 10
-        np.testing.assert_allclose(lp[live], ref_lp[live], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(lp[live], ref_lp[live], rtol=0, atol=1e-8)
         err = np.abs(s - ref_s) / (1 + np.abs(ref_s))
         assert np.max(err[live]) < 1e-8, (l, r, eps, np.max(err[live]))
