@@ -15,53 +15,19 @@ score's worst case (c/b = 500) may be the reference's own limit.
 from __future__ import annotations
 
 import itertools
-import math
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy import integrate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import Logistic  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from posterior_oracle import logistic_release_quad as reference  # noqa: E402
+
 from dpbook import backends  # noqa: E402
-
-
-def reference(fam, y, l, r, eps, m, c, mech):
-    """log p and the score by quad in x, breakpoints at T(y) and the grid maximum."""
-    b = (r - l) / eps
-    if mech == "laplace":
-        def noise(v):
-            return -np.abs(v) / b - math.log(2 * b)
-
-        def d_noise(v):
-            return np.sign(v) / b
-    else:
-        def noise(v):
-            return -0.5 * (v / b) ** 2 - math.log(b * math.sqrt(2 * math.pi))
-
-        def d_noise(v):
-            return v / b**2
-
-    def logf(x):
-        return fam.base_logpdf((x - m) / c) - math.log(c) + noise(y - x)
-
-    xs = np.linspace(l, r, 400001)
-    v = logf(xs)
-    atoms = (-np.logaddexp(0.0, -(l - m) / c) + noise(y - l),
-             -np.logaddexp(0.0, (r - m) / c) + noise(y - r))
-    top = max(float(np.max(v)), *atoms)
-    k = int(np.argmax(v))
-    pts = sorted({p for p in (min(max(y, l), r), xs[k], xs[max(k - 2, 0)],
-                              xs[min(k + 2, xs.size - 1)]) if l < p < r})
-    ints = [integrate.quad(lambda x, w=w: math.exp(logf(x) - top) * w(x), l, r, points=pts,
-                           limit=2000, epsabs=0, epsrel=1e-13)[0]
-            for w in (lambda x: 1.0, lambda x: d_noise(y - x),
-                      lambda x: (x - m) / c * d_noise(y - x))]
-    tot = ints[0] + sum(math.exp(a - top) for a in atoms)
-    return top + math.log(tot), np.array(ints[1:]) / tot
 
 
 def main():

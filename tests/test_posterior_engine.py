@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from posterior_oracle import exact_posterior_quadrature
+from posterior_oracle import exact_posterior_quadrature, logistic_release_quad
 from scipy import special
 from test_engine import Logistic
 
@@ -163,47 +163,6 @@ def test_the_default_sf_keeps_the_upper_atom():
                 np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-def _quad_reference(fam, y, l, r, eps, m, c, mech):
-    """log p(y | m, c) and the score of one release (eq. 7) by scipy.integrate.quad in x,
-    breakpoints at T_l^r(y) and at the integrand's maximum on a 4e5-point grid (the
-    logistic's log cdf and log sf in closed form)."""
-    import math
-
-    from scipy import integrate
-
-    b = (r - l) / eps
-    if mech == "laplace":
-        def noise(v):
-            return -np.abs(v) / b - math.log(2 * b)
-
-        def d_noise(v):
-            return np.sign(v) / b
-    else:
-        def noise(v):
-            return -0.5 * (v / b) ** 2 - math.log(b * math.sqrt(2 * math.pi))
-
-        def d_noise(v):
-            return v / b**2
-
-    def logf(x):
-        return fam.base_logpdf((x - m) / c) - math.log(c) + noise(y - x)
-
-    xs = np.linspace(l, r, 400001)
-    v = logf(xs)
-    atoms = (-np.logaddexp(0.0, -(l - m) / c) + noise(y - l),
-             -np.logaddexp(0.0, (r - m) / c) + noise(y - r))
-    top = max(float(np.max(v)), *atoms)
-    k = int(np.argmax(v))
-    pts = sorted({p for p in (min(max(y, l), r), xs[k], xs[max(k - 2, 0)],
-                              xs[min(k + 2, xs.size - 1)]) if l < p < r})
-    ints = [integrate.quad(lambda x, w=w: math.exp(logf(x) - top) * w(x), l, r, points=pts,
-                           limit=2000, epsabs=0, epsrel=1e-13)[0]
-            for w in (lambda x: 1.0, lambda x: d_noise(y - x),
-                      lambda x: (x - m) / c * d_noise(y - x))]
-    tot = ints[0] + sum(math.exp(a - top) for a in atoms)
-    return top + math.log(tot), np.array(ints[1:]) / tot
-
-
 def test_the_engine_resolves_a_narrow_peak_between_panel_ends():
     """The log integrand of eq. (7) can peak between the base's quantiles and the
     noise's reach around z_u (Gaussian noise, c/b = 0.05, y beyond the population's
@@ -223,7 +182,7 @@ def test_the_engine_resolves_a_narrow_peak_between_panel_ends():
         y = r + k * b if k >= 0 else l + k * b
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the logistic's exp overflows
-            want, want_s = _quad_reference(fam, y, l, r, eps, m, c, mech)
+            want, want_s = logistic_release_quad(fam, y, l, r, eps, m, c, mech)
         got = backends.backend("loglik_terms", fam, mech)(
             np.array([y]), np.array([l]), np.array([r]), eps, np.array([[m, c]]))[0, 0]
         assert abs(got - want) < 1e-9
