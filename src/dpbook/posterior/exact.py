@@ -381,12 +381,16 @@ def _moments(lp, weights, axes):
     return mean, sd
 
 
-def _grid_posterior(model, box, maps, sizes):
+def _grid_posterior(model, box, maps, sizes, ends=None):
+    """``ends``: the user's bounds, which a positive parameter's axis (uniform in its
+    log) ends at exactly, not at exp(log(bound)) (one ulp off)."""
     axes, weights, us = [], [], []
     for k, (n, p) in enumerate(zip(sizes, model.positive)):
         u, w = _axis(box[2 * k], box[2 * k + 1], n, *maps[k])
         us.append(u)
         axes.append(np.exp(u) if p else u)
+        if p and ends is not None:
+            axes[-1][[0, -1]] = ends[k]
         weights.append(w * axes[-1] if p else w)
     lp = model.log_post(axes)
     lpv = lp
@@ -453,11 +457,14 @@ def grid_posterior(model, grid=None, bounds=None, tol=1e-5):
     if bounds is None:
         box, mode, sd = _auto_box(model)
         maps = tuple((m, _SINH_SD * s) for m, s in zip(mode, sd))
+        ends = None
     else:
         box = _check_bounds(bounds, model.params, model.positive)
         maps = ((None, None),) * len(sizes)
+        ends = [(float(a), float(b)) for a, b in
+                ((bounds,) if len(sizes) == 1 and np.ndim(bounds) == 1 else bounds)]
     while True:
-        post = _grid_posterior(model, box, maps, sizes)
+        post = _grid_posterior(model, box, maps, sizes, ends)
         if (bounds is not None or not post.quad_error > tol
                 or np.prod([2 * n - 1 for n in sizes]) * model.y.size > _REFINE_BUDGET):
             return post
