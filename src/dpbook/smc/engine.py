@@ -464,6 +464,11 @@ def make_information(dlogpdf):
     return information
 
 
+@njit(inline="always", error_model="numpy")
+def _no_prepare(fs, key, t, i, base, zbuf, zq, bad):
+    """make_proposals' ``prepare`` where nothing is drawn before the sweep."""
+
+
 def make_proposals(ppf, ppf1, draw, pair):
     """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf,
     zq, bad)``
@@ -482,10 +487,7 @@ def make_proposals(ppf, ppf1, draw, pair):
     (particle, time, k) all the same: the output does not depend on the order of
     evaluation."""
     if draw is None:
-        @njit(inline="always", error_model="numpy")
-        def prepare(fs, key, t, i, base, zbuf, zq, bad):
-            pass
-
+        prepare = _no_prepare
         @njit(inline="always", error_model="numpy")
         def propose(fs, base, j, zbuf):
             return ppf(fs, keyed_uniform(base, j))
@@ -510,10 +512,7 @@ def make_proposals(ppf, ppf1, draw, pair):
         return draw(fs, s)
 
     if pair is None:
-        @njit(inline="always", error_model="numpy")
-        def prepare(fs, key, t, i, base, zbuf, zq, bad):
-            pass
-
+        prepare = _no_prepare
         @njit(inline="always", error_model="numpy")
         def propose(fs, base, j, zbuf):
             return draw(fs, keyed_word(base, j))[1]
