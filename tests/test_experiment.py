@@ -453,6 +453,26 @@ def test_original_code_releases_with_the_authors_noise_scale(tmp_path):
         ex.make_config(original_code="yes")
 
 
+def test_algorithm_seed_reseeds_the_algorithms_not_the_data(ref, tmp_path):
+    # issue 38's equivalence check reruns a kernel with a second algorithm seed: the
+    # fixed-interval releases must be those of the reference, the estimates not
+    cfg = {k: v for k, v in SMALL.items() if k != "progress"}
+    assert "algorithm_seed" not in ex.make_config(**cfg)
+    assert ex.make_config(algorithm_seed=1, **cfg)["algorithm_seed"] == 1
+    df = _run(tmp_path / "a", eps=(5,), methods=("smc-fixed", "mhaar"), workers=1,
+              algorithm_seed=1)
+    tr_ref, tr = ex.load_results(ref[0])[1], ex.load_results(tmp_path / "a")[1]
+    want = ref[1]
+    for method in ("smc-fixed", "mhaar"):
+        for run in (0, 1):
+            np.testing.assert_array_equal(tr[method, 5.0, run]["y"], tr_ref[method, 5.0, run]["y"])
+        got = df[df.method == method].mu_hat.to_numpy()
+        old = want[(want.method == method) & (want.eps == 5.0)].mu_hat.to_numpy()
+        assert not np.array_equal(got, old)
+    with pytest.raises(ValueError, match="algorithm_seed"):
+        ex.make_config(algorithm_seed=-1)
+
+
 def test_run_online_analyses_at_the_eps_it_is_given():
     from dpbook.online import run_online
     from dpbook.privacy.policies import FixedPolicy

@@ -210,7 +210,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
-                subset=None, original_code=False, batch=1) -> dict:
+                subset=None, original_code=False, batch=1, algorithm_seed=None) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -227,7 +227,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     above 1, so the paper's configuration keeps its key.  A list of several batch sizes
     (distinct) makes one store with a task per batch size for each online method's
     (eps, run), recorded as the ascending list (module docstring); a list of one is
-    that one value.
+    that one value.  ``algorithm_seed``: the root of the algorithms' seeds when it is to
+    differ from ``seed``, which then seeds the data only (the same sensitive samples and
+    noise, other SMC and MHAAR draws: the Monte Carlo spread of a rerun, issue 38's
+    equivalence check); recorded only when given.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -284,6 +287,8 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
             raise ValueError("batch goes with the online methods (Algorithm 1), not with "
                              f"{', '.join(config['methods'])}")
         config["batch"] = batches if len(batches) > 1 else batches[0]
+    if algorithm_seed is not None:
+        config["algorithm_seed"] = check_count("algorithm_seed", algorithm_seed, 0)
     if original_code is not False:
         if original_code is not True:
             raise ValueError(f"original_code must be True or False, got {original_code!r}")

@@ -34,7 +34,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
     for k in ("family", "family_options", "family_registered", "mechanism", "subset",
-              "original_code", "batch"):
+              "original_code", "batch", "algorithm_seed"):
         if k in config:
             spec[k] = config[k]
     if task.batch is not None:  # a store of several batch sizes: the task's own
@@ -140,7 +140,8 @@ def run_task(spec: dict) -> dict:
     params = family.params
     method, eps, run, root = spec["method"], float(spec["eps"]), int(spec["run"]), spec["seed"]
     n, theta = spec["n"], tuple(spec["theta"])
-    dss, ass = data_seed(root, eps, run), task_seed(root, method, eps, run)
+    dss = data_seed(root, eps, run)
+    ass = task_seed(spec.get("algorithm_seed", root), method, eps, run)
     row = {"method": method, "eps": eps, "run": run,
            **({"batch": int(spec["batch"])} if spec.get("batch_key") else {}),
            "seed": seed_str(ass),
