@@ -59,7 +59,13 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from dpbook.experiment import book_experiment, rmse_ratios, store_report, summarize
+from dpbook.experiment import (
+    book_experiment,
+    rmse_ratios,
+    store_report,
+    summarize,
+    verdict_category,
+)
 from dpbook.figures import METHOD_COLOURS, figure_saver, glue_number, glue_phrase, show_table
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -176,15 +182,14 @@ show_table(ratios.pivot(index=["eps", "param", "lowest"], columns="other",
              values=["ratio", "q05", "q95"]))
 
 # %% tags=["hide-input"]
+WORDS = {"better": "better, and the bootstrap interval excludes a tie",
+         "worse": "worse, and the bootstrap interval excludes a tie",
+         "better, tie": "better, but the bootstrap interval includes a tie",
+         "no better, tie": "no better, and the bootstrap interval includes a tie"}
+
+
 def verdict(r):
-    if r.q95 < 1:
-        word = "better, and the bootstrap interval excludes a tie"
-    elif r.q05 > 1:
-        word = "worse, and the bootstrap interval excludes a tie"
-    elif r.ratio < 1:
-        word = "better, but the bootstrap interval includes a tie"
-    else:
-        word = "no better, and the bootstrap interval includes a tie"
+    word = WORDS[verdict_category(r.ratio, r.q05, r.q95)]
     return f"against {r.other}, adaptive is {word} ({r.ratio:.2f}, {r.q05:.2f} to {r.q95:.2f})"
 
 

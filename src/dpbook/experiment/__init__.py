@@ -34,6 +34,7 @@ from dpbook.experiment.results import (
     load_results,
     rmse_ratios,
     summarize,
+    verdict_category,
 )
 from dpbook.experiment.runner import (
     BOOK_CONFIGS,
@@ -59,4 +60,5 @@ __all__ = ["ALL_METHODS", "BOOK_CONFIGS", "CHAIN_POINTS", "METHODS", "PAPER", "S
            "is_complete", "keep_freed_memory", "keep_freed_memory_env", "load_results",
            "make_config", "package_versions", "read_manifest", "rmse_ratios", "run_experiment",
            "run_task",
-           "run_tasks", "store_progress", "store_report", "summarize", "task_seed", "task_spec"]
+           "run_tasks", "store_progress", "store_report", "summarize", "task_seed", "task_spec",
+           "verdict_category"]

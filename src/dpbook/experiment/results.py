@@ -205,6 +205,17 @@ def summarize(estimates, mu=None, sigma=None):
     return out
 
 
+def verdict_category(ratio, q05, q95) -> str:
+    """Chapter 6's reading of one RMSE ratio (adaptive over another method) and its
+    bootstrap interval: "better" or "worse" when the interval excludes 1, else "better,
+    tie" or "no better, tie" by the ratio itself."""
+    if q95 < 1:
+        return "better"
+    if q05 > 1:
+        return "worse"
+    return "better, tie" if ratio < 1 else "no better, tie"
+
+
 def rmse_ratios(estimates, method="smc-adaptive", others=("smc-fixed", "mhaar"), B=2000,
                 rng=None, params=("mu", "sigma")):
     """RMSE of ``method`` over that of each of ``others``, per eps and parameter, with a
