@@ -10,6 +10,7 @@ MHAAR kernels are bit-identical for any number of numba threads.
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -106,13 +107,35 @@ def keep_freed_memory_env() -> dict:
 
 def init_worker():
     """Process-pool initializer: one numba thread per worker so tasks run side by side,
-    freed memory kept for reuse (:func:`keep_freed_memory`), and Ctrl-C (SIGINT, sent to
-    the whole process group) left to the parent, which stops the pool."""
+    freed memory kept for reuse (:func:`keep_freed_memory`), Ctrl-C (SIGINT, sent to
+    the whole process group) left to the parent, which stops the pool, and the worker
+    made to die with its parent (:func:`die_with_parent`)."""
     import signal
 
     set_threads(1)
     keep_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+
+
+def die_with_parent(every=0.25):
+    """End this process within ``every`` seconds of its parent's death, however the
+    parent died (SIGKILL included, which no handler of the parent sees): a daemon thread
+    watches for the process being re-parented.  Without it the pool's workers, and the
+    resource tracker they keep open, outlive a killed ``dpbook experiment``."""
+    import multiprocessing
+    import threading
+
+    # the pid the pool gave at spawn: the parent may be dead before this runs
+    origin = multiprocessing.parent_process()
+    parent = origin.pid if origin is not None else os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 def run_task(spec: dict) -> dict:
