@@ -61,6 +61,9 @@ def _damage(path: Path, how: str):
     elif how == "pickled":
         np.savez(path.with_suffix(""), row_json=np.array([{"a": 1}], dtype=object),
                  config_sha=np.array("x"))
+    elif how.startswith("byte flipped at"):  # inside an array's compressed data
+        at = int(len(data) * int(how.split()[-1].rstrip("%")) / 100)
+        path.write_bytes(data[:at] + bytes([data[at] ^ 0x5A]) + data[at + 1:])
     elif how == "other task":
         other = sorted(path.parent.glob("*.npz"))
         other = next(p for p in other if p != path)
@@ -68,7 +71,8 @@ def _damage(path: Path, how: str):
 
 
 @pytest.mark.parametrize("how", ["truncated", "empty", "garbage", "wrong keys", "pickled",
-                                 "other task"])
+                                 "other task", "byte flipped at 23%", "byte flipped at 51%",
+                                 "byte flipped at 77%"])
 def test_corrupt_task_file_is_quarantined_and_recomputed(ref, tmp_path, how):
     out = tmp_path / "s"
     shutil.copytree(ref[0], out)

@@ -28,6 +28,7 @@ import subprocess
 import time
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,9 @@ def read_task(path: Path, task: Task, sha) -> dict:
     problem if it is unreadable, is not a dpbook task file, or was made by another
     configuration (``sha``: the hash, or the set of hashes, it may carry; see
     :func:`config_hash` and :func:`accepted_hashes`) or for another task.  Nothing is
-    ever unpickled (a store may come from someone else)."""
+    ever unpickled (a store may come from someone else).  Every array is read, so that
+    the checksum each member of the zip archive carries (CRC-32) is verified: a file
+    damaged anywhere is refused here, not half-used later."""
     shas = {sha} if isinstance(sha, str) else set(sha)
     try:
         if path.stat().st_size == 0:
@@ -114,6 +117,8 @@ def read_task(path: Path, task: Task, sha) -> dict:
                 raise ValueError("it is not a dpbook task file of this version (keys "
                                  f"{', '.join(sorted(z.files)) or 'none'})")
             file_sha, row = str(z["config_sha"]), json.loads(str(z["row_json"]))
+            for k in z.files:  # reading a member checks its CRC-32: damage anywhere
+                z[k]
     except ValueError as e:
         msg = str(e)
         if "allow_pickle" in msg or "pickled" in msg:
@@ -121,7 +126,7 @@ def read_task(path: Path, task: Task, sha) -> dict:
         elif "cannot reshape" in msg or "NPY" in msg or "header" in msg:
             msg = "it is damaged (unreadable array)"
         raise ValueError(f"{path}: {msg}") from None
-    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError, zlib.error) as e:
         raise ValueError(f"{path}: unreadable ({type(e).__name__}: "
                          f"{str(e).splitlines()[0] if str(e) else 'truncated'})") from None
     if file_sha not in shas:
