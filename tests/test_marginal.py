@@ -204,3 +204,11 @@ def test_take_many_is_all_or_nothing():
     assert cur.n == 0 and cur.posterior.t == 0 and cur.outstanding == {(l, r): 2}
     cur.take_many([0.1, 0.2], [l] * 2, [r] * 2)
     assert cur.n == 2 and cur.posterior.t == 2 and not cur.outstanding
+
+
+def test_particles_that_cannot_fit_are_refused_before_allocating():
+    # issue 40: 10^10 particles (stream, posterior, curator init) was an ArrayMemoryError
+    # traceback after numpy tried to allocate 149 GiB; now one line naming the need
+    with pytest.raises(ValueError, match=r"marginal SMC with 30000000000 particles would "
+                                         r"need about .* of memory"):
+        MarginalSMC(1.0, n_particles=3 * 10**10)

@@ -48,6 +48,7 @@ from dpbook.validation import (
     as_generator,
     check_count,
     check_eps,
+    check_memory,
     check_observations,
     check_release,
 )
@@ -71,6 +72,10 @@ class MarginalSMC(ParticlePosterior):
         self.family = as_family(family)
         self.mechanism = check_mechanism(mechanism)
         self.n_particles = check_count("n_particles", n_particles, minimum=2)
+        dim = as_family(family).dim
+        # theta, its proposal and free coordinates, weights, likelihoods and temporaries
+        check_memory(f"a marginal SMC with {self.n_particles} particles",
+                     8.0 * self.n_particles * (8 + 4 * dim))
         self.moves = check_count("moves", moves)
         if not 0.0 < float(ess_threshold) <= 1.0:
             raise ValueError(f"ess_threshold must lie in (0, 1], got {ess_threshold!r}")
