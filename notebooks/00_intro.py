@@ -140,6 +140,8 @@ glue_phrase("finding",
 #     with `dpbook stream`, and the curator's side of a deployment.
 # 11. {ref}`ch-local-vs-central`: what local privacy costs against a trusted curator who
 #     adds noise once, on the same people at the same ε.
+# 12. {ref}`ch-batches`: one published interval for a batch of devices, as a deployment
+#     needs, and what larger batches cost.
 #
 # Where this book departs from the paper or from the authors' code, and why, is
 # recorded in {ref}`reproduction-notes`.

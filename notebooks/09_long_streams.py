@@ -57,7 +57,7 @@
 # length $t$, so one run gives the whole cost curve ({func}`dpbook.online.streams.timed_run`).
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": streams of 10^4 (about two minutes); "full": 10^5 (about 20 minutes)
+mode = "quick"  # "quick": streams of 10^4 (about two minutes); "full": 10^5 (about 10 minutes)
 seed = 0  # root seed of the populations and the algorithms
 
 # %% tags=["hide-input"]
@@ -443,81 +443,6 @@ glue_phrase("ogd-arrives", each_eps([arrive[e] for e in EPS], "{:,}"))
 # most one scale per individual and first comes within one σ of μ after
 # {glue:md}`ogd-arrives` individuals; its steps of size 1/t then average that start away
 # only slowly, and it has no credible interval to say how far it still is.
-
-# %% [markdown]
-# ## One interval for a batch of devices
 #
-# Algorithm 1 asks each individual with an interval drawn after the previous release.
-# A deployment cannot: devices fetch the current interval and report later, in batches.
-# With `batch=B` ({func}`dpbook.online.algorithm.run_online`, `dpbook stream --batch`,
-# `dpbook experiment --batch`, `dpbook curator publish --k B`) the curator publishes one
-# interval, from one Thompson draw, for the next $B$ individuals, and absorbs their $B$
-# releases before drawing the next; $B = 1$ is Algorithm 1.  Below: the marginal SMC
-# with the adaptive policy for growing $B$, and with the fixed interval, over
-# {glue:text}`batch-streams` independent streams per point (the first is the longest
-# stream above: the same individuals, noise and seeds); the posterior's interquartile
-# range after all $n$ individuals, the median over the streams with their range as the
-# band, and the fixed interval's median as the dashed line.
-
-# %% tags=["hide-input"] fig_caption="Posterior IQR of μ and σ after {n:,} individuals against the batch size B (one published interval per B individuals; B = 1 is Algorithm 1), marginal SMC, adaptive policy, ε = 1 and 10: the median over {streams} streams per point, the band their range; dashed: the fixed interval's median IQR." fig_alt="Two log-log panels, the IQR of mu and of sigma against the batch size, one line per epsilon with a shaded band; the IQR stays near the unbatched value for small batches and rises toward the dashed fixed-interval level as the batches grow."
-BATCHES = {"quick": (1, 10, 100, 1000), "full": (1, 10, 100, 1000, 10_000)}[mode]
-STREAMS = {"quick": 2, "full": 3}[mode]  # independent streams per (eps, B)
-n_long = SIZES["long"]
-rows = []
-for eps in EPS:
-    for rep in range(STREAMS):
-        # stream 0 is the one above (its unbatched and fixed runs are reused)
-        pop_seed = [seed, round(100 * eps)] + ([] if rep == 0 else [rep])
-        for B in (*BATCHES, "fixed"):
-            if rep == 0 and B in (1, "fixed"):
-                run = runs["smc-marginal", "adaptive" if B == 1 else "fixed", eps]
-            else:
-                run = streams.timed_run(
-                    "smc-marginal", normal_population(n_long, MU, SIGMA, eps, seed=pop_seed),
-                    n_long, policy="adaptive" if B != "fixed" else FIXED, n_particles=N,
-                    checkpoints=[n_long], seed=[*pop_seed, 2 if B != "fixed" else 4],
-                    batch=1 if B == "fixed" else B)
-            q = run.clock.iloc[-1]
-            rows += [dict(eps=eps, B=B, stream=rep, param=GREEK[p],
-                          iqr=q[f"{p}_q75"] - q[f"{p}_q25"], cpu_s=q.cpu_s)
-                     for p in ("mu", "sigma")]
-batched = pd.DataFrame(rows)
-fixed_iqr = batched[batched.B == "fixed"].groupby(["param", "eps"]).iqr.median()
-adaptive_b = batched[batched.B != "fixed"].astype({"B": int})
-colours = dict(zip(EPS, sns.color_palette("viridis", len(EPS))))
-g = sns.relplot(adaptive_b, kind="line", x="B", y="iqr", hue="eps", col="param",
-                estimator="median", errorbar=("pi", 100), marker="o", palette=colours,
-                height=2.6, aspect=1.3, facet_kws=dict(sharey=False))
-g.set(xscale="log", yscale="log", xlabel="B (individuals per interval)", ylabel="")
-g.axes[0, 0].set_ylabel("posterior IQR")
-g.legend.set_title("ε")
-for (param, eps), v in fixed_iqr.items():
-    g.axes_dict[param].axhline(v, color=colours[eps], ls="--", lw=1)
-g.set_titles("{col_name}")
-save(g.figure, "batches", f"N = {N} particles; B = {', '.join(map(str, BATCHES))}; "
-     f"{STREAMS} streams per point", n=n_long, streams=STREAMS)
-
-# %% tags=["hide-input"]
-wide = adaptive_b.pivot_table(index=["param", "eps"], columns="B", values="iqr",
-                              aggfunc="median")
-cost = wide.div(wide[1], axis=0)  # median IQR relative to Algorithm 1's
-b_mid, b_max = 100, BATCHES[-1]
-glue_number("batch-streams", STREAMS)
-glue_phrase("batch-mid-mu", each_eps(cost.loc["μ", b_mid], "{:.2f}"))
-glue_phrase("batch-max-mu", each_eps(cost.loc["μ", b_max], "{:.2f}"))
-glue_phrase("batch-fixed-mu", each_eps(
-    [fixed_iqr["μ", e] / wide.loc[("μ", e), 1] for e in EPS], "{:.1f}"))
-glue_phrase("batch-max", f"{b_max:,}")
-cpu = adaptive_b[adaptive_b.param == "μ"].groupby(["eps", "B"]).cpu_s.median()
-glue_phrase("batch-cpu", each_eps([cpu[e, b_mid] / cpu[e, 1] for e in EPS], "{:.2f}"))
-
-# %% [markdown]
-# One interval per 100 individuals leaves the median posterior IQR of μ at
-# {glue:md}`batch-mid-mu` times Algorithm 1's; one per {glue:md}`batch-max` at
-# {glue:md}`batch-max-mu` times, against {glue:md}`batch-fixed-mu` times for the fixed
-# interval.  The bands show how much one stream varies around the median: with a few
-# streams per point, two neighbouring medians can still differ by that variation as
-# well as by the batch.  The first batch's interval comes from the prior ($\mu \sim
-# \mathcal{N}(0, 10^4)$), so a large first batch spends many individuals on an interval
-# far from the data.  At B = 100 a stream took {glue:md}`batch-cpu` times the unbatched
-# one's CPU time (median over the streams).
+# Publishing one interval for a batch of individuals, as a deployment must, and what
+# larger batches cost: {ref}`ch-batches`.

@@ -210,7 +210,8 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 methods=METHODS, seed=0, interval_method="exact", mu=50.0,
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
-                subset=None, original_code=False, batch=1, algorithm_seed=None) -> dict:
+                subset=None, original_code=False, batch=1, algorithm_seed=None,
+                quartiles=False) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -230,7 +231,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     that one value.  ``algorithm_seed``: the root of the algorithms' seeds when it is to
     differ from ``seed``, which then seeds the data only (the same sensitive samples and
     noise, other SMC and MHAAR draws: the Monte Carlo spread of a rerun, issue 38's
-    equivalence check); recorded only when given.
+    equivalence check); recorded only when given.  ``quartiles=True``: each online
+    task's row also holds the final posterior's quartiles (``mu_q25``, ``mu_q50``,
+    ``mu_q75``, ...; the posterior of a scale can have infinite variance under clipping,
+    so its spread is an interquartile range); recorded only when True.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -287,6 +291,10 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
             raise ValueError("batch goes with the online methods (Algorithm 1), not with "
                              f"{', '.join(config['methods'])}")
         config["batch"] = batches if len(batches) > 1 else batches[0]
+    if quartiles is not False:
+        if quartiles is not True:
+            raise ValueError(f"quartiles must be True or False, got {quartiles!r}")
+        config["quartiles"] = True
     if algorithm_seed is not None:
         config["algorithm_seed"] = check_count("algorithm_seed", algorithm_seed, 0)
     if original_code is not False:

@@ -115,7 +115,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                    interval_method="exact", mu=50.0, sigma=10 ** 0.5, progress=True,
                    workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
                    interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
-                   theta=None, subset=None, original_code=False, batch=1, algorithm_seed=None):
+                   theta=None, subset=None, original_code=False, batch=1, algorithm_seed=None,
+                   quartiles=False):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
 
     ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
@@ -128,7 +129,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     publishes one interval per ``batch`` individuals; a list of batch sizes (``batch=[1,
     10, 100]``) runs the online methods once per batch size in one store, each task as
     in the store of its batch size alone; ``algorithm_seed`` reseeds the algorithms
-    and not the data (see :func:`make_config`).
+    and not the data; ``quartiles=True`` keeps the final posterior's quartiles of each
+    online task in its row (see :func:`make_config`).
 
     Tasks already stored in ``out`` for the same configuration are skipped.  With
     ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
@@ -147,7 +149,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          interval_M=interval_M, interval_K=interval_K, family=family,
                          mechanism=mechanism, theta=theta, subset=subset,
                          original_code=original_code, batch=batch,
-                         algorithm_seed=algorithm_seed)
+                         algorithm_seed=algorithm_seed, quartiles=quartiles)
     family_obj = None if config.get("family_registered", True) else family
     out = check_store_path(out)
     tasks = sorted(config_tasks(config),

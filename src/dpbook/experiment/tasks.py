@@ -35,7 +35,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
     for k in ("family", "family_options", "family_registered", "mechanism", "subset",
-              "original_code", "batch", "algorithm_seed"):
+              "original_code", "batch", "algorithm_seed", "quartiles"):
         if k in config:
             spec[k] = config[k]
     if task.batch is not None:  # a store of several batch sizes: the task's own
@@ -213,6 +213,11 @@ def run_task(spec: dict) -> dict:
         acc = acc[np.isfinite(acc)]  # the marginal SMC moves at some steps only
         row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
                    acceptance=float(acc.mean()) if acc.size else math.nan)
+        if spec.get("quartiles"):
+            q = res.smc.quantile([0.25, 0.5, 0.75]) if hasattr(res.smc, "quantile") \
+                else np.full((3, len(params)), math.nan)  # a point estimate
+            row.update({f"{p}_q{k}": float(q[i, j]) for j, p in enumerate(params)
+                        for i, k in enumerate((25, 50, 75))})
         arrays.update(y=res.y, l=res.l, r=res.r)
         keys = [f"{k}_{p}" for k in ("mean", "sd") for p in params] + ["ess", "acceptance"]
         for k in keys:
