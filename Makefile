@@ -1,14 +1,12 @@
-# dpbook: the two commands
-#   make book [MODE=full|quick]   execute the chapters whose inputs changed, build the HTML
-#   make test                     lint, unit tests, quick chapters, strict build, browser check
-# Both create .venv if missing and install the pinned environment (requirements.txt).
-# Options: FORCE=1 re-executes every chapter; SCHEDULER=tcp://host:8786 runs the chapters'
-# experiments on that Dask cluster; TEST_WORKERS=N runs the tests in N processes (default 2:
-# pytest-xdist).  One chapter: make chapter CH=03 MODE=quick ARGS="-p seed 7"
+# dpbook: `make` alone lists the targets (each target's `## ` comment is its line).
+# Book and test targets create .venv if missing and install the pins (requirements.txt).
+# Options: MODE=full|quick; FORCE=1 re-executes every chapter; SCHEDULER=tcp://host:8786
+# runs the chapters' experiments on that Dask cluster; TEST_WORKERS=N runs the tests in N
+# processes (default 2: pytest-xdist).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
-.DEFAULT_GOAL := book
+.DEFAULT_GOAL := help
 
 MODE ?= full
 FORCE ?=
@@ -37,14 +35,17 @@ STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
 timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
 	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
 
-.PHONY: book test setup browser chapters chapter html lint pytest check-pages clean
+.PHONY: help book test setup browser chapters chapter html lint pytest check-pages clean
 
-book: setup
+help:  ## list the targets (this)
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
+
+book: setup  ## execute the chapters whose inputs changed (MODE=full|quick), build the HTML
 	$(call timed,chapters (MODE=$(MODE)),$(PY) book/tools/run_chapters.py $(RUN_FLAGS))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	@echo "The book is in book/_build/html/index.html"
 
-test: setup
+test: setup  ## ruff, pytest, quick chapters, strict book build, browser check
 	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
 	$(call timed,pytest,$(PYTEST))
 	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
@@ -52,11 +53,12 @@ test: setup
 	@$(MAKE) --no-print-directory browser
 	$(call timed,browser check,$(PY) book/tools/check_pages.py)
 
-setup: $(STAMP)
+setup: $(STAMP)  ## create .venv with the pinned environment (once; again when the pins change)
+	$(if $(filter setup,$(MAKECMDGOALS)),@echo "Ready.  Put dpbook on PATH with:  source $(VENV)/bin/activate")
 
 # Debian's chromium and its driver for the browser check, installed where make may (root
 # with apt-get, as .ci/run does); elsewhere check_pages.py says what to install.
-browser:
+browser:  ## install chromium for the browser check (root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing chromium and chromium-driver (apt-get) for the browser check"; \
@@ -75,25 +77,24 @@ $(STAMP):
 	@touch $@
 
 # Single steps, for working on the book
-chapters: setup
+chapters: setup  ## execute the chapters only (MODE, FORCE, SCHEDULER)
 	$(PY) book/tools/run_chapters.py $(RUN_FLAGS)
 
-# One chapter (then `make html`): make chapter CH=03 MODE=quick ARGS="-p seed 7"
-chapter: setup
+chapter: setup  ## one chapter, then `make html`: make chapter CH=03 MODE=quick ARGS="-p seed 7"
 	@test -n "$(CH)" || { echo 'make chapter: say which, e.g. make chapter CH=03 MODE=quick'; exit 2; }
 	$(PY) book/tools/run_chapters.py $(RUN_FLAGS) --only $(CH) $(ARGS)
 
-html: setup
+html: setup  ## build the HTML from the executed chapters (executes nothing)
 	$(JB) build . $(JB_FLAGS)
 
-lint: setup
+lint: setup  ## ruff
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
-pytest: setup
+pytest: setup  ## the unit tests (TEST_WORKERS processes)
 	$(PYTEST)
 
-check-pages: setup
+check-pages: setup  ## the headless-browser check of every built page
 	$(PY) book/tools/check_pages.py
 
-clean:
+clean:  ## remove the built book, executed chapters, figures and screenshots
 	rm -rf book/_build build/chapters build/figures artifacts/screenshots

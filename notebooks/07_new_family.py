@@ -35,88 +35,6 @@
 # and fixed intervals.  **Copy this notebook to start your own**: replace the family
 # cell and the true parameter, and run it.
 
-# %% tags=["parameters"]
-mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": the paper's
-seed = 7
-scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
-
-# %%
-import textwrap
-import time
-import warnings
-
-import matplotlib.pyplot as plt
-import numba
-import numpy as np
-import pandas as pd
-import seaborn as sns
-from IPython.display import display
-from matplotlib.ticker import NullFormatter
-from scipy import stats
-
-from dpbook.experiment import ensure_results, is_complete, summarize
-from dpbook.figures import (
-    METHOD_COLOURS,
-    figure_saver,
-    interval_heatmaps,
-    paths_frame,
-    posterior_paths,
-    repo_root,
-    show_table,
-)
-from dpbook.fisher import (
-    ThetaGridIntervals,
-    best_interval,
-    fisher_exact,
-    fisher_grid,
-    fisher_mc,
-)
-from dpbook.model.checks import check_family
-from dpbook.model.families import LocationScaleFamily, get_family
-from dpbook.online import run_online
-from dpbook.posterior import exact_posterior
-from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
-from dpbook.privacy.population import family_population, normal_population
-from dpbook.smc import SMC, smc_posterior
-
-assert mode in ("quick", "full"), (
-    f"mode must be 'quick' or 'full', got {mode!r}"
-)
-# n, N: individuals and particles per run; runs: independent runs per eps;
-# M, K: sizes of eq. (8) / Algorithm 4; grid: intervals per axis of the (a, b)
-# search; EPS: privacy levels.  The SMC's cost grows as n^2 N, so even the
-# full mode stays below the paper's sizes here.  post_grid: nodes per axis
-# of the exact posterior; reruns: extra SMC runs on the same data
-size = {
-    "quick": dict(
-        n=150,
-        N=200,
-        runs=30,
-        M=1000,
-        K=4000,
-        grid=30,
-        EPS=(1.0, 5.0),
-        post_grid=61,
-        reruns=5,
-    ),
-    "full": dict(
-        n=300,
-        N=300,
-        runs=30,
-        M=1000,
-        K=10_000,
-        grid=50,
-        EPS=(1.0, 5.0, 10.0),
-        post_grid=101,
-        reruns=10,
-    ),
-}[mode]
-rng = np.random.default_rng(seed)
-save = figure_saver("07_new_family", mode=mode, seed=seed)
-pd.set_option("display.float_format", "{:.4g}".format)
-timings = {}
-size
-
 # %% [markdown]
 # ## A family in a few lines
 #
@@ -129,8 +47,14 @@ size
 # is not location-scale subclasses `Family` instead and writes `logpdf`, `score`,
 # `sample`, `cdf`, `ppf`, `log_prior` and `sample_prior` directly
 # (`src/dpbook/model/families/poisson.py` is an example in under 100 lines).
+# `help(LocationScaleFamily.base_ppf)` (or any `base_*` method) says what each is for.
 
 # %%
+import numpy as np
+
+from dpbook import LocationScaleFamily
+
+
 class Gumbel(LocationScaleFamily):
     """Gumbel (maximum) distribution: g(z) = exp(-z - exp(-z))."""
 
@@ -161,6 +85,72 @@ class Gumbel(LocationScaleFamily):
 gumbel = Gumbel()
 THETA = (50.0, 3.0)  # the true (m, c) of the simulated population
 gumbel
+
+# %% tags=["parameters"]
+mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": the paper's
+seed = 7
+scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
+
+# %% [markdown]
+# The imports and this run's sizes (folded): $n$ individuals and $N$ particles per run,
+# `runs` runs per ε, $M$ and $K$ of eq. (8) / Algorithm 4, `grid` intervals per axis of
+# the $(a, b)$ search, `post_grid` nodes per axis of the exact posterior, `reruns` extra
+# SMC runs on the same data.  The SMC's cost grows as $n^2 N$, so even the full mode
+# stays below the paper's sizes.
+
+# %% tags=["hide-input"]
+import textwrap
+import time
+import warnings
+
+import matplotlib.pyplot as plt
+import numba
+import pandas as pd
+import seaborn as sns
+from IPython.display import display
+from matplotlib.ticker import NullFormatter
+from scipy import stats
+
+from dpbook import (
+    SMC,
+    AdaptivePolicy,
+    FixedPolicy,
+    ThetaGridIntervals,
+    best_interval,
+    check_family,
+    ensure_results,
+    exact_posterior,
+    family_population,
+    fisher_exact,
+    fisher_grid,
+    fisher_mc,
+    get_family,
+    is_complete,
+    normal_population,
+    run_online,
+    smc_posterior,
+    summarize,
+)
+from dpbook.figures import (
+    METHOD_COLOURS,
+    figure_saver,
+    interval_heatmaps,
+    paths_frame,
+    posterior_paths,
+    repo_root,
+    show_table,
+)
+
+assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
+size = {"quick": dict(n=150, N=200, runs=30, M=1000, K=4000, grid=30, EPS=(1.0, 5.0),
+                      post_grid=61, reruns=5),
+        "full": dict(n=300, N=300, runs=30, M=1000, K=10_000, grid=50,
+                     EPS=(1.0, 5.0, 10.0), post_grid=101, reruns=10)}[mode]
+rng = np.random.default_rng(seed)
+save = figure_saver("07_new_family", mode=mode, seed=seed)
+pd.set_option("display.float_format", "{:.4g}".format)
+timings = {}
+size
 
 # %% [markdown]
 # ## Check the family before using it

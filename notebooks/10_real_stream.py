@@ -238,7 +238,7 @@ glue_number("t-stream", SIZES["t_stream"])
 # file of reports is taken whole or not at all: one bad row (an interval the curator did
 # not publish, or more reports of an interval than it expects) refuses the file and the
 # message names the row.  The state file is locked while a call changes it, so several
-# collection processes may call at once (the README has a session).
+# collection processes may call at once ({ref}`running` has a session).
 
 # %% caption="Final posterior quartiles of the location (loc) and scale per ε and curator, against the non-private (np) posterior median of the same family." name="tbl-10-census" tags=["hide-input"]
 def final(run):

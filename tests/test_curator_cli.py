@@ -111,10 +111,10 @@ def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
     assert status["taken"] == 40 and status["outstanding"] == []
 
 
-def test_the_readme_s_session_prints_what_the_readme_says(tmp_path, capsys, monkeypatch):
-    """The README's example session, replayed: each `$ dpbook ...` line's output (or its
-    one-line error) and the file shown by `$ cat`."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_the_running_page_s_session_prints_what_the_page_says(tmp_path, capsys, monkeypatch):
+    """The example session of the book's page Running dpbook, replayed: each
+    `$ dpbook ...` line's output (or its one-line error) and the file shown by `$ cat`."""
+    readme = (Path(__file__).resolve().parents[1] / "book" / "running.md").read_text()
     block = readme.split("A session, two batches")[1].split("```\n")[1]
     monkeypatch.chdir(tmp_path)
     steps = []  # (command line, the lines it prints)

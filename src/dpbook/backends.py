@@ -32,7 +32,7 @@ has one engine for every model (:mod:`dpbook.fisher.mc`): what is chosen here is
 the class of its primitives, the paper model's own draws and closed-form score
 (registered) or the compiled or numpy ones of any other model (its ENGINES entry).
 
-Adding a backend is one call of :func:`register` (see "Extending dpbook" in the README).
+Adding a backend is one call of :func:`register` (the book's page "Extending dpbook").
 """
 
 from __future__ import annotations

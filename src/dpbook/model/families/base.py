@@ -292,14 +292,22 @@ class LocationScaleFamily(Family):
     base_draw_pair = None
     prior: LocationScalePrior = SECTION6
 
-    # base distribution g (theta = (0, 1))
+    # base distribution g (theta = (0, 1)); numpy or math code on floats and arrays,
+    # reading only numbers stored on self, compiles with numba (the fast paths)
     def base_logpdf(self, z):
+        """log g(z), the base density at theta = (0, 1), elementwise over an array z.
+        Required; logpdf(x, m, c) = base_logpdf((x - m)/c) - log c (Definition 2).
+        Used by the SMC's weights, the exact posterior and MHAAR."""
         raise missing_method(self, "base_logpdf")
 
     def base_dlogpdf(self, z):
+        """d/dz log g(z), elementwise.  Required: the score of (m, c) follows from it,
+        -d/c and -(1 + z d)/c, and gives the Fisher information (eq. 7, Algorithm 4)."""
         raise missing_method(self, "base_dlogpdf")
 
     def base_cdf(self, z):
+        """G(z) = P(Z <= z) for Z ~ g, elementwise.  Required: the mass of the lower
+        clipped atom at l (eq. 7) and, with base_sf, the likelihood of a release."""
         raise missing_method(self, "base_cdf")
 
     def base_sf(self, z):
@@ -318,9 +326,14 @@ class LocationScaleFamily(Family):
         return s
 
     def base_ppf(self, q):
+        """G^{-1}(q), the base quantile function, elementwise for q in (0, 1).
+        Required: the latent SMC and MHAAR propose by it, and it sets quadrature ranges
+        and default intervals."""
         raise missing_method(self, "base_ppf")
 
     def base_sample(self, rng, size=None):
+        """Draws z ~ g from a numpy ``Generator`` (``size`` as in numpy).  Required: the
+        simulated populations and the numpy samplers draw with it."""
         raise missing_method(self, "base_sample")
 
     # the family, by shifting and scaling
