@@ -4,6 +4,7 @@ near 40,000 under N(0, 10^4) gave mu ~ 900 and a warning that blamed the sampler
 quiet under a prior in the data's units, and rarely alarms under a correct prior."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -113,3 +114,39 @@ def test_false_alarm_rate_under_a_correct_prior():
         ps.append(mean_release_pvalue(fam, y, l, r, 1.0, seed=seed))
     assert alarms <= 1
     assert stats.kstest(ps, "uniform").pvalue > 1e-3
+
+
+def _beyond_the_prior(n=200):
+    """Values around 500 released through [490, 510] (eps 5): Section 6's prior puts mu
+    within +-330, where every value is clipped at 490 (tests/test_diagnostics.py)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(500, 3, n)
+    l, r = np.full(n, 490.0), np.full(n, 510.0)
+    return np.clip(x, l, r) + rng.laplace(0, 20 / 5, n), l, r
+
+
+def test_a_lost_sampler_names_the_prior_when_it_is_the_cause():
+    """The SMC whose particles never leave the paper's prior: the warning names the
+    prior (the posterior's mode, mu ~ 500, is outside its 99.9% interval), not the
+    sampler.  Under the range prior of [400, 600] the SMC finds the posterior, silently.
+    A chain started far from data inside the prior's reach (releases near 1e11 through
+    [40, 60]: the posterior's median is ~111) still blames the sampler."""
+    from dpbook.mhaar import mhaar
+    from dpbook.smc import smc_posterior
+    from dpbook.validation import ReliabilityWarning
+
+    y, l, r = _beyond_the_prior()
+    with pytest.warns(ReliabilityWarning, match="likely cause is the prior.*N\\(0, 10000\\)"):
+        smc_posterior(y, l, r, 5.0, n_particles=300, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReliabilityWarning)
+        smc = smc_posterior(y, l, r, 5.0, family=prior_from_range(get_family("normal"),
+                                                                  400.0, 600.0),
+                            n_particles=300, seed=0)
+    assert abs(smc.quantile(0.5)[0] - 500) < 5
+    rng = np.random.default_rng(1)
+    far = 1e11 + rng.laplace(0, 4, 50)
+    with pytest.warns(ReliabilityWarning, match="use the exact posterior") as rec:
+        mhaar(far, np.full(50, 40.0), np.full(50, 60.0), 5.0, n_iter=2000, seed=0,
+              start=(float(np.mean(far)), 0.1))
+    assert not any("prior" in str(w.message) for w in rec)

@@ -210,15 +210,17 @@ def lost_posterior(answer, y, l, r, eps, family, mechanism, margin=LOST_MARGIN):
     return gap if gap is not None and gap["gap"] > margin else None
 
 
-def describe_lost(method: str, params, answer, lost) -> str:
-    """The one-line warning for a ``lost_posterior`` result."""
+def describe_lost(method: str, params, answer, lost, prior=None) -> str:
+    """The one-line warning for a ``lost_posterior`` result; ``prior``: a
+    :func:`prior_note` (the prior, not the sampler, is the likely cause)."""
     at = ", ".join(f"{p} = {v:.4g}" for p, v in zip(params, answer))
     ref = ", ".join(f"{p} = {v:.4g}" for p, v in zip(params, lost["theta"]))
     gap = "infinitely" if math.isinf(lost["gap"]) else f"{lost['gap']:.3g} nats"
+    fix = (f"the likely cause is the prior, not the sampler: {prior}" if prior else
+           "use the exact posterior (or more iterations or particles)")
     return (f"{method} has not found the posterior: its median ({at}) is {gap} less "
             f"probable under the posterior than {lost['name']} ({ref}); its summary "
-            f"describes where it stayed, not the posterior: use the exact posterior (or "
-            f"more iterations or particles)")
+            f"describes where it stayed, not the posterior: {fix}")
 
 
 def check_found(method: str, answer, y, l, r, eps, family, mechanism, stacklevel=3):
@@ -234,8 +236,11 @@ def check_found(method: str, answer, y, l, r, eps, family, mechanism, stacklevel
         # samplers all the same; only this check cannot be made
         return None
     if lost is not None:
-        warnings.warn(describe_lost(method, family.params, answer, lost), ReliabilityWarning,
-                      stacklevel=stacklevel)
+        # the posterior's better point far out in the prior's tail: the data pull against
+        # the prior (an answer far out with the reference inside is the sampler's fault)
+        note = prior_note(family, lost["theta"])
+        warnings.warn(describe_lost(method, family.params, answer, lost, note),
+                      ReliabilityWarning, stacklevel=stacklevel)
     return lost
 
 
@@ -263,6 +268,25 @@ def prior_quantiles(family, q, draws=20_000):
         return np.asarray(prior.quantiles(q), float)
     th = np.asarray(family.sample_prior(np.random.default_rng(0), draws), float)
     return np.quantile(th.reshape(draws, -1), q, axis=0)
+
+
+def prior_note(family, *thetas):
+    """Where a theta in ``thetas`` (a posterior's point) lies outside the prior's central
+    99.9% interval of a parameter: a phrase naming the prior and saying what to do, for
+    a warning that would otherwise blame the sampler; else None."""
+    tail = (1.0 - CONFLICT_LEVEL) / 2
+    try:
+        lims = prior_quantiles(family, [tail, 1.0 - tail])
+    except (ValueError, NotImplementedError):
+        return None
+    for theta in thetas:
+        for j, (name, v) in enumerate(zip(family.params, np.ravel(theta))):
+            if not lims[0, j] <= v <= lims[1, j]:
+                return (f"{name} = {v:.4g} lies outside the central 99.9% interval "
+                        f"[{lims[0, j]:.4g}, {lims[1, j]:.4g}] of {describe_prior(family)}; "
+                        f"state a prior in the data's units (a plausible range of the "
+                        f"values), and check it with prior_data_conflict")
+    return None
 
 
 def mean_release_pvalue(family, y, l, r, eps, mechanism="laplace", seed=0,
