@@ -19,7 +19,7 @@ the values, public information the user states (chapter 10).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, astuple, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 from scipy import special, stats
@@ -28,6 +28,21 @@ LOC_MEAN = 0.0  # mu ~ N(LOC_MEAN, LOC_VAR)
 LOC_VAR = 1.0e4
 SCALE2_SHAPE = 1.0  # sigma^2 ~ IG(SCALE2_SHAPE, SCALE2_SCALE)
 SCALE2_SCALE = 1.0
+
+
+def _check_hyperparameters(prior, signed=()):
+    """Make every field of a frozen prior dataclass a float; ValueError naming the first
+    that is not a finite number, or not > 0 (all but those in ``signed``)."""
+    for f in fields(prior):
+        value = getattr(prior, f.name)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            v = math.nan
+        if not math.isfinite(v) or (f.name not in signed and v <= 0):
+            kind = "a finite" if f.name in signed else "a positive finite"
+            raise ValueError(f"prior {f.name} must be {kind} number, got {value!r}")
+        object.__setattr__(prior, f.name, v)
 
 
 @dataclass(frozen=True)
@@ -41,16 +56,7 @@ class LocationScalePrior:
     scale2_scale: float = SCALE2_SCALE
 
     def __post_init__(self):
-        for name, value in zip(("loc_mean", "loc_var", "scale2_shape", "scale2_scale"),
-                               astuple(self)):
-            try:
-                f = float(value)
-            except (TypeError, ValueError):
-                f = math.nan
-            if not math.isfinite(f) or (name != "loc_mean" and f <= 0):
-                kind = "a finite" if name == "loc_mean" else "a positive finite"
-                raise ValueError(f"prior {name} must be {kind} number, got {value!r}")
-            object.__setattr__(self, name, f)
+        _check_hyperparameters(self, signed=("loc_mean",))
 
     @property
     def is_section6(self) -> bool:
@@ -116,14 +122,7 @@ class GammaPrior:
     rate: float = 0.01
 
     def __post_init__(self):
-        for name, value in zip(("shape", "rate"), astuple(self)):
-            try:
-                f = float(value)
-            except (TypeError, ValueError):
-                f = math.nan
-            if not (math.isfinite(f) and f > 0):
-                raise ValueError(f"prior {name} must be a positive finite number, got {value!r}")
-            object.__setattr__(self, name, f)
+        _check_hyperparameters(self)
 
     def quantiles(self, q):
         """Prior quantiles, shape (len(q), 1)."""
