@@ -36,6 +36,12 @@ fixed seed): the methods' outputs are unchanged.  Cost: the likelihood at a few 
 points: milliseconds for the paper's model, a tenth of a second for 1000 releases of
 another location-scale family (compiled quadrature, after compiling once per process),
 about ten seconds by numpy quadrature (a family that does not compile).
+
+A sampler can also be right about a posterior that the prior has put in the wrong place:
+a prior in other units than the data (Section 6's N(0, 10^4) on incomes near 40,000).
+:func:`prior_data_conflict` checks the prior against the public releases, and the
+warning above names the prior when the posterior's reference point lies outside the
+prior's central 99.9% interval (:func:`prior_note`).
 """
 
 from __future__ import annotations
