@@ -150,3 +150,11 @@ def test_a_lost_sampler_names_the_prior_when_it_is_the_cause():
         mhaar(far, np.full(50, 40.0), np.full(50, 60.0), 5.0, n_iter=2000, seed=0,
               start=(float(np.mean(far)), 0.1))
     assert not any("prior" in str(w.message) for w in rec)
+
+
+@pytest.mark.parametrize("y, l, r, eps, match", [([], [], [], 1.0, "non-empty"),
+                                                 ([1.0], [2.0], [1.0], 1.0, "l < r"),
+                                                 ([1.0], [0.0], [2.0], 0.0, "eps")])
+def test_bad_releases_refused(y, l, r, eps, match):
+    with pytest.raises(ValueError, match=match):
+        prior_data_conflict(get_family("normal"), y, l, r, eps)

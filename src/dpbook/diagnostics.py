@@ -344,9 +344,11 @@ def prior_data_conflict(family, y, l, r, eps, mechanism="laplace", medians=None,
     each, in blocks, from ``numpy.random.default_rng(seed)``): a p-value near 0.001 has
     Monte Carlo sd sqrt(0.001 x 0.999 / 20000) = 2.2e-4."""
     from dpbook.model.families import as_family
+    from dpbook.validation import check_eps, check_observations
 
     family = as_family(family)
-    y, l, r = (np.asarray(v, float).ravel() for v in (y, l, r))
+    y, l, r = check_observations(y, l, r)
+    eps = check_eps(eps)
     out = []
     what = describe_prior(family)
     if medians:
