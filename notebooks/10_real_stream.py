@@ -661,9 +661,10 @@ streams.quartiles(curator.posterior)
 # %% [markdown]
 # ## What a curator takes from this
 #
-# * Choose the prior in the data's units from what is known before the data; the
-#   paper's default prior, fine for values of order 1 to 100, traps the adaptive
-#   curator when the values are in the thousands.
+# * Choose the prior in the data's units from what is known before the data (a
+#   plausible range is enough), and check it against the releases; the paper's default
+#   prior, fine for values of order 1 to 100, traps the adaptive curator when the values
+#   are in the thousands.
 # * The adaptive interval buys a much narrower posterior than any interval chosen
 #   without the data, but through a narrow window it sees only the centre of the
 #   distribution: with heavy-tailed values the normal model's σ is then not the
