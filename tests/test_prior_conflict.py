@@ -158,3 +158,14 @@ def test_a_lost_sampler_names_the_prior_when_it_is_the_cause():
 def test_bad_releases_refused(y, l, r, eps, match):
     with pytest.raises(ValueError, match=match):
         prior_data_conflict(get_family("normal"), y, l, r, eps)
+
+
+def test_many_releases_use_a_subset():
+    """Beyond 2000 releases the p-value is that of a random subset's mean (bounded cost):
+    2500 incomes still conflict with the paper's prior and not with the range prior."""
+    x = _incomes(2500)
+    l, r = np.full(x.size, RANGE[0]), np.full(x.size, RANGE[1])
+    y = release(x, l, r, 1.0, np.random.default_rng(6))
+    assert mean_release_pvalue(get_family("normal"), y, l, r, 1.0) < 1e-3
+    assert mean_release_pvalue(prior_from_range(get_family("normal"), *RANGE),
+                               y, l, r, 1.0) > 1e-3
