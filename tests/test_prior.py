@@ -7,14 +7,19 @@ posterior tests pin the values).  Under the narrow prior below the prior pulls t
 posterior away from the data, so a sampler that ignored it would miss the exact
 posterior by several posterior sd."""
 
+import json
+import math
+
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from dpbook.backends import backend, is_compiled
 from dpbook.mhaar import mhaar
-from dpbook.model.families import get_family
-from dpbook.model.prior import SECTION6, LocationScalePrior
+from dpbook.model.families import Family, get_family
+from dpbook.model.families.poisson import A0, B0
+from dpbook.model.mechanisms import release
+from dpbook.model.prior import SECTION6, GammaPrior, LocationScalePrior, prior_from_range
 from dpbook.posterior import exact_posterior
 from dpbook.smc import SMC
 
@@ -111,3 +116,77 @@ def test_samplers_match_the_exact_posterior(sampler):
     se = v.std(axis=0, ddof=1) / np.sqrt(len(v))
     assert np.all(np.abs(v.mean(axis=0) - target) < Z * se + tol), \
         (sampler, v.mean(axis=0), target, se)
+
+
+# ---------------------------------------------------------------- priors from a range
+def test_range_prior_location_scale():
+    """loc ~ N(mid, h^2), scale^2 ~ IG(1, (w/20)^2): the scale's prior median is about
+    w/17 and its 90% interval about [w/35, w/4.5] (w = HI - LO), to 3%."""
+    lo, hi = 10_000.0, 90_000.0
+    w = hi - lo
+    fam = prior_from_range(get_family("normal"), lo, hi)
+    assert fam.prior == LocationScalePrior(50_000.0, 40_000.0 ** 2, 1.0, (w / 20) ** 2)
+    assert get_family("normal").prior is SECTION6  # a copy
+    q05, q50, q95 = fam.prior.quantiles([0.05, 0.5, 0.95])[:, 1]
+    c = fam.sample_prior(np.random.default_rng(0), 200_000)[:, 1]
+    np.testing.assert_allclose(np.quantile(c, [0.05, 0.5, 0.95]), [q05, q50, q95], rtol=0.02)
+    np.testing.assert_allclose([q50 * 17, q05 * 35, q95 * 4.5], w, rtol=0.03)
+    d = fam.prior.to_dict()
+    assert json.loads(json.dumps(d)) == d and d["loc_mean"] == 50_000.0 and "kind" in d
+
+
+def test_range_prior_poisson():
+    """Gamma with mean the midpoint and sd h; the default prior keeps its values."""
+    pois = get_family("poisson")
+    fam = prior_from_range(pois, 0.0, 40.0)
+    g = stats.gamma(fam.prior.shape, scale=1 / fam.prior.rate)
+    np.testing.assert_allclose([g.mean(), g.std()], [20.0, 20.0], rtol=1e-12)
+    lam = np.array([0.5, 20.0, 300.0])
+    np.testing.assert_allclose(fam.log_prior(lam), g.logpdf(lam), rtol=1e-12)
+    # the default Gamma(1, rate 0.01), bit for bit as the constants A0, B0 gave it
+    ref = A0 * math.log(B0) - special.gammaln(A0) + (A0 - 1) * np.log(lam) - B0 * lam
+    assert np.array_equal(pois.log_prior(lam), ref)
+    assert np.array_equal(pois.sample_prior(np.random.default_rng(1), 5)[:, 0],
+                          np.random.default_rng(1).gamma(A0, 1.0 / B0, 5))
+    assert pois.with_prior(rate=0.5).prior == GammaPrior(1.0, 0.5)
+    d = fam.prior.to_dict()
+    assert json.loads(json.dumps(d)) == d and (d["shape"], d["rate"]) == (1.0, 0.05)
+
+
+class _NoPriorObject(Family):
+    name, params, positive = "bare", ("a",), (False,)
+
+
+@pytest.mark.parametrize("lo, hi, match", [
+    (math.nan, 1.0, "finite"), (0.0, math.inf, "finite"), (1.0, 1.0, "empty"),
+    (2.0, 1.0, "empty"), ("a", 1.0, "two numbers")])
+def test_bad_range(lo, hi, match):
+    with pytest.raises(ValueError, match=match) as e:
+        prior_from_range(get_family("normal"), lo, hi)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("family, lo, match", [(_NoPriorObject(), 0.0, "explicit prior"),
+                                               (get_family("poisson"), -1.0, "LO >= 0")])
+def test_range_family_refused(family, lo, match):
+    with pytest.raises(ValueError, match=match) as e:
+        prior_from_range(family, lo, 10.0)
+    assert "\n" not in str(e.value)
+
+
+def test_range_prior_scales_with_the_data():
+    """Scaling the releases, the intervals and the range by 100 scales the exact
+    posterior's quantiles and means by 100, to 1e-9 relative (the automatic grid is
+    equivariant to ~1e-12)."""
+    rng = np.random.default_rng(3)
+    n, eps = 40, 2.0
+    x = rng.normal(3.0, 1.5, n)
+    l = rng.uniform(-2.0, 1.0, n)
+    r = l + rng.uniform(4.0, 8.0, n)
+    y = release(x, l, r, eps, rng)
+    qs = [0.05, 0.25, 0.5, 0.75, 0.95]
+    post = [exact_posterior(k * y, k * l, k * r, eps,
+                            family=prior_from_range(get_family("normal"), -5.0 * k, 10.0 * k))
+            for k in (1.0, 100.0)]
+    np.testing.assert_allclose(post[1].quantile(qs), 100 * post[0].quantile(qs), rtol=1e-9)
+    np.testing.assert_allclose(post[1].mean(), 100 * post[0].mean(), rtol=1e-9)

@@ -503,9 +503,14 @@ def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=10
         if progress is not None:
             progress.update(1)
     if smc.history.ess and smc.history.ess[-1] < 1.5:
+        from dpbook.diagnostics import prior_note
+
+        # particles drawn from a prior far from the data collapse too: name it then
+        note = prior_note(smc.family, smc.quantile(0.5))
         warnings.warn(f"the SMC weights collapsed onto one particle (final ESS "
                       f"{smc.history.ess[-1]:.2f} of {smc.N}): its posterior summary is not "
-                      f"reliable here; use more particles or the exact posterior",
+                      f"reliable here; " + (f"the likely cause is the prior: {note}" if note
+                                            else "use more particles or the exact posterior"),
                       ReliabilityWarning, stacklevel=2)
     check_particles(smc, y, l, r, "the SMC", stacklevel=3)
     return smc

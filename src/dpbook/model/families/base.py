@@ -162,6 +162,23 @@ class Family:
         """theta ~ eta as a (size, d) array."""
         raise missing_method(self, "sample_prior")
 
+    def with_prior(self, prior=None, **hyper):
+        """A copy of this family with another prior, for a family whose prior is a prior
+        object (attribute ``prior``): an object of the same class, or its hyperparameters
+        by name (the others keep this family's values; for a location-scale family
+        loc_mean, loc_var, scale2_shape, scale2_scale)."""
+        kind = type(getattr(self, "prior", None))
+        if not dataclasses.is_dataclass(kind):
+            raise ValueError(f"the {self.name} family has no prior object to replace: "
+                             f"override log_prior and sample_prior")
+        if prior is None:
+            prior = dataclasses.replace(self.prior, **hyper)
+        elif hyper or not isinstance(prior, kind):
+            raise ValueError(f"give a {kind.__name__} or hyperparameters by name, not both")
+        out = copy.copy(self)
+        out.prior = prior
+        return out
+
     def gibbs(self, rng: np.random.Generator, theta, x):
         """A conjugate draw theta ~ p(theta | x_{1:t}) for every particle, or None.
 
@@ -227,7 +244,7 @@ class Family:
 
     def describe(self) -> str:
         prior = getattr(self, "prior", None)
-        extra = "" if not isinstance(prior, LocationScalePrior) or prior.is_section6 else \
+        extra = "" if prior is None or prior == getattr(type(self), "prior", None) else \
             f"; prior {prior.describe(self.params)}"
         return f"{self.name}({', '.join(self.params)}){extra}"
 
@@ -376,18 +393,6 @@ class LocationScaleFamily(Family):
 
     def sample_prior(self, rng, size):
         return self.prior.sample(rng, size)
-
-    def with_prior(self, prior=None, **hyper):
-        """A copy of this family with another prior: a :class:`LocationScalePrior`, or its
-        hyperparameters by name (loc_mean, loc_var, scale2_shape, scale2_scale; the
-        others keep this family's values)."""
-        if prior is None:
-            prior = dataclasses.replace(self.prior, **hyper)
-        elif hyper or not isinstance(prior, LocationScalePrior):
-            raise ValueError("give a LocationScalePrior or hyperparameters by name, not both")
-        out = copy.copy(self)
-        out.prior = prior
-        return out
 
     def guess(self, y, l, r, eps, mechanism):
         """(mean y, sqrt(var y - noise variance)) scaled to the base's spread."""

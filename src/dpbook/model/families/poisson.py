@@ -14,6 +14,7 @@ import numpy as np
 from scipy import special
 
 from dpbook.model.families.base import Family
+from dpbook.model.prior import GammaPrior
 
 # prior lambda ~ Gamma(shape A0, rate B0): vague (mean 100, sd 100) and conjugate
 A0 = 1.0
@@ -21,13 +22,15 @@ B0 = 0.01
 
 
 class Poisson(Family):
-    """P(X = x) = lam^x exp(-lam) / x!, x = 0, 1, ...; prior lam ~ Gamma(1, rate 0.01)."""
+    """P(X = x) = lam^x exp(-lam) / x!, x = 0, 1, ...; prior lam ~ Gamma(1, rate 0.01)
+    (another through ``with_prior``, a :class:`~dpbook.model.prior.GammaPrior`)."""
 
     name = "poisson"
     params = ("lam",)
     positive = (True,)
     discrete = True
     summary = "Poisson(lam) counts: not location-scale (interval re-optimised per theta)"
+    prior = GammaPrior(A0, B0)
 
     def logpdf(self, x, lam):
         x = np.asarray(x, float)
@@ -79,17 +82,19 @@ class Poisson(Family):
 
     def log_prior(self, lam):
         lam = np.asarray(lam, float)
+        a, b = self.prior.shape, self.prior.rate
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = A0 * math.log(B0) - special.gammaln(A0) + (A0 - 1) * np.log(lam) - B0 * lam
+            out = a * math.log(b) - special.gammaln(a) + (a - 1) * np.log(lam) - b * lam
         return np.where(lam > 0, out, -np.inf)
 
     def sample_prior(self, rng, size):
-        return rng.gamma(A0, 1.0 / B0, size)[:, None]
+        return rng.gamma(self.prior.shape, 1.0 / self.prior.rate, size)[:, None]
 
     def gibbs(self, rng, theta, x):
-        """lam | x_{1:t} ~ Gamma(A0 + sum x, rate B0 + t) (conjugate)."""
+        """lam | x_{1:t} ~ Gamma(shape + sum x, rate + t) (conjugate)."""
         t = x.shape[1]
-        return (rng.gamma(A0 + x.sum(axis=1), 1.0) / (B0 + t))[:, None]
+        return (rng.gamma(self.prior.shape + x.sum(axis=1), 1.0)
+                / (self.prior.rate + t))[:, None]
 
     def guess(self, y, l, r, eps, mechanism):
         return (max(float(np.mean(y)), 0.1),)
