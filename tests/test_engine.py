@@ -12,18 +12,14 @@ from scipy import special, stats
 from test_smc_family import EPS, N_PART, R, Z, _close, _stats
 
 from dpbook import backends, vmath
+from dpbook.model.compiled import compiled_family
 from dpbook.model.families import get_family
 from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
+from dpbook.rng import keyed_uniform, keyed_word
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.engine import (
-    CompiledSMC,
-    compiled_family,
-    engine_class,
-    keyed_uniform,
-    keyed_word,
-)
+from dpbook.smc.engine import CompiledSMC, engine_class
 from dpbook.smc.normal_laplace import NormalLaplaceSMC
 
 

@@ -118,8 +118,8 @@ def test_the_default_sf_keeps_the_upper_atom():
     the compiled engine and of the numpy quadrature against the same with the
     closed-form sf, releases whose interval lies far in the upper tail and y far above
     it (the atom dominates) and ordinary ones."""
+    from dpbook.model.compiled import family_state
     from dpbook.posterior.engine import _default_sf, _primitives
-    from dpbook.smc.engine import family_state
 
     fam, ref = Logistic(), SfLogistic()
     z = np.concatenate([np.linspace(-40.0, 60.0, 201), [100.0, 300.0, 700.0]])

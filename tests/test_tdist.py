@@ -126,7 +126,7 @@ def test_large_df_tends_to_the_normal():
 def test_the_family_compiles_its_own_primitives():
     """base_cdf, base_sf, base_ppf of the family are these functions, for arrays and
     compiled for one value (no scipy)."""
-    from dpbook.smc.engine import compiled_primitive, family_state
+    from dpbook.model.compiled import compiled_primitive, family_state
 
     fam = get_family("student_t", df=2.5)
     z = np.array([-40.0, -3.0, 0.0, 0.5, 7.0])

@@ -96,11 +96,11 @@ from numba import njit
 from dpbook import vmath
 from dpbook.backends import backend
 from dpbook.fisher.estimates import FisherEstimate
+from dpbook.model.compiled import NotCompilable, compiled_family, warn_not_compiled
 from dpbook.model.families import as_family
 from dpbook.model.families.base import LocationScaleFamily
-from dpbook.model.mechanisms import get_mechanism
+from dpbook.model.mechanisms import KIND, get_mechanism
 from dpbook.rng import uniforms
-from dpbook.smc.sweep import KIND
 from dpbook.validation import (
     as_generator,
     check_eps,
@@ -767,11 +767,9 @@ def _dlogpdf(cls):
 def compiled_fisher(family):
     """(state, latent, grad) kernels of a location-scale family whose base_ppf and
     base_dlogpdf compile and agree with its numpy code (checked once per class and
-    numeric attributes by :func:`dpbook.smc.engine.compiled_family`, with its
-    base_logpdf); :class:`~dpbook.smc.engine.NotCompilable` naming the primitive that
+    numeric attributes by :func:`dpbook.model.compiled.compiled_family`, with its
+    base_logpdf); :class:`~dpbook.model.compiled.NotCompilable` naming the primitive that
     does not."""
-    from dpbook.smc.engine import NotCompilable, compiled_family
-
     cf = compiled_family(family)
     if cf.information is None:  # the engine's check of base_dlogpdf failed
         raise NotCompilable("base_dlogpdf: numba cannot compile it, or its compiled form "
@@ -787,8 +785,6 @@ def engine_class(family, mechanism):
     if not isinstance(family, LocationScaleFamily) or \
             type(get_mechanism(mechanism)) not in KIND:
         return FisherEngine
-    from dpbook.smc.engine import NotCompilable, warn_not_compiled
-
     try:
         compiled_fisher(family)
     except NotCompilable as e:

@@ -31,7 +31,7 @@ Stream (0, t) word 0 gives u_t at the start; stream (``PILOT``, t) the pilot's d
 Two paths, one chain:
 
 * compiled (:func:`make_chain`): a location-scale family whose ``base_ppf`` numba
-  compiles (:func:`dpbook.smc.engine.compiled_family`, which rebinds the family's numpy
+  compiles (:func:`dpbook.model.compiled.compiled_family`, which rebinds the family's numpy
   code through :func:`dpbook.vmath.compile_scalar`), with its
   :class:`~dpbook.model.prior.LocationScalePrior`, the Laplace or Gaussian mechanism
   (weights that cannot underflow, below):
@@ -75,22 +75,15 @@ from dpbook.mhaar.algorithm import (
     MHAARResult,
     pilot_steps,
 )
+from dpbook.model.compiled import NotCompilable, compiled_family, warn_not_compiled
 from dpbook.model.families import Family, LocationScaleFamily, as_family
-from dpbook.model.mechanisms import get_mechanism
-from dpbook.model.prior import LocationScalePrior
-from dpbook.smc.engine import (
-    NotCompilable,
-    compiled_family,
-    keyed_uniform,
-    log_prior_free,
-    noise_loglik,
-    warn_not_compiled,
-)
-from dpbook.smc.sweep import KIND
+from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
+from dpbook.model.prior import LocationScalePrior, log_prior_free
+from dpbook.rng import MHAAR_PILOT, MHAAR_THETA, keyed_uniform
 from dpbook.validation import check_count, check_eps, check_observations, check_seed
 
-THETA = 0xFFFFFFFFFFFF  # "observation" of the proposal / accept stream
-PILOT = 0x91107A  # "iteration" of the pilot's draws
+THETA = MHAAR_THETA  # "observation" of the proposal / accept stream
+PILOT = MHAAR_PILOT  # "iteration" of the pilot's draws
 _CHUNK_DRAWS = 2e7  # latent draws per call of the compiled chain
 
 

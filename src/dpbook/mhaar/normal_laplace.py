@@ -158,12 +158,12 @@ from dpbook.validation import (
 
 _BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
 _FAST_EPS_MAX = 600.0  # shifted exponents lie in [-eps, 0]; exp(-600) is far from underflow
-_SLOW_STREAM = 0x5A1F  # purpose tag of the ziggurat's rejection-step streams
-_THETA_STREAM = 0xFFFFFFFFFFFF  # "observation index" of the proposal / accept stream
+_SLOW_STREAM = _rng.MHAAR_SLOW  # purpose tag of the ziggurat's rejection-step streams
+_THETA_STREAM = _rng.MHAAR_THETA  # "observation index" of the proposal / accept stream
 _MIN_PARALLEL_BLOCKS = 3  # fewer blocks run serially: a parallel launch costs more
 _CHUNK_DRAWS = 2e7  # auxiliary draws per call of the compiled chain
 WALKS = ("var", "log_var")  # the walk moves sigma^2 (the paper's) or log sigma^2
-_PILOT_TAG = 0x91107  # seeds the step pilot of the log walk from the chain's key
+_PILOT_TAG = _rng.MHAAR_PILOT_PAPER  # seeds the step pilot of the log walk from the chain's key
 _U64_FF = np.uint64(0xFF)
 _U64_ONE = np.uint64(1)
 _MASK52 = np.uint64(0x000FFFFFFFFFFFFF)

@@ -17,6 +17,7 @@ import math
 from dataclasses import astuple, dataclass
 
 import numpy as np
+from numba import njit
 from scipy import special, stats
 
 LOC_MEAN = 0.0  # mu ~ N(LOC_MEAN, LOC_VAR)
@@ -85,3 +86,10 @@ class LocationScalePrior:
 
 
 SECTION6 = LocationScalePrior()
+
+
+@njit(cache=True)
+def log_prior_free(m, c, pr):
+    """log eta(m, c) + log c (the Jacobian of c = exp(phi)), up to a constant:
+    m ~ N(pr[0], pr[1]); c^2 ~ IG(pr[2], pr[3]) gives c^(-2 a - 1) exp(-b / c^2)."""
+    return -0.5 * (m - pr[0]) ** 2 / pr[1] - 2.0 * pr[2] * math.log(c) - pr[3] / (c * c)

@@ -11,7 +11,7 @@ base's coordinate: Gauss-Legendre (8 nodes a panel) on [z_l, z_r] cut to the bas
 quantiles (computed once), at z_u = (T_l^r(y) - m)/c and z_u +- the noise's
 half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39 b/c); sums in log space.  The
 family's numpy ``base_logpdf``, ``base_cdf`` and ``base_sf`` are compiled by the SMC
-engine's machinery (:func:`dpbook.smc.engine.compiled_primitive`); a family that does
+engine's machinery (:func:`dpbook.model.compiled.compiled_primitive`); a family that does
 not compile runs the numpy quadrature, with one warning naming the primitive.  A family
 without ``base_sf`` gets the default's rule (1 - cdf, or the upper tail's integral where
 1 - cdf loses the atom: :meth:`LocationScaleFamily.base_sf`), compiled.
@@ -44,18 +44,17 @@ from dpbook import vmath
 from dpbook.likelihood import quadrature
 from dpbook.likelihood.compiled import CompiledScore
 from dpbook.likelihood.quadrature import NOISE_TOLS
-from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
-from dpbook.model.mechanisms import get_mechanism
-from dpbook.posterior.exact import GridModel
-from dpbook.smc.engine import (
+from dpbook.model.compiled import (
     NotCompilable,
     compiled_primitive,
     family_key,
     family_state,
-    run_chunks,
     warn_not_compiled,
 )
-from dpbook.smc.sweep import KIND
+from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
+from dpbook.model.mechanisms import KIND, get_mechanism
+from dpbook.parallel import run_chunks
+from dpbook.posterior.exact import GridModel
 
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
                    1 - 1e-14])  # base quantiles: panel ends (the outer two: the support)

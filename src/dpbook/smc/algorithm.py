@@ -22,10 +22,9 @@ import numpy as np
 
 from dpbook.backends import backend
 from dpbook.model.families import as_family
-from dpbook.model.mechanisms import check_mechanism, clip, get_mechanism
+from dpbook.model.mechanisms import KIND, check_mechanism, clip, get_mechanism
 from dpbook.smc.resampling import ess, systematic, thompson_index
 from dpbook.smc.sweep import (
-    KIND,
     PARALLEL_MIN,
     log_weights,
     mh_sweep_parallel,

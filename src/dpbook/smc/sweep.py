@@ -11,12 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism
-
-# The shipped mechanisms have a fused compiled MH sweep (kind codes below); any other
-# Mechanism object goes through its own vectorised logpdf (same algorithm).
-KIND = {LaplaceMechanism: 0, GaussianMechanism: 1}
-
 
 @njit(cache=True)
 def _logg(kind, v, invb, lnorm):
