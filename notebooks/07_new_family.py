@@ -183,7 +183,7 @@ show_table(checks)
 #
 # Nothing in the class above mentions speed, yet the SMC of this chapter runs compiled.
 # `SMC(eps, gumbel)` hands the class's own `base_logpdf` and `base_ppf` to numba
-# (`dpbook.smc.engine`), with numpy's `exp` and `log` replaced by versions that the
+# (`dpbook.smc.compiled_smc`), with numpy's `exp` and `log` replaced by versions that the
 # compiler turns into vector instructions (`dpbook.vmath`, within a few units in the last
 # place of numpy's).  Below, the same releases go through the compiled engine (the first
 # run includes compiling, which numba cannot cache for a class defined in a notebook:

@@ -239,7 +239,7 @@ def test_the_second_try_runs_on_the_compiled_density_and_score(name, kw, mech):
     [l - 40 b, r + 40 b] and through the release's bulk, wherever p is within e^-60 of
     its largest value (beyond, p s s^T is below 1e-24 of the integral: Gaussian noise
     hundreds of scales from every value puts the integrand's peak in the family's far
-    tail, where the engine's panels do not reach; see dpbook.posterior.engine)."""
+    tail, where the engine's panels do not reach; see dpbook.likelihood.compiled_quadrature)."""
     from dpbook.likelihood import quadrature
 
     fam = get_family(name, **kw)

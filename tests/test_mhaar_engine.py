@@ -1,4 +1,4 @@
-"""The MHAAR engine (dpbook.mhaar.engine; Alparslan & Yildirim 2022, Algorithm 8): a
+"""The MHAAR engine (dpbook.mhaar.compiled_chain; Alparslan & Yildirim 2022, Algorithm 8): a
 family written as a user writes one runs compiled, and its chains agree with the exact
 grid posterior (eq. 5) and with the old numpy sampler (tests/mhaar_oracle.py), in Monte
 Carlo standard errors over several seeds."""
@@ -12,8 +12,8 @@ from test_engine import Logistic, ScipyLogistic
 
 from dpbook.backends import backend
 from dpbook.mhaar import batch_means_se, mhaar
-from dpbook.mhaar import engine as me
-from dpbook.model import compiled as model_compiled
+from dpbook.mhaar import compiled_chain as me
+from dpbook.model import compiler as model_compiled
 from dpbook.model.families import get_family
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior

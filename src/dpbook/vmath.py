@@ -3,7 +3,7 @@ with them.
 
 numba compiles ``math.exp`` and ``np.log`` to calls of the C library, one value at a
 time: a loop that calls them stays scalar (numba's SIMD versions need Intel's SVML,
-which pip's llvmlite does not link).  The compiled SMC engine (:mod:`dpbook.smc.engine`)
+which pip's llvmlite does not link).  The compiled SMC engine (:mod:`dpbook.smc.compiled_smc`)
 spends its time in a user's ``base_logpdf`` and ``base_ppf``, evaluated for every
 particle and every latent value, so here are ``exp``, ``log``, ``log1p`` and
 ``expm1`` written with arithmetic and bit operations only, which LLVM turns into

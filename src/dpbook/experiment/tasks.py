@@ -157,7 +157,7 @@ def run_task(spec: dict) -> dict:
     eps_release = eps * math.sqrt(2.0) if spec.get("original_code") else eps
     pop = family_population(family, theta, n, eps_release, seed=dss, mechanism=mechanism)
     if method in TASKS:  # Algorithm 1 with an online posterior
-        from dpbook.online.algorithm import run_online
+        from dpbook.online.algorithm1 import run_online
 
         online, policy_name, _ = TASKS[method]
         posterior, online_seed = None, ass  # run_online builds the latent SMC

@@ -96,7 +96,7 @@ from numba import njit
 from dpbook import vmath
 from dpbook.backends import backend
 from dpbook.fisher.estimates import FisherEstimate
-from dpbook.model.compiled import NotCompilable, compiled_family, warn_not_compiled
+from dpbook.model.compiler import NotCompilable, compiled_family, warn_not_compiled
 from dpbook.model.families import as_family
 from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import KIND, get_mechanism
@@ -767,8 +767,8 @@ def _dlogpdf(cls):
 def compiled_fisher(family):
     """(state, latent, grad) kernels of a location-scale family whose base_ppf and
     base_dlogpdf compile and agree with its numpy code (checked once per class and
-    numeric attributes by :func:`dpbook.model.compiled.compiled_family`, with its
-    base_logpdf); :class:`~dpbook.model.compiled.NotCompilable` naming the primitive that
+    numeric attributes by :func:`dpbook.model.compiler.compiled_family`, with its
+    base_logpdf); :class:`~dpbook.model.compiler.NotCompilable` naming the primitive that
     does not."""
     cf = compiled_family(family)
     if cf.information is None:  # the engine's check of base_dlogpdf failed

@@ -65,7 +65,7 @@ the closed form (:mod:`dpbook.likelihood.normal_laplace`) <= 2e-8 relative, whic
 < 2e-11); for the Gaussian mechanism the same refinement changes F by <= 3e-8 (eps = 50)
 and <= 4e-10 (eps <= 10), for the normal, Laplace and Student-t families.
 
-Posterior.  :mod:`dpbook.posterior.engine` compiles the pointwise rule in the base's
+Posterior.  :mod:`dpbook.likelihood.compiled_quadrature` compiles the pointwise rule in the base's
 coordinate for location-scale families (its tests check it against :func:`log_density`).
 
 Why this module is over 500 lines: seventy of them are this description; the rest is one
@@ -721,7 +721,7 @@ def _second_try(l, r, eps, th, info, fam, mech):
 
 def _compiled_pointwise(fam, mech, th):
     """(y, l, r, eps) -> (log p(y | th), s(y | th) (n, 2)) for an array y, from the
-    engine's compiled likelihood terms and score (:mod:`dpbook.posterior.engine`), or
+    engine's compiled likelihood terms and score (:mod:`dpbook.likelihood.compiled_quadrature`), or
     None where the engine does not compile this model.  The adaptive second try asks for
     thousands of single points: compiled, each costs microseconds, not the numpy rule's
     millisecond (Student-t on [-1e3, 1e3], Gaussian noise: 8 s a call before)."""

@@ -5,10 +5,9 @@ scale 1), independent.  :class:`dpbook.model.families.LocationScaleFamily` gives
 location-scale family theta = (m, c) the same prior (m for mu, c for sigma) through its
 ``prior`` attribute, a :class:`LocationScalePrior`; ``family.with_prior(...)`` gives a copy
 of the family with other hyperparameters (chapter 8 uses a narrower prior).  The compiled
-kernels take the prior as an argument (the exact posterior's and MHAAR's, bound by
-:mod:`dpbook.backends`) or read it from the family (the SMC); under a prior other than
-Section 6's the compiled MHAAR moves (mu, log sigma^2) instead of the paper's
-(mu, sigma^2) (:mod:`dpbook.mhaar.normal_laplace`, "Other priors").
+kernels take the prior as an argument (the exact posterior's and MHAAR's) or read it
+from the family (the SMC); under a prior other than Section 6's the paper model's
+compiled MHAAR moves (mu, log sigma^2) instead of the paper's (mu, sigma^2).
 """
 
 from __future__ import annotations

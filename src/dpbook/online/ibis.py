@@ -5,8 +5,8 @@ computational cost ... is O(Nn^2) in general") and Section 7 of the paper point 
 The particles carry theta only; the latent x_t are integrated out of each release's
 likelihood, p^eps_{l_t, r_t}(y_t | theta) (the factor of eq. 5; closed form for the
 normal family with the Laplace mechanism, :mod:`dpbook.likelihood.normal_laplace`; the
-compiled quadrature of :mod:`dpbook.posterior.engine` for another location-scale family
-with the Laplace or Gaussian mechanism; the numpy quadrature of
+compiled quadrature of :mod:`dpbook.likelihood.compiled_quadrature` for another
+location-scale family with the Laplace or Gaussian mechanism; the numpy quadrature of
 :mod:`dpbook.likelihood.quadrature` otherwise).  Release t reweights every
 particle by it.  When the effective sample size falls below ``ess_threshold`` N the
 particles are resampled (systematic) and moved by ``moves`` random-walk
@@ -42,7 +42,7 @@ from dpbook.backends import backend
 from dpbook.diagnostics import log_likelihood
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
-from dpbook.smc.algorithm import History, ParticlePosterior, check_particles
+from dpbook.smc.resample_move import History, ParticlePosterior, check_particles
 from dpbook.smc.resampling import ess, systematic
 from dpbook.validation import (
     as_generator,
@@ -109,7 +109,8 @@ class MarginalSMC(ParticlePosterior):
         """sum_s log p^eps_{l_s, r_s}(y_s | theta_i) for each row theta_i of ``theta``,
         shape (len(theta),): the registered compiled kernel (normal/Laplace:
         :func:`dpbook.likelihood.normal_laplace.loglik_particles`) or the engine's
-        (:func:`dpbook.posterior.engine.engine_loglik`), else numpy quadrature with the
+        (:func:`dpbook.likelihood.compiled_quadrature.engine_loglik`), else numpy quadrature
+        with the
         releases in blocks (:func:`dpbook.diagnostics.log_likelihood`)."""
         return log_likelihood(theta, y, l, r, self.eps, self.family, self.mechanism,
                               compiled=self.compiled)

@@ -3,7 +3,7 @@
 Algorithm 3 steps 1-3 (the independent MH moves of every x_k, k < t, started from the
 resampled ancestors' paths) and Algorithm 2 step 4 (the weights), with the Laplace or
 Gaussian noise density written out (``KIND`` codes).  Any other Mechanism object runs
-the same algorithm through its own vectorised ``logpdf`` in :mod:`dpbook.smc.algorithm`.
+the same algorithm through its own vectorised ``logpdf`` in :mod:`dpbook.smc.resample_move`.
 """
 
 from __future__ import annotations

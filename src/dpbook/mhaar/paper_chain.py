@@ -126,7 +126,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from dpbook import rng as _rng
-from dpbook.mhaar.algorithm import (
+from dpbook.mhaar.sampler import (
     ADAPT_EXPONENT,
     ADAPT_START_FRACTION,
     TARGET_ACCEPT,
@@ -534,7 +534,7 @@ def _log_walk_steps(y, l, r, eps, mu0, v0, prior, seed):
     """Initial steps (s_mu, s_log_var) of the (mu, log sigma^2) walk: approximate
     posterior sds 1 / sqrt(n I_jj + P_j), with I the per-observation Fisher information of
     the engine's Gaussian-approximation pilot
-    (:func:`dpbook.mhaar.algorithm.pilot_steps`, at (mu0, sqrt(v0)), its latent draws
+    (:func:`dpbook.mhaar.sampler.pilot_steps`, at (mu0, sqrt(v0)), its latent draws
     from a numpy Generator seeded by the chain's key and a tag) and P the prior's
     precision: 1/loc_var for mu, and the curvature scale2_shape of
     the log density of log sigma^2 at its prior mode (sigma^2 ~ IG(a, b): log sigma^2 has
@@ -682,7 +682,7 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
 
 def _default_walk(impl, data, eps, fam, mechanism, steps, options):
     """The start and walk of :func:`mhaar_normal_laplace` (for ``mhaar``'s choice of
-    start, :func:`dpbook.mhaar.algorithm._default_walk`): the moment guess, and the
+    start, :func:`dpbook.mhaar.sampler._default_walk`): the moment guess, and the
     paper's walk on (mu, sigma^2) or, under another prior, on (mu, log sigma^2)."""
     n = data[0].size
     mu0, v0 = chain_start(*data, eps)

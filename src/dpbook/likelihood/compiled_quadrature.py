@@ -11,7 +11,7 @@ base's coordinate: Gauss-Legendre (8 nodes a panel) on [z_l, z_r] cut to the bas
 quantiles (computed once), at z_u = (T_l^r(y) - m)/c and z_u +- the noise's
 half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39 b/c); sums in log space.  The
 family's numpy ``base_logpdf``, ``base_cdf`` and ``base_sf`` are compiled by the SMC
-engine's machinery (:func:`dpbook.model.compiled.compiled_primitive`); a family that does
+engine's machinery (:func:`dpbook.model.compiler.compiled_primitive`); a family that does
 not compile runs the numpy quadrature, with one warning naming the primitive.  A family
 without ``base_sf`` gets the default's rule (1 - cdf, or the upper tail's integral where
 1 - cdf loses the atom: :meth:`LocationScaleFamily.base_sf`), compiled.
@@ -44,7 +44,7 @@ from dpbook import vmath
 from dpbook.likelihood import quadrature
 from dpbook.likelihood.compiled import CompiledScore
 from dpbook.likelihood.quadrature import NOISE_TOLS
-from dpbook.model.compiled import (
+from dpbook.model.compiler import (
     NotCompilable,
     compiled_primitive,
     family_key,
@@ -54,7 +54,6 @@ from dpbook.model.compiled import (
 from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
 from dpbook.model.mechanisms import KIND, get_mechanism
 from dpbook.parallel import run_chunks
-from dpbook.posterior.exact import GridModel
 
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
                    1 - 1e-14])  # base quantiles: panel ends (the outer two: the support)
@@ -539,7 +538,7 @@ class _Setup:
         return out if terms else out[0]
 
 
-def _setup(family, mechanism, what):
+def compiled_setup(family, mechanism, what):
     """A :class:`_Setup`, or None: not a location-scale family with a shipped mechanism,
     or a primitive that does not compile (named in one warning: ``what`` runs the numpy
     quadrature instead)."""
@@ -554,7 +553,8 @@ def _setup(family, mechanism, what):
                           f"the numpy quadrature, not the compiled engine: {e}.  To "
                           f"compile, write base_logpdf, base_cdf and base_sf with numpy or "
                           f"math functions of one value (no scipy but special.expit, ndtr, "
-                          f"erf, erfc, gammaln); see dpbook.posterior.engine", stacklevel=5)
+                          f"erf, erfc, gammaln); see dpbook.likelihood.compiled_quadrature",
+                          stacklevel=5)
         return None
     # one per family class, numeric attributes and mechanism: the marginal SMC and the
     # checks ask at every step
@@ -568,33 +568,12 @@ def _setup(family, mechanism, what):
 _SETUPS: dict = {}
 
 
-def engine_model(family, mechanism):
-    """For :mod:`dpbook.backends`: a function (y, l, r, eps) -> :class:`GridModel` whose
-    log-likelihood grid is compiled, or None (the numpy quadrature runs; a family whose
-    primitive does not compile is named in one warning)."""
-    setup = _setup(family, mechanism, "the exact posterior")
-    if setup is None:
-        return None
-
-    def make(y, l, r, eps):
-        rel = setup.releases(y, l, r, eps)
-
-        def loglik(axes):
-            mu, sigma = (np.asarray(a, dtype=float) for a in axes)
-            theta = np.column_stack([np.repeat(mu, sigma.size), np.tile(sigma, mu.size)])
-            return setup(rel, theta).reshape(mu.size, sigma.size)
-
-        return GridModel(family, get_mechanism(mechanism), y, l, r, eps, loglik)
-
-    return make
-
-
 def engine_loglik(family, mechanism):
     """For :mod:`dpbook.backends` (``loglik_particles``): a function (y, l, r, eps,
     theta) -> sum_t log p(y_t | theta_i) for each row of ``theta`` (k, 2), compiled (the
     marginal SMC's reweighting and moves, the reliability check's reference points), or
     None (the numpy quadrature)."""
-    setup = _setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
+    setup = compiled_setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
     if setup is None:
         return None
 
@@ -608,7 +587,7 @@ def engine_terms(family, mechanism):
     """For :mod:`dpbook.backends` (``loglik_terms``): a function (y, l, r, eps, theta) ->
     the (len(y), len(theta)) array of log p(y_t | theta_i), compiled (the marginal SMC's
     reweighting by a block of releases), or None."""
-    setup = _setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
+    setup = compiled_setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
     if setup is None:
         return None
 
@@ -623,7 +602,7 @@ def engine_score(family, mechanism):
     (:func:`make_score`) as a :class:`~dpbook.likelihood.compiled.CompiledScore` (the
     online gradient's steps, Section 7), with the numpy quadrature's
     (:func:`dpbook.likelihood.quadrature.score`) where it cannot answer; or None."""
-    setup = _setup(family, mechanism, "the online gradient's score")
+    setup = compiled_setup(family, mechanism, "the online gradient's score")
     if setup is None:
         return None
     mech = get_mechanism(mechanism)

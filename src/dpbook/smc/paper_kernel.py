@@ -2,7 +2,7 @@
 
 :class:`NormalLaplaceSMC` is what ``dpbook.smc.SMC(eps)`` returns for the normal family
 with the Laplace mechanism (registered in :mod:`dpbook.backends`); the algorithm is
-that of :mod:`dpbook.smc.algorithm`, fused into one kernel per time step.
+that of :mod:`dpbook.smc.resample_move`, fused into one kernel per time step.
 
 Resample-move SMC (Gilks & Berzuini, 2001) for the normal model of Section 6:
 X ~ N(mu, sigma^2), mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (or the family's ``prior``,
@@ -38,7 +38,7 @@ from numba.extending import intrinsic
 from dpbook import rng as _rng
 from dpbook.model.families import as_family
 from dpbook.model.families.normal import gibbs_conjugate
-from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
+from dpbook.smc.resample_move import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
 from dpbook.vmath import EXP_TOL, exp_approx

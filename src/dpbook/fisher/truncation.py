@@ -45,7 +45,7 @@ from dpbook.fisher.estimates import (
     check_method,
     check_score,
 )
-from dpbook.fisher.exact import fisher_exact
+from dpbook.fisher.exact_information import fisher_exact
 from dpbook.fisher.mc import fisher_mc_bytes, fisher_mc_pairs, mc_setup
 from dpbook.validation import check_count, check_eps, check_mc_size, check_memory, check_positive
 

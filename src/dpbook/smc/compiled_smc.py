@@ -5,7 +5,7 @@ location-scale family (Definition 2) with the Laplace or Gaussian mechanism and 
 :class:`~dpbook.model.prior.LocationScalePrior`, when the family's ``base_logpdf`` and
 ``base_ppf`` compile (:func:`compiled_family`) and it moves theta by random-walk MH
 (no conjugate ``gibbs``) or gives its conjugate move compiled (``engine_gibbs``); the
-paper's model keeps its own kernel (:mod:`dpbook.smc.normal_laplace`).  It is the
+paper's model keeps its own kernel (:mod:`dpbook.smc.paper_kernel`).  It is the
 algorithm of :class:`dpbook.smc.SMC`, whose numpy code stays the reference it is
 tested against, in one compiled kernel per time step, one particle per loop iteration
 (in parallel):
@@ -55,7 +55,7 @@ from numba import njit
 
 from dpbook import rng as _rng
 from dpbook import vmath
-from dpbook.model.compiled import (
+from dpbook.model.compiler import (
     NotCompilable,
     compiled_family,
     warn_not_compiled,
@@ -65,7 +65,7 @@ from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
 from dpbook.model.prior import LocationScalePrior, log_prior_free
 from dpbook.parallel import run_chunks
 from dpbook.rng import keyed_uniform, keyed_word
-from dpbook.smc.algorithm import SMC, subset_draw
+from dpbook.smc.resample_move import SMC, subset_draw
 from dpbook.smc.resampling import systematic_keyed
 from dpbook.validation import check_release
 from dpbook.vmath import sum8
@@ -94,7 +94,7 @@ def engine_class(family, mechanism):
         warn_not_compiled(family, f"the {family.name} family runs the numpy SMC, not the "
                           f"compiled engine: {e}.  To compile, write base_logpdf and "
                           f"base_ppf with numpy or math functions of one value (no scipy); "
-                          f"see dpbook.smc.engine", stacklevel=4)
+                          f"see dpbook.smc.compiled_smc", stacklevel=4)
         return None
     return CompiledSMC
 
