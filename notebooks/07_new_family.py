@@ -250,7 +250,7 @@ print(textwrap.fill(str(caught[0].message)[:300] + " ...", 79))
 #
 # The Fisher information of one release $Y = T_l^r(X) + (r - l)V/\epsilon$ (eq. 7) is
 # computed two ways: exactly, by quadrature of $p_{l,r}^\epsilon(y \mid \theta)$ and its
-# score (`dpbook.likelihood.quadrature.fisher_exact`, which only needs the family's density,
+# score (`dpbook.likelihood.fisher_quadrature.fisher_exact`, which only needs the family's density,
 # distribution function and score), and by the paper's Monte Carlo estimate (eq. 8 with
 # Algorithm 4).  They must agree within the Monte Carlo error at the base $\theta=(0,1)$:
 

@@ -152,7 +152,7 @@ def test_student_t_runs_every_engine_compiled_without_a_warning():
     import warnings
 
     from dpbook.backends import backend
-    from dpbook.fisher import mc
+    from dpbook.fisher import mc_primitives as mc
     from dpbook.mhaar.compiled_chain import _compiled
     from dpbook.model.mechanisms import get_mechanism
     from dpbook.posterior.exact import engine_model

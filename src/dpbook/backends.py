@@ -58,7 +58,7 @@ _REGISTRY: dict = {}
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
 ENGINES = {"smc": "dpbook.smc.compiled_smc:engine_class",
-           "fisher_mc": "dpbook.fisher.mc:engine_class",
+           "fisher_mc": "dpbook.fisher.mc_primitives:engine_class",
            "mhaar": "dpbook.mhaar.compiled_chain:engine_mhaar",
            "posterior_model": "dpbook.posterior.exact:engine_model",
            "loglik_particles": "dpbook.likelihood.compiled_quadrature:engine_loglik",

@@ -40,6 +40,9 @@ MHAAR_THETA = 0xFFFFFFFFFFFF
 MHAAR_SLOW = 0x5A1F
 MHAAR_PILOT_PAPER = 0x91107
 MHAAR_PILOT = 0x91107A
+# Algorithm 4 / eq. (8): uniforms(key, purpose, n) of the release draws, their noise and
+# the importance samples (part k of them: FISHER_SAMPLES + 8 k)
+FISHER_RELEASE, FISHER_NOISE, FISHER_SAMPLES = 1, 2, 3
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 TWO53_INV = 1.0 / 9007199254740992.0
