@@ -1,4 +1,4 @@
-"""Has a sampler found the posterior?  A cheap reference check (issue 29).
+"""Has a sampler found the posterior?  A cheap reference check.
 
 A Monte Carlo posterior (MHAAR's chain, the latent SMC's or the marginal SMC's particles)
 can report a place it never left instead of the posterior: a chain started at the

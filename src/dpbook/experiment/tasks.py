@@ -81,11 +81,10 @@ def keep_freed_memory():
 
     The generic SMC (dpbook.smc.SMC) allocates and frees numpy arrays of about a
     megabyte at every step; with glibc's defaults each one comes back from the kernel
-    as fresh pages, and page faults and zeroing took 20% of a Gumbel run at n = N = 300
-    (1.7-2.0 s of system time in 9 s; 0.15-0.25 s with this).  The results do not
-    change.  Called in the worker processes the experiment starts; for processes yet to
-    start, see :func:`keep_freed_memory_env`.  Does nothing where the C library is not
-    glibc.
+    as fresh pages, and page faults and zeroing take a fifth of a small run (see the
+    reproduction notes).  The results do not change.  Called in the worker processes
+    the experiment starts; for processes yet to start, see
+    :func:`keep_freed_memory_env`.  Does nothing where the C library is not glibc.
     """
     import ctypes
 

@@ -218,9 +218,8 @@ def make_release(logpdf, cdf, sf):
     without its constant) at the nodes zs[:nv]; ok False: p = 0 at every node and atom.
     ``lay``: :func:`_nodes`; ``pts``, ``near``, ``vals``, ``zs``, ``hw``: scratch of
     :func:`_scratch`'s sizes.  One compiled function per family that the
-    log-likelihood and the score call (not inlined: numba's inlining of it took 15 s
-    of compiling a family's log-likelihood, the call 6 s, and costs ~8% of its run
-    time)."""
+    log-likelihood and the score call (not inlined: inlining it more than doubles the
+    compile time of a family's log-likelihood for a few per cent of run time)."""
 
     @njit(error_model="numpy")
     def logf(fs, z, yt, c, ib, kind):

@@ -344,7 +344,7 @@ def _compiled_pointwise(fam, mech, th):
     engine's compiled likelihood terms and score (:mod:`dpbook.likelihood.compiled_quadrature`), or
     None where the engine does not compile this model.  The adaptive second try asks for
     thousands of single points: compiled, each costs microseconds, not the numpy rule's
-    millisecond (Student-t on [-1e3, 1e3], Gaussian noise: 8 s a call before)."""
+    millisecond."""
     from dpbook.backends import backend
 
     if not fam.location_scale:

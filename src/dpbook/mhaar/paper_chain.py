@@ -59,7 +59,7 @@ in the acceptance ratio (the target in (mu, log sigma^2) is eta(mu, sigma^2) sig
 times the likelihood), and initial steps of the size of the posterior sds, from the
 Fisher pilot of the engine combined with the prior's precision
 (:func:`_log_walk_steps`); the adaptation is the same.  The reason
-(``benchmarks/mhaar_vs_exact.py``, issue 24): where the data say little about sigma its
+(``benchmarks/mhaar_vs_exact.py``): where the data say little about sigma its
 posterior keeps the IG(1, 1) prior's tail (density ~ sigma^-3, infinite variance), on
 which a random walk of fixed size in sigma^2 is not geometrically ergodic: the steps
 that the adaptation settles on (s_v about 6 in sigma^2, with s_mu = s_v / 2 about 4
@@ -109,8 +109,8 @@ either mode, and however the iterations are split into calls of the compiled cha
 * n is padded to a multiple of 8 with a harmless dummy observation that is never used.
 
 Cost: n N draws per iteration (2e9 for the Section 6 run: n = 1000, N = 20, 10^5
-iterations), 7-10.5 ns of CPU each on 1 thread of the 2-core development VM
-(benchmarks/bench_mhaar.py; beside the engine for any family, which keeps this
+iterations), timed by benchmarks/bench_mhaar.py (the reproduction notes give the
+figures; beside the engine for any family, which keeps this
 kernel's random walk and adaptation but not its random numbers:
 benchmarks/bench_mhaar_engine.py).  The explicit-vector LLVM code it calls is in
 :mod:`dpbook.mhaar.simd`.

@@ -26,9 +26,8 @@ by the surrogate's, min(1, pi(u') g(u) / (pi(u) g(u'))).  The product of the two
 still an MH kernel that keeps p(theta | y_{1:t}) invariant (each stage is reversible),
 and the N t likelihood terms are computed only for the proposals that pass the first
 stage: about 35% of them for a random walk at the 2.38^2 / d scale on the paper's model
-(eps = 1, 5 and 10), for an acceptance rate a few points lower
-(benchmarks/bench_scaling.py, one adaptive 10^5 stream at eps = 5: moves 20 s instead
-of 118 s, the whole run 53 s instead of 150 s).
+(eps = 1, 5 and 10), for an acceptance rate a few points lower (timings in the
+reproduction notes).
 """
 
 from __future__ import annotations
