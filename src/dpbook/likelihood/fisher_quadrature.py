@@ -25,8 +25,8 @@ from dpbook.likelihood.quadrature import (
     UNIFORM_SPACING,
     atom_masses,
     check_theta,
-    compact,
-    gl,
+    drop_repeats,
+    gauss_legendre,
     log_density,
     middle_discrete,
     noise_offsets,
@@ -118,7 +118,7 @@ def _sums(w, v):
 def _fisher_laplace(l, r, eps, th, info, fam, mech):
     """F for a continuous family under the Laplace mechanism (running sums; exact tails)."""
     b = (r - l) / eps
-    pts = compact(_fisher_breaks(l, r, b, info, fam, mech, False, MAX_UNIFORM))
+    pts = drop_repeats(_fisher_breaks(l, r, b, info, fam, mech, False, MAX_UNIFORM))
     n = FISHER_NODES
     ynode, ylogw = panel_nodes(pts, n, compact=False)  # (P, (K - 1) n)
     P, K = pts.shape
@@ -234,7 +234,7 @@ def _fisher_small_noise(l, r, eps, th, info, fam, mech):
     u_lo = ((yn - r[:, None]) / b[:, None])[..., None]
     u_hi = ((yn - l[:, None]) / b[:, None])[..., None]
     e = np.clip(edges, u_lo, u_hi)  # (P, J, E)
-    xg, wg = gl(_SMALL_NODES)
+    xg, wg = gauss_legendre(_SMALL_NODES)
     half = 0.5 * np.diff(e, axis=-1)  # (P, J, E - 1)
     u = (0.5 * (e[..., 1:] + e[..., :-1]))[..., None] + half[..., None] * xg  # (P, J, E-1, n)
     with np.errstate(all="ignore"):  # zero-width panels (truncated) get weight 0

@@ -109,7 +109,7 @@ FISHER_CHUNK = 1_000_000  # elements per chunk of the Fisher rules
 _GL_CACHE: dict = {}
 
 
-def gl(n):
+def gauss_legendre(n):
     """Gauss-Legendre nodes and weights on [-1, 1]."""
     if n not in _GL_CACHE:
         _GL_CACHE[n] = np.polynomial.legendre.leggauss(n)
@@ -184,7 +184,7 @@ def atom_masses(fam, l, r, th, want_grad):
 # ------------------------------------------------------------ pointwise density core
 
 
-def compact(pts):
+def drop_repeats(pts):
     """Sorted breakpoints (..., k) without repeats (clipping makes many), padded with the
     last point: fewer, not zero-width, panels."""
     rep = np.zeros(pts.shape, bool)
@@ -200,8 +200,8 @@ def compact(pts):
 def panel_nodes(pts, n, compact=True):
     """Sorted breakpoints (..., k) -> Gauss-Legendre nodes and log weights (..., (k-1) n)."""
     if compact:
-        pts = compact(pts)
-    x, w = gl(n)
+        pts = drop_repeats(pts)
+    x, w = gauss_legendre(n)
     lo, hi = pts[..., :-1, None], pts[..., 1:, None]
     half = 0.5 * (hi - lo)
     nodes = 0.5 * (hi + lo) + half * x
