@@ -15,7 +15,7 @@ from dpbook.validation import (
     check_interval,
 )
 
-__all__ = ["log_density", "score", "fisher_exact"]
+__all__ = ["fisher_exact"]
 from dpbook.likelihood.quadrature import (
     CUT_NODES,
     FISHER_CHUNK,
