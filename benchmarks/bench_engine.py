@@ -1,4 +1,4 @@
-"""The compiled latent SMC (dpbook.smc.engine) against the paper's normal/Laplace kernel
+"""The compiled latent SMC (dpbook.smc.compiled_smc) against the paper's normal/Laplace kernel
 and the numpy SMC, as issue 24's targets state them: ``smc_posterior`` on n releases
 (default 1000) with N = 1000 particles at eps = 5, warm (the first, compiling run timed
 apart), all in one process so that the ratios are measured side by side.

@@ -33,8 +33,9 @@ import numpy as np
 
 from dpbook.fisher import fisher_grid as _fisher_grid
 from dpbook.fisher import fisher_information, fisher_mc
-from dpbook.fisher.mc import _shared_samples, _sorted_shared, run_cells
+from dpbook.fisher.mc import _shared_samples
 from dpbook.fisher.normal_mc import PaperEngine
+from dpbook.fisher.shared_samples import run_cells, sorted_shared
 
 
 def fisher_grid(eps, method, **kw):
@@ -63,7 +64,7 @@ def symmetric(eps, M, K, seed):
     rng = np.random.default_rng(seed)
     eng = PaperEngine("normal", "laplace")
     zp, v = eng.release_draws(rng, M)
-    shared = _sorted_shared(*_shared_samples(eng, rng, (0.0, 1.0), K))
+    shared = sorted_shared(*_shared_samples(eng, rng, (0.0, 1.0), K))
     res = {"exact": {"A": float(A[np.argmax(ex)]), "F_mumu": float(ex.max())}}
     for name, vv in (("mc", v), ("mc_code_noise", v / np.sqrt(2.0))):
         out = run_cells(-A, A, eps, 0.0, 1.0, zp, vv, shared, os.cpu_count() or 1)

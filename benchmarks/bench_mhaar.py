@@ -9,7 +9,7 @@ released with Laplace noise of scale (r - l)/eps.  One run is n * iters * aux = 
 auxiliary draws (1.9e9 fresh normals, 4e9 Laplace weights) at the default size.  Timed
 configurations: 1 thread (serial), 2 threads with the blocks of observations in
 parallel, and 2 threads in the default "auto" mode (which times both modes now and
-then and keeps the faster; see dpbook.mhaar.normal_laplace).  All runs must give the same
+then and keeps the faster; see dpbook.mhaar.paper_chain).  All runs must give the same
 chain (checked).  Compilation / cache loading is timed separately in a warm-up.  The
 1-minute load average is recorded before and after each run: on a shared machine other
 processes take CPU time and the parallel mode, which synchronises its threads at every

@@ -1,5 +1,5 @@
 """MHAAR (Algorithm 8, the Section 6 baseline), 10^5 iterations, side by side in one run:
-the paper's normal/Laplace kernel, the engine (dpbook.mhaar.engine) for the normal family
+the paper's normal/Laplace kernel, the engine (dpbook.mhaar.compiled_chain) for the normal family
 (random walk in (mu, log sigma), ``generic=True``) and for a logistic family defined
 here as a user defines one, and the numpy sampler dpbook shipped before the engine
 (tests/mhaar_oracle.py, timed on fewer iterations and scaled to 10^5).

@@ -49,7 +49,7 @@ def _policy(name, eps):
 def _time_split():
     """Time every call of the SMC's two compiled functions (module globals that
     SMC.update looks up at each call); returns the dict that accumulates the seconds."""
-    import dpbook.smc.normal_laplace as smc
+    import dpbook.smc.paper_kernel as smc
 
     acc = {"sweep": 0.0, "resample": 0.0}
 

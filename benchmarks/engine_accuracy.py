@@ -1,5 +1,5 @@
-"""The compiled likelihood of eq. (7) (dpbook.posterior.engine) against scipy's quad, one
-release at a time: the logistic written as a user writes it, both mechanisms, l, r = -1,
+"""The compiled likelihood of eq. (7) (dpbook.likelihood.compiled_quadrature) against scipy's
+quad, one release at a time: the logistic written as a user writes it, both mechanisms, l, r = -1,
 1, eps in (0.5, 2, 10, 50), c in (0.002 ... 20), m in (-30 ... 30), y inside or beyond
 an end by up to 30 b (Laplace; 5 b Gaussian): 1680 cases.  Prints the worst errors of
 log p and of the score (relative to 1 + |s|).

@@ -32,7 +32,7 @@
 # In this chapter we
 #
 # 1. write down the sequence of targets, eq. (5), and the steps of Algorithms 2 and 3 as
-#    `dpbook.smc.SMC.update` implements them (`dpbook.smc.algorithm`, written for any
+#    `dpbook.smc.SMC.update` implements them (`dpbook.smc.resample_move`, written for any
 #    family; the paper's model runs the same steps fused into one compiled kernel);
 # 2. run the sampler on one stream of releases, with the paper's adaptive intervals and
 #    with a fixed wide interval;

@@ -173,7 +173,7 @@ show_table(checks)
 #
 # Nothing in the class above mentions speed, yet the SMC of this chapter runs compiled.
 # `SMC(eps, gumbel)` hands the class's own `base_logpdf` and `base_ppf` to numba
-# (`dpbook.smc.engine`), with numpy's `exp` and `log` replaced by versions that the
+# (`dpbook.smc.compiled_smc`), with numpy's `exp` and `log` replaced by versions that the
 # compiler turns into vector instructions (`dpbook.vmath`, within a few units in the last
 # place of numpy's).  Below, the same releases go through the compiled engine (the first
 # run includes compiling, which numba cannot cache for a class defined in a notebook:
@@ -240,7 +240,7 @@ print(textwrap.fill(str(caught[0].message)[:300] + " ...", 79))
 #
 # The Fisher information of one release $Y = T_l^r(X) + (r - l)V/\epsilon$ (eq. 7) is
 # computed two ways: exactly, by quadrature of $p_{l,r}^\epsilon(y \mid \theta)$ and its
-# score (`dpbook.likelihood.quadrature.fisher_exact`, which only needs the family's density,
+# score (`dpbook.likelihood.fisher_quadrature.fisher_exact`, which only needs the family's density,
 # distribution function and score), and by the paper's Monte Carlo estimate (eq. 8 with
 # Algorithm 4).  They must agree within the Monte Carlo error at the base $\theta=(0,1)$:
 

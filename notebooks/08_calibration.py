@@ -283,7 +283,7 @@ glue_number("coverage-2se", 2 * sig.coverage90_se.iat[0])
 # random streams.
 #
 # Under this prior MHAAR's random walk moves $(\mu, \log\sigma^2)$, not the paper's
-# $(\mu, \sigma^2)$ ({mod}`dpbook.mhaar.normal_laplace`, "Other priors").  At
+# $(\mu, \sigma^2)$ ({mod}`dpbook.mhaar.paper_chain`, "Other priors").  At
 # $\epsilon = 1$ the noise leaves the posterior of $\sigma$ with the heavy tail of
 # $\mathcal{IG}(1, 1)$, and the paper's walk, with steps of fixed size in $\sigma^2$,
 # explored it so slowly that its effective sample size of $\sigma$ was about 40 in the

@@ -22,7 +22,8 @@
 # {cite:p}`bernstein2018differentially`.  This chapter puts the two side by side on the
 # same people at the same $\epsilon$.
 #
-# **The central release** ({mod}`dpbook.privacy.central`, {mod}`dpbook.model.central`).
+# **The central release** ({mod}`dpbook.privacy.central_curator`,
+# {mod}`dpbook.model.central_release`).
 # The curator clips each $x_i$ to $[l, r]$, centres it at $c = (l + r)/2$, and releases
 # $s_1 = \sum_i z_i$ and $s_2 = \sum_i z_i^2$, $z_i = T_l^r(x_i) - c$, with independent
 # Laplace noise.  $n$ is public and neighbouring data sets differ by the substitution of
@@ -85,12 +86,12 @@ from dpbook.figures import (
     repo_root,
     show_table,
 )
-from dpbook.model.central import noise_scales
+from dpbook.model.central_release import noise_scales
 from dpbook.model.families import get_family
 from dpbook.online import streams, warm_up
 from dpbook.posterior import central_posterior
-from dpbook.posterior.central import sum_cdf
-from dpbook.privacy.central import family_release
+from dpbook.posterior.central_grid import sum_cdf
+from dpbook.privacy.central_curator import family_release
 from dpbook.privacy.population import family_population
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"

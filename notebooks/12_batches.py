@@ -17,7 +17,7 @@
 #
 # Algorithm 1 asks each individual with an interval drawn after the previous release.
 # A deployment cannot: devices fetch the current interval and report later, in batches.
-# With `batch=B` ({func}`dpbook.online.algorithm.run_online`, `dpbook stream --batch`,
+# With `batch=B` ({func}`dpbook.online.algorithm1.run_online`, `dpbook stream --batch`,
 # `dpbook experiment --batch`, `dpbook curator publish --k B`) the curator publishes one
 # interval, from one Thompson draw, for the next $B$ individuals, and absorbs their $B$
 # releases before drawing the next; $B = 1$ is Algorithm 1.

@@ -1,11 +1,11 @@
 """The numpy MHAAR sampler that dpbook shipped before its engine (issue 24): the test
-oracle the engine (:mod:`dpbook.mhaar.engine`) is checked against.
+oracle the engine (:mod:`dpbook.mhaar.compiled_chain`) is checked against.
 
 Alparslan & Yildirim (2022), Algorithm 8, for any family and mechanism, vectorised in
 numpy: random numbers from one numpy Generator (proposal normals, the (N-1) x n fresh
 latent draws, the accept uniform, the n resampling uniforms), a random walk in the
 unconstrained coordinates (log of positive parameters) with the Jacobian, log-sum-exp
-over the N draws, initial steps from :func:`dpbook.mhaar.algorithm.pilot_steps`, start
+over the N draws, initial steps from :func:`dpbook.mhaar.sampler.pilot_steps`, start
 ``family.guess``.  Discrete families with the default latent map draw their quantiles
 from a cdf table with a guide table (:class:`_DiscreteQuantile`).  Independent of the
 engine's code but for the pilot and the result type.
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from dpbook.mhaar.algorithm import (
+from dpbook.mhaar.sampler import (
     ADAPT_EXPONENT,
     ADAPT_START_FRACTION,
     TARGET_ACCEPT,

@@ -22,7 +22,7 @@ from dpbook.likelihood.quadrature import (
     setup,
     theta_info,
 )
-from dpbook.posterior.grid import GridPosterior
+from dpbook.posterior.grid_density import GridPosterior
 from dpbook.validation import check_count, check_eps, check_observations
 
 POSTERIOR_NODES = 8  # x nodes a panel for the likelihood on a grid (log p error ~1e-9)

@@ -332,7 +332,7 @@ def test_central_replications_see_the_same_people():
 def test_central_and_local_replications_see_the_same_values(monkeypatch, seed):
     # the docstrings' "the same people", checked on the values: what the curator clips
     # and sums is what the local population releases one by one at the same seed
-    import dpbook.privacy.central as central
+    import dpbook.privacy.central_curator as central
     import dpbook.privacy.population as population
 
     seen = {}

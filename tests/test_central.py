@@ -8,8 +8,8 @@ import opendp.prelude as opendp
 import pytest
 from scipy import stats
 
-from dpbook.model.central import CentralRelease, noise_scales, sum_sensitivities
-from dpbook.privacy.central import (
+from dpbook.model.central_release import CentralRelease, noise_scales, sum_sensitivities
+from dpbook.privacy.central_curator import (
     family_release,
     private_quantile,
     quantile_gap_weights,

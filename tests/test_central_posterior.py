@@ -1,4 +1,4 @@
-"""The posterior given a central release (dpbook.posterior.central): the clipped
+"""The posterior given a central release (dpbook.posterior.central_grid): the clipped
 moments, the likelihood's quadrature, the normal approximation of the sums against
 simulation at the chapter's smallest n, and the posterior against the non-private one."""
 
@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 
 from dpbook.calibration.replication import naive_posterior
-from dpbook.model.central import CentralRelease, noise_scales
+from dpbook.model.central_release import CentralRelease, noise_scales
 from dpbook.model.prior import LocationScalePrior
 from dpbook.posterior import central_posterior
-from dpbook.posterior.central import clipped_moments, log_likelihood, sum_cdf, sum_moments
-from dpbook.privacy.central import family_release
+from dpbook.posterior.central_grid import clipped_moments, log_likelihood, sum_cdf, sum_moments
+from dpbook.privacy.central_curator import family_release
 
 NARROW = LocationScalePrior(0.0, 1.0, 1.0, 1.0)
 

@@ -184,7 +184,7 @@ def test_mhaar_started_at_a_scale_the_releases_cannot_tell_says_so():
     leftovers, now only by hand) starts sigma at 8.8e4, and the chain stays there (also
     after 20000 iterations)."""
     from dpbook.mhaar import mhaar
-    from dpbook.mhaar.normal_laplace import chain_start
+    from dpbook.mhaar.paper_chain import chain_start
     from dpbook.posterior import exact_posterior
 
     y, l, r = _uninformative(1e-4)
@@ -223,7 +223,7 @@ def test_the_section6_configuration_draws_no_warning(tmp_path, monkeypatch):
     MHAAR chain starts at the paper's start (only the warm-up's 4 iterations on 3
     individuals, whose numbers are thrown away, may start elsewhere)."""
     import dpbook.diagnostics as diag
-    import dpbook.mhaar.algorithm as alg
+    import dpbook.mhaar.sampler as alg
     from dpbook.experiment import run_experiment
     from dpbook.experiment.runner import BOOK_CONFIGS
 

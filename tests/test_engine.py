@@ -1,4 +1,4 @@
-"""The compiled engine of the latent SMC (dpbook.smc.engine) and the vectorisable
+"""The compiled engine of the latent SMC (dpbook.smc.compiled_smc) and the vectorisable
 elementary functions it compiles a family with (dpbook.vmath)."""
 
 import warnings
@@ -12,19 +12,15 @@ from scipy import special, stats
 from test_smc_family import EPS, N_PART, R, Z, _close, _stats
 
 from dpbook import backends, vmath
+from dpbook.model.compiler import compiled_family
 from dpbook.model.families import get_family
 from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
+from dpbook.rng import keyed_uniform, keyed_word
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.engine import (
-    CompiledSMC,
-    compiled_family,
-    engine_class,
-    keyed_uniform,
-    keyed_word,
-)
-from dpbook.smc.normal_laplace import NormalLaplaceSMC
+from dpbook.smc.compiled_smc import CompiledSMC, engine_class
+from dpbook.smc.paper_kernel import NormalLaplaceSMC
 
 
 class Logistic(LocationScaleFamily):

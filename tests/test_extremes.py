@@ -135,8 +135,8 @@ def test_generic_exact_fisher_agrees_with_monte_carlo_at_large_eps(family, mecha
 
 @pytest.mark.parametrize("eps", [1e5, 1e6])
 def test_generic_small_noise_rule_matches_the_closed_form(eps):
-    from dpbook.likelihood import quadrature
+    from dpbook.likelihood import fisher_quadrature
 
     closed = fisher_exact(-1.0, 1.0, eps)
-    generic = quadrature.fisher_exact(-1.0, 1.0, eps, (0.0, 1.0), "normal", "laplace")
+    generic = fisher_quadrature.fisher_exact(-1.0, 1.0, eps, (0.0, 1.0), "normal", "laplace")
     np.testing.assert_allclose(generic, closed, rtol=3e-5, atol=1e-12)

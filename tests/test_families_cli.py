@@ -50,7 +50,7 @@ def test_bad_family_arguments(args, needle, capsys):
 
 
 def test_fisher_for_other_families_and_mechanisms(capsys):
-    from dpbook.likelihood.quadrature import fisher_exact
+    from dpbook.likelihood.fisher_quadrature import fisher_exact
 
     code, out, _ = call(capsys, "fisher", "--eps", "1", "--a", "8", "--b", "12", "--family",
                         "poisson", "--theta", "10", "--json")

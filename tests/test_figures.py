@@ -61,7 +61,7 @@ def test_marginals_against_exact_draws_each_panel_once():
     import pandas as pd
 
     from dpbook.posterior import exact_posterior
-    from dpbook.smc.algorithm import Particles
+    from dpbook.smc.resample_move import Particles
 
     rng = np.random.default_rng(0)
     y = rng.normal(50, 3, 40) + rng.laplace(0, 4, 40)

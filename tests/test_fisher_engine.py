@@ -11,7 +11,7 @@ from fisher_oracle import fisher_mc_oracle
 from test_engine import Logistic, ScipyLogistic
 
 from dpbook.fisher import fisher_exact, fisher_grid, fisher_mc
-from dpbook.fisher import mc as engine
+from dpbook.fisher import mc_primitives as engine
 from dpbook.model.families import get_family
 
 # (family, mechanism, theta, (l, r, eps))

@@ -239,8 +239,8 @@ def test_the_second_try_runs_on_the_compiled_density_and_score(name, kw, mech):
     [l - 40 b, r + 40 b] and through the release's bulk, wherever p is within e^-60 of
     its largest value (beyond, p s s^T is below 1e-24 of the integral: Gaussian noise
     hundreds of scales from every value puts the integrand's peak in the family's far
-    tail, where the engine's panels do not reach; see dpbook.posterior.engine)."""
-    from dpbook.likelihood import quadrature
+    tail, where the engine's panels do not reach; see dpbook.likelihood.compiled_quadrature)."""
+    from dpbook.likelihood import fisher_quadrature, quadrature
 
     fam = get_family(name, **kw)
     for (l, r, eps), th in zip([(-1e4, 1e4, 2000.0), (-3.0, 2.0, 1.0), (-1e3, 1e3, 0.01)],
@@ -249,7 +249,7 @@ def test_the_second_try_runs_on_the_compiled_density_and_score(name, kw, mech):
         bulk = th[0] + np.linspace(-8.0, 8.0, 17) * math.hypot(th[1], b)
         y = np.concatenate([np.linspace(l - 40 * b, r + 40 * b, 41), [l, r, l + b, r - b],
                             bulk])
-        lp, s = quadrature._compiled_pointwise(fam, mech, th)(y, l, r, eps)
+        lp, s = fisher_quadrature._compiled_pointwise(fam, mech, th)(y, l, r, eps)
         ref_lp = quadrature.log_density(y, l, r, eps, th, fam, mech)
         ref_s = np.asarray(quadrature.score(y, l, r, eps, th, fam, mech)).reshape(-1, 2)
         live = ref_lp > ref_lp.max() - 60.0

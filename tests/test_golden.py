@@ -85,7 +85,7 @@ def test_smc_kernel_case_reaches_the_exact_redecision(tmp_path):
     # seed was chosen among those where it does: without the re-decision (EXP_TOL < 0,
     # compiled afresh in a cache of its own) the case's outputs differ from the record
     code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent / 'golden')!r})\n"
-            "import dpbook.smc.normal_laplace as nl\n"
+            "import dpbook.smc.paper_kernel as nl\n"
             "nl.EXP_TOL = -1.0\n"
             "from cases import run_case\n"
             "from recording import load, differences\n"

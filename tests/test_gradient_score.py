@@ -1,5 +1,5 @@
 """The online gradient's score (Section 7; Fisher's identity, Appendix C) compiled for
-any location-scale family (dpbook.posterior.engine.make_score), the backend that
+any location-scale family (dpbook.likelihood.compiled_quadrature.make_score), the backend that
 chooses it, and a block of releases absorbed in one compiled call
 (OnlineGradient.update_many)."""
 

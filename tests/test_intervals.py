@@ -1,5 +1,5 @@
 """Fisher information for any family (eq. 7, 8, Algorithm 4) and the interval search of
-eq. (9), (11)-(13): dpbook.fisher.mc and dpbook.fisher.grid."""
+eq. (9), (11)-(13): dpbook.fisher.mc and dpbook.fisher.truncation."""
 
 import json
 

@@ -9,8 +9,8 @@ import pytest
 from dpbook import rng
 from dpbook.mhaar import batch_means_se, effective_sample_size
 from dpbook.mhaar import mhaar as mhaar_any
-from dpbook.mhaar.normal_laplace import aux_normals_array
-from dpbook.mhaar.normal_laplace import mhaar_normal_laplace as mhaar
+from dpbook.mhaar.paper_chain import aux_normals_array
+from dpbook.mhaar.paper_chain import mhaar_normal_laplace as mhaar
 from dpbook.mhaar.simd import exp2_array
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior as exact_posterior_normal_laplace
@@ -83,7 +83,7 @@ def test_bit_identical_any_thread_count_and_same_seed():
 def test_same_chain_whatever_the_mode_and_chunks(monkeypatch):
     """Serial, parallel and auto mode (which probes both) and any split of the
     iterations into calls of the compiled chain give the same chain."""
-    import dpbook.mhaar.normal_laplace as mh
+    import dpbook.mhaar.paper_chain as mh
 
     y, l, r, eps = _data(200, eps=2.0, seed=6)
     a = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=False)

@@ -1,4 +1,4 @@
-"""The MHAAR engine (dpbook.mhaar.engine; Alparslan & Yildirim 2022, Algorithm 8): a
+"""The MHAAR engine (dpbook.mhaar.compiled_chain; Alparslan & Yildirim 2022, Algorithm 8): a
 family written as a user writes one runs compiled, and its chains agree with the exact
 grid posterior (eq. 5) and with the old numpy sampler (tests/mhaar_oracle.py), in Monte
 Carlo standard errors over several seeds."""
@@ -12,11 +12,11 @@ from test_engine import Logistic, ScipyLogistic
 
 from dpbook.backends import backend
 from dpbook.mhaar import batch_means_se, mhaar
-from dpbook.mhaar import engine as me
+from dpbook.mhaar import compiled_chain as me
+from dpbook.model import compiler as model_compiled
 from dpbook.model.families import get_family
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior
-from dpbook.smc import engine as smc_engine
 
 N, EPS, ITERS, BURN, BATCHES = 40, 5.0, 20_000, 0.2, 40
 SEEDS = (1, 2, 3, 4)
@@ -100,7 +100,7 @@ def test_uncompilable_family_runs_the_same_chain_with_one_warning():
     naming the primitive; its chain is the compiled one's up to rounding (same keyed
     streams, same order)."""
     y, l, r = _data(Logistic(), "laplace", n=25)
-    smc_engine._WARNED.clear()
+    model_compiled._WARNED.clear()
     a = mhaar(y, l, r, EPS, family=Logistic(), n_iter=300, seed=3)
     with pytest.warns(UserWarning, match="base_ppf") as w:
         b = mhaar(y, l, r, EPS, family=ScipyLogistic(), n_iter=300, seed=3)

@@ -1,5 +1,5 @@
 """MHAAR for any family and mechanism (Alparslan & Yildirim 2022, Algorithm 8; the
-batch baseline of Section 6): the engine (dpbook.mhaar.engine) against exact posteriors."""
+batch baseline of Section 6): the engine (dpbook.mhaar.compiled_chain) against exact posteriors."""
 
 import functools
 import math

@@ -1,5 +1,5 @@
 """The one grid-posterior pipeline (dpbook.posterior.exact) with the compiled likelihood
-grid (dpbook.posterior.engine) against the numpy quadrature kept as the oracle
+grid (dpbook.likelihood.compiled_quadrature) against the numpy quadrature kept as the oracle
 (tests/posterior_oracle.py, the generic pipeline it replaced)."""
 
 import warnings
@@ -15,8 +15,7 @@ from dpbook.likelihood import quadrature as quad
 from dpbook.model.families import get_family
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior
-from dpbook.posterior.engine import engine_model
-from dpbook.posterior.exact import PaperModel
+from dpbook.posterior.exact import PaperModel, engine_model
 
 
 def _releases(n=40, eps=2.0, mech="laplace", seed=1):
@@ -118,8 +117,8 @@ def test_the_default_sf_keeps_the_upper_atom():
     the compiled engine and of the numpy quadrature against the same with the
     closed-form sf, releases whose interval lies far in the upper tail and y far above
     it (the atom dominates) and ordinary ones."""
-    from dpbook.posterior.engine import _default_sf, _primitives
-    from dpbook.smc.engine import family_state
+    from dpbook.likelihood.compiled_quadrature import _default_sf, _primitives
+    from dpbook.model.compiler import family_state
 
     fam, ref = Logistic(), SfLogistic()
     z = np.concatenate([np.linspace(-40.0, 60.0, 201), [100.0, 300.0, 700.0]])

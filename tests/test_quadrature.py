@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
+from dpbook.likelihood import fisher_quadrature as fquad
 from dpbook.likelihood import normal_laplace as exact
 from dpbook.likelihood import quadrature as quad
 from dpbook.model.families import get_family
@@ -209,7 +210,7 @@ def test_fisher_matches_closed_form(eps):
     """Every 4th pair of the 50 x 50 grid of [-3, 3]; the closed form's own error at
     eps = 50 (48 nodes) is ~2e-8, which bounds the agreement there."""
     a, b = _grid_pairs(-3.0, 3.0, every=4)
-    F = quad.fisher_exact(a, b, eps)
+    F = fquad.fisher_exact(a, b, eps)
     E = exact.fisher_exact(a, b, eps)
     rel = np.max(np.abs(F - E), axis=(-1, -2)) / np.max(np.abs(E), axis=(-1, -2))
     assert np.max(rel) < 1e-6
@@ -232,7 +233,7 @@ def test_fisher_matches_pointwise_rule(key, mech):
     cases = ([(7.0, 12.0, 2.0), (9.5, 11.5, 20.0)] if fam.discrete
              else [(-1.0, 1.5, 1.0), (-0.3, 0.2, 20.0)])
     for l, r, eps in cases:
-        F = quad.fisher_exact(l, r, eps, theta, fam, mech)
+        F = fquad.fisher_exact(l, r, eps, theta, fam, mech)
         ref = _fisher_by_pointwise_score(l, r, eps, theta, fam, mech)
         assert np.max(np.abs(F - ref)) < 1e-7 * np.max(np.abs(ref)), (l, r, eps, F, ref)
 
@@ -243,14 +244,14 @@ def test_fisher_symmetric_psd_and_shapes(key, mech):
     fam = _fam(key)
     lims = fam.interval_lims(10.0) if fam.discrete else (-3.0, 3.0)
     a, b = _grid_pairs(*lims, n=8)
-    F = quad.fisher_exact(a, b, 5.0, None, fam, mech)
+    F = fquad.fisher_exact(a, b, 5.0, None, fam, mech)
     assert F.shape == (a.size, fam.dim, fam.dim)
     np.testing.assert_array_equal(F, np.swapaxes(F, -1, -2))
     ev = np.linalg.eigvalsh(F)
     assert np.all(ev >= -1e-12 * np.max(np.abs(ev)))
-    assert quad.fisher_exact(a[0], b[0], 5.0, None, fam, mech).shape == (fam.dim, fam.dim)
-    A = quad.fisher_exact(a.reshape(-1, 1)[:6].reshape(2, 3), b[:6].reshape(2, 3), 5.0, None,
-                          fam, mech)
+    assert fquad.fisher_exact(a[0], b[0], 5.0, None, fam, mech).shape == (fam.dim, fam.dim)
+    A = fquad.fisher_exact(a.reshape(-1, 1)[:6].reshape(2, 3), b[:6].reshape(2, 3), 5.0, None,
+                           fam, mech)
     np.testing.assert_allclose(A.reshape(6, fam.dim, fam.dim), F[:6], rtol=1e-13, atol=0)
 
 
@@ -269,17 +270,17 @@ def test_fisher_tends_to_the_censored_information():
     for x, sgn, mass in ((-1.0, 1.0, fam.cdf(-1.0, *th)), (1.0, -1.0, fam.sf(1.0, *th))):
         g = sgn * np.array(fam.cdf_grad(x, *th))
         cens = cens + np.outer(g, g) / mass
-    err = [np.max(np.abs(quad.fisher_exact(-1.0, 1.0, eps, th, fam) - cens))
+    err = [np.max(np.abs(fquad.fisher_exact(-1.0, 1.0, eps, th, fam) - cens))
            for eps in (1e2, 1e3, 1e4)]
     assert err[0] > err[1] > err[2] and err[2] < 0.05 * err[0]
     # the Gaussian mechanism at eps = 1e4 runs the small-noise rule: the same limit
-    g = quad.fisher_exact(-1.0, 1.0, 1e4, th, fam, "gaussian")
+    g = fquad.fisher_exact(-1.0, 1.0, 1e4, th, fam, "gaussian")
     assert np.max(np.abs(g - cens)) < err[1]
 
 
 def test_poisson_fisher_tends_to_the_noiseless_information():
     """Wide interval, tiny noise: F -> 1/lam, the Poisson's own information."""
-    F = quad.fisher_exact(-0.5, 60.5, 1e4, (10.0,), "poisson")
+    F = fquad.fisher_exact(-0.5, 60.5, 1e4, (10.0,), "poisson")
     assert abs(F[0, 0] - 0.1) < 1e-9
 
 
@@ -289,9 +290,9 @@ def test_theorem3_location_scale(key, mech):
     """F_{m + a c, m + b c}(m, c) = F_{a, b}(0, 1)/c^2 (Theorem 3, Appendix B)."""
     fam = _fam(key)
     for (a, b), eps in (((-0.7, 1.3), 2.0), ((-0.06, 0.06), 10.0), ((-3.0, -2.5), 1.0)):
-        base = quad.fisher_exact(a, b, eps, (0.0, 1.0), fam, mech)
+        base = fquad.fisher_exact(a, b, eps, (0.0, 1.0), fam, mech)
         for m, c in ((50.0, math.sqrt(10.0)), (-3.0, 0.2)):
-            F = quad.fisher_exact(m + a * c, m + b * c, eps, (m, c), fam, mech)
+            F = fquad.fisher_exact(m + a * c, m + b * c, eps, (m, c), fam, mech)
             np.testing.assert_allclose(F * c * c, base, rtol=1e-6, atol=1e-9 * np.abs(base).max())
 
 
@@ -312,8 +313,8 @@ def test_generic_rule_for_a_kinked_mechanism_matches_laplace_rule():
     for l, r, eps in ((-1.0, 1.0, 2.0), (-0.3, 0.8, 10.0), (-3.0, 3.0, 0.5)):
         for key in ("student_t", "laplace"):
             fam = _fam(key)
-            F = quad.fisher_exact(l, r, eps, (0.0, 1.0), fam, "laplace")
-            G = quad.fisher_exact(l, r, eps, (0.0, 1.0), fam, _LaplaceClone())
+            F = fquad.fisher_exact(l, r, eps, (0.0, 1.0), fam, "laplace")
+            G = fquad.fisher_exact(l, r, eps, (0.0, 1.0), fam, _LaplaceClone())
             assert np.max(np.abs(F - G)) < 1e-7 * np.max(np.abs(F)), (l, r, eps, key)
             lp = quad.log_density(0.3, l, r, eps, (0.0, 1.0), fam, _LaplaceClone())
             assert lp == pytest.approx(quad.log_density(0.3, l, r, eps, (0.0, 1.0), fam), abs=1e-13)
@@ -408,9 +409,9 @@ def test_posterior_deterministic():
     (lambda: quad.score(0.0, -1.0, 1.0, 1.0, (0.0, 1.0), "gamma"), "unknown family"),
     (lambda: quad.score(0.0, -1.0, 1.0, 1.0, (0.0, 1.0), None, "cauchy"), "mechanism"),
     (lambda: quad.score(0.0, -1.0, 1.0, 1.0, (-1.0,), "poisson"), "lam"),
-    (lambda: quad.fisher_exact(1.0, -1.0, 1.0), "l < r"),
-    (lambda: quad.fisher_exact(-1.0, 1.0, -2.0), "eps"),
-    (lambda: quad.fisher_exact(-1.0, 1.0, 1.0, (0.0, np.array([1.0, 2.0]))), "one theta"),
+    (lambda: fquad.fisher_exact(1.0, -1.0, 1.0), "l < r"),
+    (lambda: fquad.fisher_exact(-1.0, 1.0, -2.0), "eps"),
+    (lambda: fquad.fisher_exact(-1.0, 1.0, 1.0, (0.0, np.array([1.0, 2.0]))), "one theta"),
     (lambda: exact_posterior([], [], [], 1.0), "non-empty"),
     (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, grid=(11,)), "grid"),
     (lambda: exact_posterior([1.0], 0.0, 2.0, 1.0, grid=(11, 2)), "grid"),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpbook.cli import main
-from dpbook.mechanisms import release
+from dpbook.model.mechanisms import release
 from dpbook.validation import available_memory
 
 

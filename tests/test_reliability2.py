@@ -31,8 +31,8 @@ not_real = st.one_of(
 
 def _api_calls():
     from dpbook.fisher import best_interval, fisher_exact, fisher_mc
-    from dpbook.mechanisms import release
     from dpbook.mhaar import mhaar
+    from dpbook.model.mechanisms import release
     from dpbook.online import OnlineGradient, marginal_posterior
     from dpbook.posterior import exact_posterior
     from dpbook.smc import smc_posterior

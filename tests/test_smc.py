@@ -103,7 +103,7 @@ def _reference_update(smc, y, l, r):
     import math
 
     from dpbook import rng
-    from dpbook.smc import normal_laplace as S
+    from dpbook.smc import paper_kernel as S
 
     t, N, key = smc.t, smc.N, smc.key
     ys, ls, rs = (np.append(v, w) for v, w in zip(smc.releases(), (y, l, r)))
@@ -167,7 +167,7 @@ def test_kernel_equals_plain_algorithm(eps, width):
 def test_exp_approx_accuracy():
     """The polynomial exp of the MH test is within a fifth of the tolerance that
     sends a decision to math.exp, over the whole clamped range."""
-    from dpbook.smc import normal_laplace as S
+    from dpbook.smc import paper_kernel as S
 
     d = np.concatenate([np.linspace(-700, 0, 200_001),
                         -np.random.default_rng(1).exponential(2, 200_000),

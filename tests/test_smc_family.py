@@ -11,9 +11,9 @@ from dpbook.online import run_online
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.privacy.population import family_population, normal_population
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc import algorithm as smc_algorithm
-from dpbook.smc.engine import CompiledSMC
-from dpbook.smc.normal_laplace import NormalLaplaceSMC
+from dpbook.smc import resample_move as smc_algorithm
+from dpbook.smc.compiled_smc import CompiledSMC
+from dpbook.smc.paper_kernel import NormalLaplaceSMC
 
 N_DATA, EPS = 30, 10.0
 R, N_PART = 8, 1000  # independent SMC runs per case, particles per run

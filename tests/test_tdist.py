@@ -126,7 +126,7 @@ def test_large_df_tends_to_the_normal():
 def test_the_family_compiles_its_own_primitives():
     """base_cdf, base_sf, base_ppf of the family are these functions, for arrays and
     compiled for one value (no scipy)."""
-    from dpbook.smc.engine import compiled_primitive, family_state
+    from dpbook.model.compiler import compiled_primitive, family_state
 
     fam = get_family("student_t", df=2.5)
     z = np.array([-40.0, -3.0, 0.0, 0.5, 7.0])
@@ -152,11 +152,11 @@ def test_student_t_runs_every_engine_compiled_without_a_warning():
     import warnings
 
     from dpbook.backends import backend
-    from dpbook.fisher import mc
-    from dpbook.mhaar.engine import _compiled
+    from dpbook.fisher import mc_primitives as mc
+    from dpbook.mhaar.compiled_chain import _compiled
     from dpbook.model.mechanisms import get_mechanism
-    from dpbook.posterior.engine import engine_model
-    from dpbook.smc.engine import CompiledSMC, engine_class
+    from dpbook.posterior.exact import engine_model
+    from dpbook.smc.compiled_smc import CompiledSMC, engine_class
 
     fam = get_family("student_t", df=3.0)
     with warnings.catch_warnings():

@@ -19,9 +19,9 @@ information, likelihood).  Targets are written as
 never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
-may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.engine`),
-MHAAR's (:mod:`dpbook.mhaar.engine`) and the exact posterior's log-likelihood grid
-(:mod:`dpbook.posterior.engine`, also the marginal SMC's and the reliability checks'
+may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.compiled_smc`),
+MHAAR's (:mod:`dpbook.mhaar.compiled_chain`) and the exact posterior's log-likelihood grid
+(:mod:`dpbook.likelihood.compiled_quadrature`, also the marginal SMC's and the reliability checks'
 likelihood at particles, ``loglik_particles``, and its terms release by release,
 ``loglik_terms``, and the score of one release, ``score``, that the online gradient of
 Section 7 steps with) compile any location-scale family whose functions numba can
@@ -57,13 +57,13 @@ _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
-ENGINES = {"smc": "dpbook.smc.engine:engine_class",
-           "fisher_mc": "dpbook.fisher.mc:engine_class",
-           "mhaar": "dpbook.mhaar.engine:engine_mhaar",
-           "posterior_model": "dpbook.posterior.engine:engine_model",
-           "loglik_particles": "dpbook.posterior.engine:engine_loglik",
-           "loglik_terms": "dpbook.posterior.engine:engine_terms",
-           "score": "dpbook.posterior.engine:engine_score"}
+ENGINES = {"smc": "dpbook.smc.compiled_smc:engine_class",
+           "fisher_mc": "dpbook.fisher.mc_primitives:engine_class",
+           "mhaar": "dpbook.mhaar.compiled_chain:engine_mhaar",
+           "posterior_model": "dpbook.posterior.exact:engine_model",
+           "loglik_particles": "dpbook.likelihood.compiled_quadrature:engine_loglik",
+           "loglik_terms": "dpbook.likelihood.compiled_quadrature:engine_terms",
+           "score": "dpbook.likelihood.compiled_quadrature:engine_score"}
 
 
 def register(algorithm: str, family_cls: type, mechanism_cls: type, target) -> None:
@@ -116,8 +116,8 @@ def is_compiled(family=None, mechanism="laplace") -> bool:
 
 # the compiled kernels of the paper's model (normal family, Laplace mechanism)
 for _algorithm, _target in (
-    ("smc", "dpbook.smc.normal_laplace:NormalLaplaceSMC"),
-    ("mhaar", "dpbook.mhaar.normal_laplace:mhaar_normal_laplace"),
+    ("smc", "dpbook.smc.paper_kernel:NormalLaplaceSMC"),
+    ("mhaar", "dpbook.mhaar.paper_chain:mhaar_normal_laplace"),
     ("posterior_model", "dpbook.posterior.exact:PaperModel"),  # closed-form likelihood
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),
     ("fisher_mc", "dpbook.fisher.normal_mc:PaperEngine"),  # its draws and score: eq. (8)'s engine

@@ -265,7 +265,7 @@ def cmd_best_interval(args):
     else:
         lims = (-3.0, 3.0) if family.location_scale else family.interval_lims(*theta)
         if not all(math.isfinite(v) for v in lims):
-            from dpbook.likelihood.quadrature import unlocated_message
+            from dpbook.likelihood.fisher_quadrature import unlocated_message
 
             raise ValueError(unlocated_message(family, theta))
     lo, hi = lims

@@ -1,4 +1,4 @@
-"""Has a sampler found the posterior?  A cheap reference check (issue 29).
+"""Has a sampler found the posterior?  A cheap reference check.
 
 A Monte Carlo posterior (MHAAR's chain, the latent SMC's or the marginal SMC's particles)
 can report a place it never left instead of the posterior: a chain started at the
@@ -62,7 +62,7 @@ def log_likelihood(theta, y, l, r, eps, family, mechanism, compiled=...) -> np.n
     """sum_t log p(y_t | theta_i) for each row theta_i of ``theta`` (k, d): the compiled
     kernel of the paper's model (:func:`dpbook.likelihood.normal_laplace.
     loglik_particles`) or of the engine for another location-scale family
-    (:func:`dpbook.posterior.engine.engine_loglik`), else numpy quadrature with the
+    (:func:`dpbook.likelihood.compiled_quadrature.engine_loglik`), else numpy quadrature with the
     releases in blocks of ``_BLOCK``
     (also the marginal SMC's likelihood, which passes the kernel it looked up once as
     ``compiled``; None: quadrature)."""

@@ -106,7 +106,7 @@ def interval_heatmaps(data, value="score", *, row=None, col=None, col_wrap=None,
 
 def paths_frame(runs, params=("mu", "sigma"), names=None):
     """The online posterior of {name: run} (results of
-    :func:`dpbook.online.algorithm.run_online`) in long form: one row per (method, param,
+    :func:`dpbook.online.algorithm1.run_online`) in long form: one row per (method, param,
     t) with the SMC posterior ``mean`` and ``sd`` after individual t, and the release
     ``y`` and interval ``l``, ``r`` of individual t.  ``names`` relabels the parameters
     (e.g. {"mu": "μ"})."""

@@ -28,6 +28,21 @@ import numpy as np
 from numba import int64, njit, uint64
 
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
+
+# Purposes of the keyed streams, stream_key(key, purpose, index): every algorithm's
+# draws come from streams named here, so no two algorithms share one by accident.
+# The latent SMC (the compiled engine and the paper's kernel): at time t, purpose
+# 8 t + code, index the particle (the paper kernel's ziggurat: particle << 32 | k).
+SMC_INIT, SMC_RESAMPLE, SMC_MOVE, SMC_DRAW, SMC_THETA, SMC_SUBSET = 1, 3, 4, 5, 6, 7
+# MHAAR: the "observation index" of the proposal / accept stream; the paper kernel's
+# ziggurat rejection steps; the seeds of the step pilot (paper kernel, engine)
+MHAAR_THETA = 0xFFFFFFFFFFFF
+MHAAR_SLOW = 0x5A1F
+MHAAR_PILOT_PAPER = 0x91107
+MHAAR_PILOT = 0x91107A
+# Algorithm 4 / eq. (8): uniforms(key, purpose, n) of the release draws, their noise and
+# the importance samples (part k of them: FISHER_SAMPLES + 8 k)
+FISHER_RELEASE, FISHER_NOISE, FISHER_SAMPLES = 1, 2, 3
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 TWO53_INV = 1.0 / 9007199254740992.0
@@ -282,3 +297,17 @@ def seed_to_key(seed) -> int:
     if isinstance(seed, np.random.SeedSequence):
         return int(seed.generate_state(1, dtype=np.uint64)[0])
     return int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0])
+
+
+@njit(cache=True)
+def keyed_uniform(base, j):
+    """Word j of the SplitMix64 sequence from ``base`` as a uniform on (0, 1)."""
+    z = mix64(base + (uint64(j) + uint64(1)) * GAMMA)
+    return (float(np.int64(z >> uint64(11))) + 0.5) * TWO53_INV
+
+
+@njit(cache=True)
+def keyed_word(base, j):
+    """Word j of the SplitMix64 sequence from ``base``, as the state of a stream of its
+    own (what a family's ``base_draw`` draws from)."""
+    return mix64(base + (uint64(j) + uint64(1)) * GAMMA)

@@ -60,19 +60,20 @@ VERSIONS = {
     "marginal": 1,  # the marginal SMC on theta (IBIS) of the long streams
     "gradient": 1,  # the online gradient estimate (Section 7)
     # every family and mechanism but the normal/Laplace pair; 2: the latent SMC of a
-    # location-scale family runs the compiled engine (dpbook.smc.engine); 3: the engine's
+    # location-scale family runs the compiled engine (dpbook.smc.compiled_smc); 3: the engine's
     # random-walk covariance from the compiled scores (summed in another order); 4:
     # Algorithm 4 / eq. (8) of any other model draws keyed uniforms through its ppf
-    # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.engine: keyed streams,
+    # (dpbook.fisher.mc); 5: MHAAR runs its engine (dpbook.mhaar.compiled_chain: keyed streams,
     # walk in (loc, log scale)); 6: their exact posterior runs the one grid pipeline
     # (dpbook.posterior.exact), its likelihood compiled for a location-scale family
-    # (dpbook.posterior.engine); 7: the marginal SMC of a location-scale family weighs
-    # and moves with that engine's compiled likelihood (dpbook.posterior.engine); 8: the
+    # (dpbook.likelihood.compiled_quadrature); 7: the marginal SMC of a location-scale family weighs
+    # and moves with that engine's compiled likelihood
+    # (dpbook.likelihood.compiled_quadrature); 8: the
     # Student-t family's cdf and quantiles are dpbook.model.tdist's (numba ufuncs, not
     # scipy's stdtr/stdtrit), so its SMC, MHAAR, Algorithm 4, exact posterior and
     # marginal SMC run the compiled engines; 9: but its latent SMC keeps the numpy SMC
     # (the engine draws by the quantile, 7x slower than numpy's standard_t draws)
-    # 10: the compiled likelihood of eq. (7) (dpbook.posterior.engine): panel ends at
+    # 10: the compiled likelihood of eq. (7) (dpbook.likelihood.compiled_quadrature): panel ends at
     # the Gaussian noise's boundary layer in the log-likelihood too (y beyond an end by
     # d > b), a peak search, and a family without base_sf keeps its upper atom (moved:
     # posterior-generic laplace mean/quantile by <= 5e-11, marginal-generic gaussian w

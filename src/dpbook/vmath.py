@@ -3,7 +3,7 @@ with them.
 
 numba compiles ``math.exp`` and ``np.log`` to calls of the C library, one value at a
 time: a loop that calls them stays scalar (numba's SIMD versions need Intel's SVML,
-which pip's llvmlite does not link).  The compiled SMC engine (:mod:`dpbook.smc.engine`)
+which pip's llvmlite does not link).  The compiled SMC engine (:mod:`dpbook.smc.compiled_smc`)
 spends its time in a user's ``base_logpdf`` and ``base_ppf``, evaluated for every
 particle and every latent value, so here are ``exp``, ``log``, ``log1p`` and
 ``expm1`` written with arithmetic and bit operations only, which LLVM turns into
@@ -323,3 +323,23 @@ def exp_approx(d):
     r2 = r * r
     p = (1.0 + r) + r2 * ((_C2 + r * _C3) + r2 * ((_C4 + r * _C5) + r2 * _C6))
     return p * int_bits_as_float((n + np.int64(1023)) << np.int64(52))
+
+
+@njit(cache=True, error_model="numpy")
+def sum8(tmp, t):
+    """tmp[0] + ... + tmp[t-1] in eight partial sums, whatever the vector width."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    t8 = t - t % 8
+    for k in range(0, t8, 8):
+        a0 += tmp[k]
+        a1 += tmp[k + 1]
+        a2 += tmp[k + 2]
+        a3 += tmp[k + 3]
+        a4 += tmp[k + 4]
+        a5 += tmp[k + 5]
+        a6 += tmp[k + 6]
+        a7 += tmp[k + 7]
+    acc = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for k in range(t8, t):
+        acc += tmp[k]
+    return acc

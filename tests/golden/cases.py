@@ -195,7 +195,7 @@ class Logistic(LocationScaleFamily):
 
 @case("rng", "population", "smc", *GENERIC_MODEL)
 def smc_engine():
-    """The compiled engine of the latent SMC (dpbook.smc.engine): a user's family and
+    """The compiled engine of the latent SMC (dpbook.smc.compiled_smc): a user's family and
     shipped ones (the Student-t's keyed draw, the normal family's compiled Gibbs move),
     both mechanisms, all x_k moved and subset rejuvenation."""
     from dpbook.model.families import get_family

@@ -31,7 +31,7 @@ centred at the true mu, as in Section 6, would tell the posterior where mu is):
   (r - l)/eps; reproduction notes, item 1);
 
 and the central model (chapter 11): the same people released by a curator as two noisy
-clipped sums (:mod:`dpbook.privacy.central`), the posterior on a grid
+clipped sums (:mod:`dpbook.privacy.central_curator`), the posterior on a grid
 (:func:`dpbook.posterior.central_posterior`):
 
 * ``central``: the sums clipped to [l, r], the noise-aware posterior;
@@ -52,10 +52,10 @@ from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
 from dpbook.model.families import as_family
 from dpbook.model.prior import SECTION6
-from dpbook.online.algorithm import run_online
+from dpbook.online.algorithm1 import run_online
 from dpbook.online.methods import ONLINE_METHODS, TASKS
 from dpbook.posterior import GridPosterior, central_posterior, exact_posterior
-from dpbook.privacy.central import family_release
+from dpbook.privacy.central_curator import family_release
 from dpbook.privacy.policies import FixedPolicy
 from dpbook.privacy.population import family_population
 from dpbook.validation import as_generator, check_eps, check_interval, seed_sequence

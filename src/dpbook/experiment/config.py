@@ -223,7 +223,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     ``original_code``: release with the authors' code's noise scale, (r - l)/(eps
     sqrt 2), while every method analyses with the paper's (r - l)/eps (reproduction
     notes, item 1); recorded only when True.  ``batch``: individuals per published
-    interval in Algorithm 1 (:func:`dpbook.online.algorithm.run_online`; MHAAR's
+    interval in Algorithm 1 (:func:`dpbook.online.algorithm1.run_online`; MHAAR's
     releases are not Algorithm 1's and keep their fixed interval); recorded only when
     above 1, so the paper's configuration keeps its key.  A list of several batch sizes
     (distinct) makes one store with a task per batch size for each online method's
@@ -280,7 +280,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         if subset is None:
             raise ValueError("the smc-subset methods need subset, the number of latent "
                              "values moved per step")
-        from dpbook.smc.algorithm import check_subset
+        from dpbook.smc.resample_move import check_subset
 
         config["subset"] = check_subset(subset)
     elif subset is not None:
@@ -323,7 +323,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
 def _check_task_memory(config):
     """Each task must fit in memory (the executors run them side by side, but one that
     cannot fit alone would fail in every executor)."""
-    from dpbook.smc.algorithm import check_smc_memory
+    from dpbook.smc.resample_move import check_smc_memory
 
     if any(m in TASKS and TASKS[m][0].latent for m in config["methods"]):
         check_smc_memory(config["particles"], config["n"])

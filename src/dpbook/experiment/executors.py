@@ -137,7 +137,7 @@ def _close_at_exit():
     cleared during interpreter finalization; its weakref callback in
     ``concurrent.futures.process`` then ran after that module's own globals had been
     cleared and printed ``Exception ignored in: <function ... weakref_cb>`` after
-    pytest's summary (issue 29).  An atexit hook runs before finalization clears any
+    pytest's summary.  An atexit hook runs before finalization clears any
     module (and after ``concurrent.futures``' own exit hook has stopped the manager
     thread), so the pool is shut down and freed there."""
     if not _EXIT_HOOK:

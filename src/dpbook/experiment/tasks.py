@@ -82,11 +82,10 @@ def keep_freed_memory():
 
     The generic SMC (dpbook.smc.SMC) allocates and frees numpy arrays of about a
     megabyte at every step; with glibc's defaults each one comes back from the kernel
-    as fresh pages, and page faults and zeroing took 20% of a Gumbel run at n = N = 300
-    (1.7-2.0 s of system time in 9 s; 0.15-0.25 s with this).  The results do not
-    change.  Called in the worker processes the experiment starts; for processes yet to
-    start, see :func:`keep_freed_memory_env`.  Does nothing where the C library is not
-    glibc.
+    as fresh pages, and page faults and zeroing take a fifth of a small run (see the
+    reproduction notes).  The results do not change.  Called in the worker processes
+    the experiment starts; for processes yet to start, see
+    :func:`keep_freed_memory_env`.  Does nothing where the C library is not glibc.
     """
     import ctypes
 
@@ -181,7 +180,7 @@ def run_task(spec: dict) -> dict:
     eps_release = eps * math.sqrt(2.0) if spec.get("original_code") else eps
     pop = family_population(family, theta, n, eps_release, seed=dss, mechanism=mechanism)
     if method in TASKS:  # Algorithm 1 with an online posterior
-        from dpbook.online.algorithm import run_online
+        from dpbook.online.algorithm1 import run_online
 
         online, policy_name, _ = TASKS[method]
         posterior, online_seed = None, ass  # run_online builds the latent SMC

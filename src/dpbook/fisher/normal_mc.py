@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbook.fisher.mc import FisherEngine
+from dpbook.fisher.mc_primitives import FisherEngine
 
 
 class PaperEngine(FisherEngine):

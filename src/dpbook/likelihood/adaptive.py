@@ -3,7 +3,7 @@
 Every exact Fisher rule (the closed form of :mod:`dpbook.likelihood.normal_laplace`,
 the quadrature rules of :mod:`dpbook.likelihood.quadrature`) integrates p(y), which must
 be 1, and p(y) s(y), the score's mean, which must be 0, beside F = int p s s^T dy, and
-refuses where either is off (:func:`dpbook.likelihood.quadrature.check_resolved`).  Its
+refuses where either is off (:func:`dpbook.likelihood.fisher_quadrature.check_resolved`).  Its
 fixed panels can miss mass that is plainly computable: on [-1e4, 1e4] at eps = 2000 the
 noise (scale b = 10) spreads the release over hundreds of noise scales around the
 values, far from the closed form's panels, and p(y) integrated to 0.99966.  Where a

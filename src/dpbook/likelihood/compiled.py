@@ -1,7 +1,7 @@
 """The score of one release compiled, as the backends hand it out (``backend("score",
 ...)``, :mod:`dpbook.backends`): the paper model's closed form
 (:mod:`dpbook.likelihood.normal_laplace`) or the engine's quadrature for any other
-location-scale family (:mod:`dpbook.posterior.engine`)."""
+location-scale family (:mod:`dpbook.likelihood.compiled_quadrature`)."""
 
 from __future__ import annotations
 

@@ -276,7 +276,7 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     if np.any(tiny):
         # the closed form's deep-tail mixture weights lose digits at such noise scales:
         # the quadrature's small-noise rule computes these elements instead
-        from dpbook.likelihood import quadrature
+        from dpbook.likelihood import fisher_quadrature
 
         out = np.empty(a.shape + (2, 2))
         keep = ~tiny
@@ -284,7 +284,7 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
             out[keep] = fisher_exact(a[keep], b[keep], eps[keep], nodes=nodes)
         for e in np.unique(eps[tiny]):
             sel = tiny & (eps == e)
-            out[sel] = quadrature.fisher_exact(a[sel], b[sel], float(e), (0.0, 1.0),
+            out[sel] = fisher_quadrature.fisher_exact(a[sel], b[sel], float(e), (0.0, 1.0),
                                                "normal", "laplace")
         return out / (sigma * sigma)[..., None, None]
 
@@ -328,7 +328,7 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
         f[fine] = tails[fine] + mid
         sums[fine] = tail_sums[fine] + mid_sums
     f = 0.5 * (f + np.swapaxes(f, -1, -2))  # exactly symmetric
-    from dpbook.likelihood import quadrature
+    from dpbook.likelihood import fisher_quadrature
 
     shape = f.shape[:-2]
     a_f, b_f, e_f = a.ravel(), b.ravel(), eps.ravel()
@@ -343,7 +343,7 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
         return fisher_adaptive(pointwise, a_f[k], b_f[k], (b_f[k] - a_f[k]) / e_f[k], 2,
                                get_mechanism("laplace"), (-_PANEL_BREAKS, 0.0, _PANEL_BREAKS))
 
-    f = quadrature.resolve(f.reshape(-1, 2, 2), sums.reshape(-1, 3),
+    f = fisher_quadrature.resolve(f.reshape(-1, 2, 2), sums.reshape(-1, 3),
                            np.broadcast_to(l, shape).ravel(),
                            np.broadcast_to(r, shape).ravel(), e_f, "normal",
                            second_try).reshape(f.shape)

@@ -1,4 +1,4 @@
-"""Explicit SIMD code for the MHAAR kernel (:mod:`dpbook.mhaar.normal_laplace`).
+"""Explicit SIMD code for the MHAAR kernel (:mod:`dpbook.mhaar.paper_chain`).
 
 Steps 2-4 of the MHAAR iteration (Algorithm 8 of Alparslan & Yildirim 2022, the
 baseline of Section 6 of the paper) spend their time in three loops over the n x N

@@ -5,11 +5,10 @@ scale 1), independent.  :class:`dpbook.model.families.LocationScaleFamily` gives
 location-scale family theta = (m, c) the same prior (m for mu, c for sigma) through its
 ``prior`` attribute, a :class:`LocationScalePrior`; ``family.with_prior(...)`` gives a copy
 of the family with other hyperparameters (chapter 8 uses a narrower prior).  The compiled
-kernels take the prior as an argument (the exact posterior's and MHAAR's, bound by
-:mod:`dpbook.backends`) or read it from the family (the SMC); under a prior other than
-Section 6's the compiled MHAAR moves (mu, log sigma^2) instead of the paper's
-(mu, sigma^2) (:mod:`dpbook.mhaar.normal_laplace`, "Other priors").  The Poisson's
-conjugate prior is a :class:`GammaPrior`.
+kernels take the prior as an argument (the exact posterior's and MHAAR's) or read it
+from the family (the SMC); under a prior other than Section 6's the paper model's
+compiled MHAAR moves (mu, log sigma^2) instead of the paper's (mu, sigma^2).  The
+Poisson's conjugate prior is a :class:`GammaPrior`.
 
 Section 6's prior is in the units of its simulated data (values near 0 with spread 1);
 :func:`prior_from_range` gives one in the data's own units from a plausible range of
@@ -22,6 +21,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+from numba import njit
 from scipy import special, stats
 
 LOC_MEAN = 0.0  # mu ~ N(LOC_MEAN, LOC_VAR)
@@ -176,3 +176,10 @@ def prior_from_range(family, lo, hi):
         return family.with_prior(GammaPrior(shape=(mid / h) ** 2, rate=mid / (h * h)))
     raise ValueError(f"no prior from a range for the {getattr(family, 'name', family)!r} "
                      f"family (neither location-scale nor gamma): it needs an explicit prior")
+
+
+@njit(cache=True)
+def log_prior_free(m, c, pr):
+    """log eta(m, c) + log c (the Jacobian of c = exp(phi)), up to a constant:
+    m ~ N(pr[0], pr[1]); c^2 ~ IG(pr[2], pr[3]) gives c^(-2 a - 1) exp(-b / c^2)."""
+    return -0.5 * (m - pr[0]) ** 2 / pr[1] - 2.0 * pr[2] * math.log(c) - pr[3] / (c * c)

@@ -1,6 +1,6 @@
 """Online estimation: Algorithm 1 and the online posteriors that it drives.
 
-* :mod:`dpbook.online.algorithm`: Algorithm 1 (:func:`run_online`), the loop in which
+* :mod:`dpbook.online.algorithm1`: Algorithm 1 (:func:`run_online`), the loop in which
   the curator (an online posterior and an interval policy) and the population meet only
   through the interval and the release;
 * :mod:`dpbook.online.methods`: the online methods by name, defined once (the latent
@@ -12,7 +12,7 @@
   timed runs and the limits of the misspecified model (chapters 9 and 10).
 """
 
-from dpbook.online.algorithm import OnlineRun, run_online
+from dpbook.online.algorithm1 import OnlineRun, run_online
 from dpbook.online.gradient import OnlineGradient
 from dpbook.online.ibis import MarginalSMC, marginal_posterior
 from dpbook.online.methods import METHODS, ONLINE_METHODS, warm_up

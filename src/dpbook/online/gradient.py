@@ -11,7 +11,7 @@ estimate takes one Fisher-scoring step on the unconstrained scale u = (m, log c)
 
 with gamma_t = 1 / (t + t0), each step clipped to a trust region (at most one scale c
 in m and a factor e^0.5 in c).  The score is exact (Fisher's identity, Appendix C: closed
-form for normal/Laplace, the compiled quadrature of :mod:`dpbook.posterior.engine` for
+form for normal/Laplace, the compiled quadrature of :mod:`dpbook.likelihood.compiled_quadrature` for
 another location-scale family, numpy quadrature otherwise; chosen by
 :mod:`dpbook.backends`), and by Theorem 3 the information of the
 interval at theta is the base one scaled, F_theta = F_{a,b}(0, 1) / c^2, so the step
@@ -35,7 +35,7 @@ from dpbook.fisher import fisher_information
 from dpbook.likelihood import quadrature
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
-from dpbook.smc.algorithm import History
+from dpbook.smc.resample_move import History
 from dpbook.validation import check_eps, check_interval, check_observations, check_release
 from dpbook.vmath import fma
 

@@ -5,8 +5,8 @@ computational cost ... is O(Nn^2) in general") and Section 7 of the paper point 
 The particles carry theta only; the latent x_t are integrated out of each release's
 likelihood, p^eps_{l_t, r_t}(y_t | theta) (the factor of eq. 5; closed form for the
 normal family with the Laplace mechanism, :mod:`dpbook.likelihood.normal_laplace`; the
-compiled quadrature of :mod:`dpbook.posterior.engine` for another location-scale family
-with the Laplace or Gaussian mechanism; the numpy quadrature of
+compiled quadrature of :mod:`dpbook.likelihood.compiled_quadrature` for another
+location-scale family with the Laplace or Gaussian mechanism; the numpy quadrature of
 :mod:`dpbook.likelihood.quadrature` otherwise).  Release t reweights every
 particle by it.  When the effective sample size falls below ``ess_threshold`` N the
 particles are resampled (systematic) and moved by ``moves`` random-walk
@@ -26,9 +26,8 @@ by the surrogate's, min(1, pi(u') g(u) / (pi(u) g(u'))).  The product of the two
 still an MH kernel that keeps p(theta | y_{1:t}) invariant (each stage is reversible),
 and the N t likelihood terms are computed only for the proposals that pass the first
 stage: about 35% of them for a random walk at the 2.38^2 / d scale on the paper's model
-(eps = 1, 5 and 10), for an acceptance rate a few points lower
-(benchmarks/bench_scaling.py, one adaptive 10^5 stream at eps = 5: moves 20 s instead
-of 118 s, the whole run 53 s instead of 150 s).
+(eps = 1, 5 and 10), for an acceptance rate a few points lower (timings in the
+reproduction notes).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from dpbook.backends import backend
 from dpbook.diagnostics import log_likelihood
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
-from dpbook.smc.algorithm import History, ParticlePosterior, check_particles
+from dpbook.smc.resample_move import History, ParticlePosterior, check_particles
 from dpbook.smc.resampling import ess, systematic
 from dpbook.validation import (
     as_generator,
@@ -114,7 +113,8 @@ class MarginalSMC(ParticlePosterior):
         """sum_s log p^eps_{l_s, r_s}(y_s | theta_i) for each row theta_i of ``theta``,
         shape (len(theta),): the registered compiled kernel (normal/Laplace:
         :func:`dpbook.likelihood.normal_laplace.loglik_particles`) or the engine's
-        (:func:`dpbook.posterior.engine.engine_loglik`), else numpy quadrature with the
+        (:func:`dpbook.likelihood.compiled_quadrature.engine_loglik`), else numpy quadrature
+        with the
         releases in blocks (:func:`dpbook.diagnostics.log_likelihood`)."""
         return log_likelihood(theta, y, l, r, self.eps, self.family, self.mechanism,
                               compiled=self.compiled)

@@ -111,7 +111,7 @@ def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None
     it (theta_grid, span, points, grid, M, K, seed, workers).  ``method``: the Fisher
     information's, exact or mc.
     """
-    from dpbook.fisher.grid import ThetaGridIntervals, best_interval
+    from dpbook.fisher.truncation import ThetaGridIntervals, best_interval
 
     fam = as_family(family)
     if fam.location_scale:

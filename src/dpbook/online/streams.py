@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpbook.online.algorithm import OnlineRun, run_online
+from dpbook.online.algorithm1 import OnlineRun, run_online
 from dpbook.online.gradient import OnlineGradient
 from dpbook.online.methods import get_method, stream_policy
 from dpbook.privacy.curator import absorb
@@ -89,7 +89,7 @@ def timed_run(method, population, n, policy="adaptive", checkpoints=None,
     """Algorithm 1 for n individuals of ``population`` with the online posterior
     ``method`` (:mod:`~dpbook.online.methods`) and the interval ``policy``
     (:func:`stream_policy`), timed at ``checkpoints`` (default: 1, 2 and 5 times the
-    powers of ten up to n, and n), through :func:`dpbook.online.algorithm.run_online`.
+    powers of ten up to n, and n), through :func:`dpbook.online.algorithm1.run_online`.
     ``seed`` (an int or a SeedSequence, whose first two children are used) drives the
     posterior and the policy's draws, as in ``run_online``; the privacy noise is the
     population's.  ``batch``: individuals per published interval (``run_online``)."""
@@ -222,7 +222,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     the given order (or a random one, ``shuffle``), is released once through the
     interval the ``policy`` asks for, and the online posterior ``method``
     (:mod:`~dpbook.online.methods`) absorbs the release.  Returns ``(run, summary)``: the
-    :class:`~dpbook.online.algorithm.OnlineRun` (the releases y, l, r and the posterior)
+    :class:`~dpbook.online.algorithm1.OnlineRun` (the releases y, l, r and the posterior)
     and {"n", "eps", "method", "policy", "family", "mechanism", "quartiles"} with the
     final posterior's quartiles per parameter (the online gradient's estimate for all
     three).
@@ -235,7 +235,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     system's entropy (:func:`dpbook.privacy.individual.private_release`), for releases
     that will be published; the seed then fixes the order and the algorithm's draws
     only, and the run cannot be repeated.  ``batch``: individuals per published
-    interval (:func:`dpbook.online.algorithm.run_online`).
+    interval (:func:`dpbook.online.algorithm1.run_online`).
     """
     from dpbook.privacy.population import Population
     from dpbook.validation import check_eps, check_finite

@@ -5,18 +5,18 @@ MHAAR are checked against.
 returns a :class:`GridPosterior`.  One pipeline (:mod:`dpbook.posterior.exact`) runs
 every model; what differs is the log-likelihood grid, chosen in :mod:`dpbook.backends`:
 the closed form of the paper's normal/Laplace model, the compiled engine of
-:mod:`dpbook.posterior.engine` for a location-scale family, or the numpy quadrature.
+:mod:`dpbook.likelihood.compiled_quadrature` for a location-scale family, or the numpy quadrature.
 
 :func:`central_posterior` is its counterpart for a central release (noisy clipped sums,
-:mod:`dpbook.posterior.central`, chapter 11), also a :class:`GridPosterior`.
+:mod:`dpbook.posterior.central_grid`, chapter 11), also a :class:`GridPosterior`.
 """
 
 from dpbook import backends
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import get_mechanism
-from dpbook.posterior.central import central_posterior
+from dpbook.posterior.central_grid import central_posterior
 from dpbook.posterior.exact import grid_posterior, numpy_model
-from dpbook.posterior.grid import GridPosterior
+from dpbook.posterior.grid_density import GridPosterior
 from dpbook.validation import check_eps, check_observations
 
 

@@ -11,7 +11,7 @@ what differs between families, the log-likelihood on a grid:
   the paper model's own primitives (as a ``scipy.stats`` distribution overrides a
   generic method with a closed form);
 * :class:`GridModel`, any other family: the log-likelihood grid compiled for a
-  location-scale family (:mod:`dpbook.posterior.engine`), or the numpy quadrature of
+  location-scale family (:mod:`dpbook.likelihood.compiled_quadrature`), or the numpy quadrature of
   :mod:`dpbook.likelihood.quadrature` for a family that does not compile; the gradient
   for the mode search by central differences.
 
@@ -26,9 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from dpbook.likelihood.compiled_quadrature import compiled_setup
 from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
+from dpbook.model.mechanisms import get_mechanism
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.posterior.grid import GridPosterior
+from dpbook.posterior.grid_density import GridPosterior
 from dpbook.posterior.quantiles import node_quantiles
 from dpbook.validation import check_count
 
@@ -469,3 +471,24 @@ def grid_posterior(model, grid=None, bounds=None, tol=1e-5):
                 or np.prod([2 * n - 1 for n in sizes]) * model.y.size > _REFINE_BUDGET):
             return post
         sizes = tuple(2 * n - 1 for n in sizes)
+
+
+def engine_model(family, mechanism):
+    """For :mod:`dpbook.backends`: a function (y, l, r, eps) -> :class:`GridModel` whose
+    log-likelihood grid is compiled, or None (the numpy quadrature runs; a family whose
+    primitive does not compile is named in one warning)."""
+    setup = compiled_setup(family, mechanism, "the exact posterior")
+    if setup is None:
+        return None
+
+    def make(y, l, r, eps):
+        rel = setup.releases(y, l, r, eps)
+
+        def loglik(axes):
+            mu, sigma = (np.asarray(a, dtype=float) for a in axes)
+            theta = np.column_stack([np.repeat(mu, sigma.size), np.tile(sigma, mu.size)])
+            return setup(rel, theta).reshape(mu.size, sigma.size)
+
+        return GridModel(family, get_mechanism(mechanism), y, l, r, eps, loglik)
+
+    return make

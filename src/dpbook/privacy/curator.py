@@ -18,7 +18,7 @@ computes is eps-DP for every individual.
   file, so that a stream can stop and resume mid-way with the same numbers as a run
   without the stop.
 
-:func:`dpbook.online.algorithm.run_online` is the curator and a population in one loop;
+:func:`dpbook.online.algorithm1.run_online` is the curator and a population in one loop;
 the individual's side is :mod:`dpbook.privacy.individual`.
 """
 

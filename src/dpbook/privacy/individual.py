@@ -88,7 +88,7 @@ def private_release(x, l, r, eps, mechanism="laplace") -> float:
 def seeded_release_for_simulation(x, l, r, eps, rng, mechanism="laplace") -> float:
     """The release of ``x`` through [l, r] with noise from the seeded numpy Generator
     ``rng``, **for simulation and reproduction only** (module docstring): the numbers of
-    :class:`dpbook.privacy.population.Population` and :func:`dpbook.online.algorithm.run_online`,
+    :class:`dpbook.privacy.population.Population` and :func:`dpbook.online.algorithm1.run_online`,
     bit for bit, given the same generator."""
     x = check_finite_number("x", x)
     return release_one(x, l, r, check_eps(eps), rng, check_mechanism(mechanism))

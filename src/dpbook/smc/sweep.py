@@ -3,19 +3,13 @@
 Algorithm 3 steps 1-3 (the independent MH moves of every x_k, k < t, started from the
 resampled ancestors' paths) and Algorithm 2 step 4 (the weights), with the Laplace or
 Gaussian noise density written out (``KIND`` codes).  Any other Mechanism object runs
-the same algorithm through its own vectorised ``logpdf`` in :mod:`dpbook.smc.algorithm`.
+the same algorithm through its own vectorised ``logpdf`` in :mod:`dpbook.smc.resample_move`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
-
-from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism
-
-# The shipped mechanisms have a fused compiled MH sweep (kind codes below); any other
-# Mechanism object goes through its own vectorised logpdf (same algorithm).
-KIND = {LaplaceMechanism: 0, GaussianMechanism: 1}
 
 
 @njit(cache=True)

@@ -295,9 +295,9 @@ class LocationScaleFamily(Family):
     params = ("loc", "scale")
     positive = (False, True)
     location_scale = True
-    # False: the latent SMC runs its numpy code without trying the compiled engine
-    # (dpbook.smc.engine, which needs base_logpdf and base_ppf that numba compiles, and
-    # draws every proposal by base_ppf, or by base_draw where the family has one)
+    # False: the latent SMC runs its numpy code without trying its compiled form (which
+    # needs base_logpdf and base_ppf that numba compiles, and draws every proposal by
+    # base_ppf, or by base_draw where the family has one)
     compiled_smc = True
     # a subclass may define base_draw(self, state) -> (state, z), z ~ g drawn from the
     # compiled engine's keyed SplitMix64 state with dpbook.rng (uniform, normal,
@@ -332,8 +332,8 @@ class LocationScaleFamily(Family):
         keeps its digits (S >= ``SF_SWITCH``), else the integral of exp(base_logpdf) over
         (z, inf) (:func:`upper_tail`), so that S does not round to 0 where it is the
         atom (the logistic's 1 - cdf is 0 past z ~ 37).  Override with a closed form;
-        the compiled likelihood (:mod:`dpbook.posterior.engine`) compiles this same rule
-        from the compiled base_logpdf and base_cdf."""
+        the compiled likelihood compiles this same rule from the compiled base_logpdf
+        and base_cdf."""
         z = np.asarray(z, dtype=float)
         s = np.asarray(1.0 - np.asarray(self.base_cdf(z), dtype=float))
         far = s < SF_SWITCH

@@ -5,11 +5,51 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 from scipy import special
 
+from dpbook import rng as _rng
 from dpbook.model.families.base import LocationScaleFamily
 
 _SQRT2 = math.sqrt(2.0)
+
+
+@njit(cache=True)
+def gibbs_conjugate(s, t, m, sg, s1, s2, pr):
+    """Algorithm 3 step 4 for the normal family as a Gibbs move given t > 0 latent values
+    with s1 = sum x_k, s2 = sum x_k^2, drawing from the keyed stream state s: mu | sigma,
+    x ~ N(v (m0/var0 + s1/sigma^2), v), v = 1/(1/var0 + t/sigma^2), then sigma^2 | mu,
+    x ~ IG(a + t/2, b + sum (x_k - mu)^2 / 2).  pr: the prior's (loc_mean = m0,
+    loc_var = var0, scale2_shape = a, scale2_scale = b).  Returns (s, mu, sigma)."""
+    v = 1.0 / (1.0 / pr[1] + t / (sg * sg))
+    s, z = _rng.normal(s)
+    m = v * (pr[0] / pr[1] + s1 / (sg * sg)) + math.sqrt(v) * z
+    ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
+    s, g = _rng.gamma(s, pr[2] + 0.5 * t)
+    sg = math.sqrt((pr[3] + 0.5 * ss) / g)
+    return s, m, sg
+
+
+@njit(cache=True)
+def gibbs_path(fs, s, row, t, m, sg, pr):
+    """:func:`gibbs_conjugate` given the latent values row[0], ..., row[t-1] (t > 0): the
+    normal family's compiled conjugate move (``Normal.engine_gibbs``; ``fs``, the
+    family's numeric attributes, is not read).
+    Returns (s, mu, sigma)."""
+    a1 = a2 = b1 = b2 = 0.0  # two partial sums each: half the dependency chain
+    t2 = t - t % 2
+    for k in range(0, t2, 2):
+        x0 = row[k]
+        x1 = row[k + 1]
+        a1 += x0
+        a2 += x0 * x0
+        b1 += x1
+        b2 += x1 * x1
+    if t2 < t:
+        x0 = row[t2]
+        a1 += x0
+        a2 += x0 * x0
+    return gibbs_conjugate(s, t, m, sg, a1 + b1, a2 + b2, pr)
 
 
 class Normal(LocationScaleFamily):
@@ -19,9 +59,9 @@ class Normal(LocationScaleFamily):
     name = "normal"
     params = ("mu", "sigma")
     summary = "N(mu, sigma^2), the paper's model (Section 6); conjugate Gibbs move"
-    # the conjugate move of gibbs, compiled for the latent SMC engine (dpbook.smc.engine:
-    # a function (state, keyed stream, row, t, mu, sigma, prior) -> (stream, mu, sigma))
-    engine_gibbs = "dpbook.smc.normal_laplace:gibbs_path"
+    # the conjugate move of gibbs, compiled: a function (state, keyed stream, row, t, mu,
+    # sigma, prior) -> (stream, mu, sigma), named "module:attribute"
+    engine_gibbs = "dpbook.model.families.normal:gibbs_path"
 
     def base_logpdf(self, z):
         return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
@@ -42,7 +82,7 @@ class Normal(LocationScaleFamily):
         return rng.standard_normal(size)
 
     def gibbs(self, rng, theta, x):
-        """Algorithm 3 step 4 as two conjugate draws (as the compiled kernel in smc.py):
+        """Algorithm 3 step 4 as two conjugate draws (as :func:`gibbs_conjugate` compiled):
         mu | sigma, x ~ N(v (m0/s0^2 + sum x / sigma^2), v), v = 1/(1/s0^2 + t/sigma^2);
         then sigma^2 | mu, x ~ IG(a + t/2, b + sum (x - mu)^2 / 2)."""
         t = x.shape[1]

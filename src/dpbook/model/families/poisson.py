@@ -2,8 +2,7 @@
 
 There is no base distribution here, so the best interval of eq. (9) depends on
 lambda in a way no shift or scale captures: it is computed afresh for each sampled
-theta (Section 5.2), in practice on a grid of lambda and interpolated
-(:class:`dpbook.fisher.grid.ThetaGridIntervals`).
+theta (Section 5.2), in practice on a grid of lambda and interpolated.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 :func:`mhaar` runs Alparslan & Yildirim (2022)'s printed box "Algorithm 8" (after
 Andrieu, Yildirim, Doucet & Chopin 2020, Section 3) for p(theta | y_{1:n}) with the
 releases Y_t = clip(X_t, l_t, r_t) + b_t V_t: the paper's kernel for the normal family
-with the Laplace mechanism (:mod:`dpbook.mhaar.normal_laplace`), the engine for any
-other model (:mod:`dpbook.mhaar.engine`, where the algorithm is stated).  Both return
+with the Laplace mechanism (:mod:`dpbook.mhaar.paper_chain`), the engine for any
+other model (:mod:`dpbook.mhaar.compiled_chain`, where the algorithm is stated).  Both return
 an :class:`MHAARResult`; here also its Monte Carlo diagnostics (batch means, Geyer's
 effective sample size) and the step pilot both use.
 
@@ -242,15 +242,15 @@ def mhaar(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000, n_aux=
     """MHAAR (Alparslan & Yildirim 2022, Algorithm 8) for p(theta | y_{1:n}), any family.
 
     The public entry point: for the normal family with the Laplace mechanism the paper's
-    kernel :func:`dpbook.mhaar.normal_laplace.mhaar_normal_laplace` (Section 6: steps
+    kernel :func:`dpbook.mhaar.paper_chain.mhaar_normal_laplace` (Section 6: steps
     (s_mu, s_var), the option ``parallel``); for any other model, or with
-    ``generic=True``, the engine :func:`dpbook.mhaar.engine.mhaar_engine` (compiled for
+    ``generic=True``, the engine :func:`dpbook.mhaar.compiled_chain.mhaar_engine` (compiled for
     a location-scale family whose ``base_ppf`` compiles).  Both return an
     :class:`MHAARResult`, checked for a chain that never moved or has not found the
     posterior.
 
     Where the chain starts.  The paper's start is the releases' moment guess (the
-    kernel's :func:`~dpbook.mhaar.normal_laplace.chain_start`, the engine's
+    kernel's :func:`~dpbook.mhaar.paper_chain.chain_start`, the engine's
     ``family.guess``), and it stays the start whenever it is fine, so Section 6's chains
     keep their bits.  When the releases lie far outside their intervals, or the noise
     swamps them, that guess can be where the posterior has no mass (releases near 1e11

@@ -28,7 +28,7 @@ plus one addition) on a data set of known size; ``tests/test_central.py`` checks
 b_2 against OpenDP's Laplace scale for the same sized, bounded sums at d_in = 2.
 
 With a privately chosen interval the total eps is split once more: ``interval_share`` of
-it goes to the two private quantiles that place [l, r] (:mod:`dpbook.privacy.central`),
+it goes to the two private quantiles that place [l, r] (:mod:`dpbook.privacy.central_curator`),
 the rest to the sums.
 """
 

@@ -15,9 +15,9 @@ releases Y_t = clip(X_t, l_t, r_t) + b_t V_t, b_t = (r_t - l_t)/eps.  The chain 
 4. u_t <- u_t^(k_t), P(k_t = k) proportional to h(y_t | u_t^(k), theta_new) (theta' on
    acceptance, theta on rejection, as Algorithm 8 states).
 
-Steps adapt as in the paper's kernel (:mod:`dpbook.mhaar.normal_laplace`): from
+Steps adapt as in the paper's kernel (:mod:`dpbook.mhaar.paper_chain`): from
 iteration floor(0.1 n_iter) on, log s_j += m^(-0.6) (a_m - 0.1); the initial steps come
-from the Gaussian-approximation pilot :func:`dpbook.mhaar.algorithm.pilot_steps`, the
+from the Gaussian-approximation pilot :func:`dpbook.mhaar.sampler.pilot_steps`, the
 start is ``family.guess``.  A proposal of prior density 0 is rejected; u is still
 resampled with theta's weights.
 
@@ -31,7 +31,7 @@ Stream (0, t) word 0 gives u_t at the start; stream (``PILOT``, t) the pilot's d
 Two paths, one chain:
 
 * compiled (:func:`make_chain`): a location-scale family whose ``base_ppf`` numba
-  compiles (:func:`dpbook.smc.engine.compiled_family`, which rebinds the family's numpy
+  compiles (:func:`dpbook.model.compiler.compiled_family`, which rebinds the family's numpy
   code through :func:`dpbook.vmath.compile_scalar`), with its
   :class:`~dpbook.model.prior.LocationScalePrior`, the Laplace or Gaussian mechanism
   (weights that cannot underflow, below):
@@ -50,7 +50,7 @@ The compiled chain shifts every log weight by its largest value over [l_t, r_t]
 Gaussian's -(d_t/b_t)^2/2), so its sums need no maximum when the shifted weights lie
 above e^-600 (Laplace: eps <= 600); otherwise the Python path's max-shifted
 log-sum-exp runs.  The paper's model
-keeps its own kernel (:mod:`dpbook.mhaar.normal_laplace`: ziggurat normals, a walk in
+keeps its own kernel (:mod:`dpbook.mhaar.paper_chain`: ziggurat normals, a walk in
 (mu, sigma^2), its Section 6 steps and start); ``mhaar(..., generic=True)`` runs the
 normal family here instead.
 """
@@ -66,7 +66,7 @@ from numba import njit
 
 from dpbook import rng as _rng
 from dpbook import vmath
-from dpbook.mhaar.algorithm import (
+from dpbook.mhaar.sampler import (
     ADAPT_EXPONENT,
     ADAPT_START_FRACTION,
     MAX_LOG_STEP,
@@ -75,22 +75,15 @@ from dpbook.mhaar.algorithm import (
     MHAARResult,
     pilot_steps,
 )
+from dpbook.model.compiler import NotCompilable, compiled_family, warn_not_compiled
 from dpbook.model.families import Family, LocationScaleFamily, as_family
-from dpbook.model.mechanisms import get_mechanism
-from dpbook.model.prior import LocationScalePrior
-from dpbook.smc.engine import (
-    NotCompilable,
-    compiled_family,
-    keyed_uniform,
-    log_prior_free,
-    noise_loglik,
-    warn_not_compiled,
-)
-from dpbook.smc.sweep import KIND
+from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
+from dpbook.model.prior import LocationScalePrior, log_prior_free
+from dpbook.rng import MHAAR_PILOT, MHAAR_THETA, keyed_uniform
 from dpbook.validation import check_count, check_eps, check_observations, check_seed
 
-THETA = 0xFFFFFFFFFFFF  # "observation" of the proposal / accept stream
-PILOT = 0x91107A  # "iteration" of the pilot's draws
+THETA = MHAAR_THETA  # "observation" of the proposal / accept stream
+PILOT = MHAAR_PILOT  # "iteration" of the pilot's draws
 _CHUNK_DRAWS = 2e7  # latent draws per call of the compiled chain
 
 
@@ -241,7 +234,7 @@ def _compiled(fam, mech):
         warn_not_compiled(fam, f"the {fam.name} family runs MHAAR one iteration at a time "
                           f"in Python, not compiled: {e}.  To compile, write base_logpdf "
                           f"and base_ppf with numpy or math functions of one value (no "
-                          f"scipy); see dpbook.mhaar.engine", stacklevel=5)
+                          f"scipy); see dpbook.mhaar.compiled_chain", stacklevel=5)
         return None
 
 
@@ -343,7 +336,7 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
 
 def _default_walk(impl, data, eps, fam, mechanism, steps, options):
     """The start and walk of :func:`mhaar_engine` (for ``mhaar``'s choice of start,
-    :func:`dpbook.mhaar.algorithm._default_walk`): the moment guess, a walk in (loc,
+    :func:`dpbook.mhaar.sampler._default_walk`): the moment guess, a walk in (loc,
     log scale) with the pilot's caps (1 in log coordinates, sd(y) in the others)."""
     pos = np.array(fam.positive, dtype=bool)
     sd_y = float(np.std(data[0])) if data[0].size > 1 else 1.0

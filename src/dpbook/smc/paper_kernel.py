@@ -2,7 +2,7 @@
 
 :class:`NormalLaplaceSMC` is what ``dpbook.smc.SMC(eps)`` returns for the normal family
 with the Laplace mechanism (registered in :mod:`dpbook.backends`); the algorithm is
-that of :mod:`dpbook.smc.algorithm`, fused into one kernel per time step.
+that of :mod:`dpbook.smc.resample_move`, fused into one kernel per time step.
 
 Resample-move SMC (Gilks & Berzuini, 2001) for the normal model of Section 6:
 X ~ N(mu, sigma^2), mu ~ N(0, 10^4), sigma^2 ~ IG(1, 1) (or the family's ``prior``,
@@ -37,7 +37,8 @@ from numba.extending import intrinsic
 
 from dpbook import rng as _rng
 from dpbook.model.families import as_family
-from dpbook.smc.algorithm import SMC, History, check_smc_memory, check_subset, subset_draw
+from dpbook.model.families.normal import gibbs_conjugate
+from dpbook.smc.resample_move import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
 from dpbook.vmath import EXP_TOL, exp_approx
@@ -47,8 +48,8 @@ from dpbook.vmath import EXP_TOL, exp_approx
 # resampling a = 3 (b = t); at time t, a = 8 t + purpose with b = particle for the MH
 # words (xoshiro256++), b = particle << 32 | k for the ziggurat's rare slow path of
 # x_k's proposal, and b = particle for the Gibbs move and the propagation.
-P_INIT, P_RESAMPLE = 1, 3
-P_MH, P_ZIG, P_GIBBS, P_SUBSET = 4, 5, 6, 7
+P_INIT, P_RESAMPLE = _rng.SMC_INIT, _rng.SMC_RESAMPLE
+P_MH, P_ZIG, P_GIBBS, P_SUBSET = _rng.SMC_MOVE, _rng.SMC_DRAW, _rng.SMC_THETA, _rng.SMC_SUBSET
 
 # The MH sweep handles particles in blocks of _LANES (a performance knob only: every
 # particle has its own streams, so the output does not depend on it or on threads).
@@ -109,44 +110,6 @@ def _gather_zig(typingctx, x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i
         return b.load(nbad)
 
     return types.uint64(x_old, kl, aoff, jj, mag, xc, z, bad, wis, kif, i0, i1), codegen
-
-
-@njit(cache=True)
-def gibbs_conjugate(s, t, m, sg, s1, s2, pr):
-    """Algorithm 3 step 4 for the normal family as a Gibbs move given t > 0 latent values
-    with s1 = sum x_k, s2 = sum x_k^2, drawing from the keyed stream state s: mu | sigma,
-    x ~ N(v (m0/var0 + s1/sigma^2), v), v = 1/(1/var0 + t/sigma^2), then sigma^2 | mu,
-    x ~ IG(a + t/2, b + sum (x_k - mu)^2 / 2).  pr: the prior's (loc_mean = m0,
-    loc_var = var0, scale2_shape = a, scale2_scale = b).  Returns (s, mu, sigma)."""
-    v = 1.0 / (1.0 / pr[1] + t / (sg * sg))
-    s, z = _rng.normal(s)
-    m = v * (pr[0] / pr[1] + s1 / (sg * sg)) + math.sqrt(v) * z
-    ss = max(s2 - 2.0 * m * s1 + t * m * m, 0.0)
-    s, g = _rng.gamma(s, pr[2] + 0.5 * t)
-    sg = math.sqrt((pr[3] + 0.5 * ss) / g)
-    return s, m, sg
-
-
-@njit(cache=True)
-def gibbs_path(fs, s, row, t, m, sg, pr):
-    """:func:`gibbs_conjugate` given the latent values row[0], ..., row[t-1] (t > 0): the
-    normal family's compiled conjugate move for the latent SMC engine
-    (``Normal.engine_gibbs``; ``fs``, the family's numeric attributes, is not read).
-    Returns (s, mu, sigma)."""
-    a1 = a2 = b1 = b2 = 0.0  # two partial sums each: half the dependency chain
-    t2 = t - t % 2
-    for k in range(0, t2, 2):
-        x0 = row[k]
-        x1 = row[k + 1]
-        a1 += x0
-        a2 += x0 * x0
-        b1 += x1
-        b2 += x1 * x1
-    if t2 < t:
-        x0 = row[t2]
-        a1 += x0
-        a2 += x0 * x0
-    return gibbs_conjugate(s, t, m, sg, a1 + b1, a2 + b2, pr)
 
 
 @njit(cache=True)

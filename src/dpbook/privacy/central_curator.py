@@ -2,7 +2,7 @@
 values, here all n of them at once (chapter 11).
 
 The curator clips the values to an interval, releases their centred sums with Laplace
-noise (:mod:`dpbook.model.central` states the sensitivities and the eps split), and
+noise (:mod:`dpbook.model.central_release` states the sensitivities and the eps split), and
 forgets them.  The interval is public and fixed, or chosen from the same values by two
 private quantiles (Smith 2011, "PrivateQuantile", which Bernstein and Sheldon 2018,
 Section 3.3, name for choosing truncation bounds privately) that spend a share of eps.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbook.model.central import CentralRelease, check_share, noise_scales
+from dpbook.model.central_release import CentralRelease, check_share, noise_scales
 from dpbook.model.mechanisms import clip
 from dpbook.validation import (
     as_generator,
@@ -62,7 +62,7 @@ def private_quantile(values, q, eps, lo, hi, rng):
 
 
 def release_sums(values, l, r, eps_sums, rng, sum_share=0.5):
-    """(y_1, y_2, b_1, b_2): the centred clipped sums of :mod:`dpbook.model.central`
+    """(y_1, y_2, b_1, b_2): the centred clipped sums of :mod:`dpbook.model.central_release`
     with Laplace noise of scales b_1 = (r - l)/eps_1, b_2 = (r - l)^2/(4 eps_2)."""
     l, r = (float(v) for v in check_interval(l, r))
     b1, b2 = noise_scales(l, r, eps_sums, sum_share)
@@ -81,7 +81,7 @@ def release_central(values, eps, rng, interval=None, bounds=None, quantiles=(0.0
     range ``bounds`` (:func:`private_quantile`, eps_q = interval_share * eps / 2 each),
     sorted if the noise crossed them, and the sums get (1 - interval_share) * eps.  By
     sequential composition the release is eps-DP.  ``sum_share`` splits the sums' budget
-    between s_1 and s_2 (:func:`dpbook.model.central.noise_scales`)."""
+    between s_1 and s_2 (:func:`dpbook.model.central_release.noise_scales`)."""
     eps = check_eps(eps)
     x = check_finite("values", values).ravel()
     n = check_count("number of values", x.size)

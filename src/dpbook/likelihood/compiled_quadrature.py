@@ -11,7 +11,7 @@ base's coordinate: Gauss-Legendre (8 nodes a panel) on [z_l, z_r] cut to the bas
 quantiles (computed once), at z_u = (T_l^r(y) - m)/c and z_u +- the noise's
 half-widths for e^-2 ... 1e-17 (Laplace: 2, 6, 15, 39 b/c); sums in log space.  The
 family's numpy ``base_logpdf``, ``base_cdf`` and ``base_sf`` are compiled by the SMC
-engine's machinery (:func:`dpbook.smc.engine.compiled_primitive`); a family that does
+engine's machinery (:func:`dpbook.model.compiler.compiled_primitive`); a family that does
 not compile runs the numpy quadrature, with one warning naming the primitive.  A family
 without ``base_sf`` gets the default's rule (1 - cdf, or the upper tail's integral where
 1 - cdf loses the atom: :meth:`LocationScaleFamily.base_sf`), compiled.
@@ -44,18 +44,16 @@ from dpbook import vmath
 from dpbook.likelihood import quadrature
 from dpbook.likelihood.compiled import CompiledScore
 from dpbook.likelihood.quadrature import NOISE_TOLS
-from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
-from dpbook.model.mechanisms import get_mechanism
-from dpbook.posterior.exact import GridModel
-from dpbook.smc.engine import (
+from dpbook.model.compiler import (
     NotCompilable,
     compiled_primitive,
     family_key,
     family_state,
-    run_chunks,
     warn_not_compiled,
 )
-from dpbook.smc.sweep import KIND
+from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
+from dpbook.model.mechanisms import KIND, get_mechanism
+from dpbook.parallel import run_chunks
 
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
                    1 - 1e-14])  # base quantiles: panel ends (the outer two: the support)
@@ -220,9 +218,8 @@ def make_release(logpdf, cdf, sf):
     without its constant) at the nodes zs[:nv]; ok False: p = 0 at every node and atom.
     ``lay``: :func:`_nodes`; ``pts``, ``near``, ``vals``, ``zs``, ``hw``: scratch of
     :func:`_scratch`'s sizes.  One compiled function per family that the
-    log-likelihood and the score call (not inlined: numba's inlining of it took 15 s
-    of compiling a family's log-likelihood, the call 6 s, and costs ~8% of its run
-    time)."""
+    log-likelihood and the score call (not inlined: inlining it more than doubles the
+    compile time of a family's log-likelihood for a few per cent of run time)."""
 
     @njit(error_model="numpy")
     def logf(fs, z, yt, c, ib, kind):
@@ -540,7 +537,7 @@ class _Setup:
         return out if terms else out[0]
 
 
-def _setup(family, mechanism, what):
+def compiled_setup(family, mechanism, what):
     """A :class:`_Setup`, or None: not a location-scale family with a shipped mechanism,
     or a primitive that does not compile (named in one warning: ``what`` runs the numpy
     quadrature instead)."""
@@ -555,7 +552,8 @@ def _setup(family, mechanism, what):
                           f"the numpy quadrature, not the compiled engine: {e}.  To "
                           f"compile, write base_logpdf, base_cdf and base_sf with numpy or "
                           f"math functions of one value (no scipy but special.expit, ndtr, "
-                          f"erf, erfc, gammaln); see dpbook.posterior.engine", stacklevel=5)
+                          f"erf, erfc, gammaln); see dpbook.likelihood.compiled_quadrature",
+                          stacklevel=5)
         return None
     # one per family class, numeric attributes and mechanism: the marginal SMC and the
     # checks ask at every step
@@ -569,33 +567,12 @@ def _setup(family, mechanism, what):
 _SETUPS: dict = {}
 
 
-def engine_model(family, mechanism):
-    """For :mod:`dpbook.backends`: a function (y, l, r, eps) -> :class:`GridModel` whose
-    log-likelihood grid is compiled, or None (the numpy quadrature runs; a family whose
-    primitive does not compile is named in one warning)."""
-    setup = _setup(family, mechanism, "the exact posterior")
-    if setup is None:
-        return None
-
-    def make(y, l, r, eps):
-        rel = setup.releases(y, l, r, eps)
-
-        def loglik(axes):
-            mu, sigma = (np.asarray(a, dtype=float) for a in axes)
-            theta = np.column_stack([np.repeat(mu, sigma.size), np.tile(sigma, mu.size)])
-            return setup(rel, theta).reshape(mu.size, sigma.size)
-
-        return GridModel(family, get_mechanism(mechanism), y, l, r, eps, loglik)
-
-    return make
-
-
 def engine_loglik(family, mechanism):
     """For :mod:`dpbook.backends` (``loglik_particles``): a function (y, l, r, eps,
     theta) -> sum_t log p(y_t | theta_i) for each row of ``theta`` (k, 2), compiled (the
     marginal SMC's reweighting and moves, the reliability check's reference points), or
     None (the numpy quadrature)."""
-    setup = _setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
+    setup = compiled_setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
     if setup is None:
         return None
 
@@ -609,7 +586,7 @@ def engine_terms(family, mechanism):
     """For :mod:`dpbook.backends` (``loglik_terms``): a function (y, l, r, eps, theta) ->
     the (len(y), len(theta)) array of log p(y_t | theta_i), compiled (the marginal SMC's
     reweighting by a block of releases), or None."""
-    setup = _setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
+    setup = compiled_setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
     if setup is None:
         return None
 
@@ -624,7 +601,7 @@ def engine_score(family, mechanism):
     (:func:`make_score`) as a :class:`~dpbook.likelihood.compiled.CompiledScore` (the
     online gradient's steps, Section 7), with the numpy quadrature's
     (:func:`dpbook.likelihood.quadrature.score`) where it cannot answer; or None."""
-    setup = _setup(family, mechanism, "the online gradient's score")
+    setup = compiled_setup(family, mechanism, "the online gradient's score")
     if setup is None:
         return None
     mech = get_mechanism(mechanism)

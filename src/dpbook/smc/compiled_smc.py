@@ -5,7 +5,7 @@ location-scale family (Definition 2) with the Laplace or Gaussian mechanism and 
 :class:`~dpbook.model.prior.LocationScalePrior`, when the family's ``base_logpdf`` and
 ``base_ppf`` compile (:func:`compiled_family`) and it moves theta by random-walk MH
 (no conjugate ``gibbs``) or gives its conjugate move compiled (``engine_gibbs``); the
-paper's model keeps its own kernel (:mod:`dpbook.smc.normal_laplace`).  It is the
+paper's model keeps its own kernel (:mod:`dpbook.smc.paper_kernel`).  It is the
 algorithm of :class:`dpbook.smc.SMC`, whose numpy code stays the reference it is
 tested against, in one compiled kernel per time step, one particle per loop iteration
 (in parallel):
@@ -20,7 +20,7 @@ tested against, in one compiled kernel per time step, one particle per loop iter
    ``vmath.log`` where the two are within a relative 1e-6, so every decision is the
    exact one); then ``n_theta_moves`` moves of theta: the family's compiled conjugate
    draw (``engine_gibbs``: the normal family's is the paper kernel's
-   :func:`~dpbook.smc.normal_laplace.gibbs_conjugate`), or random-walk MH moves of
+   :func:`~dpbook.model.families.normal.gibbs_conjugate`), or random-walk MH moves of
    (m, log c) targeting
    eta(theta) prod_k p_theta(x_k) (with the log-Jacobian), with the covariance of
    :meth:`dpbook.smc.SMC._rw_chol` computed from the particles of time t-1 (its
@@ -46,230 +46,37 @@ so the two agree in distribution, not draw by draw.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import importlib
 import math
-import os
-import warnings
 
-import numba
 import numpy as np
-from numba import njit, uint64
+from numba import njit
 
 from dpbook import rng as _rng
 from dpbook import vmath
+from dpbook.model.compiler import (
+    NotCompilable,
+    compiled_family,
+    warn_not_compiled,
+)
 from dpbook.model.families.base import Family, LocationScaleFamily
-from dpbook.model.mechanisms import get_mechanism
-from dpbook.model.prior import LocationScalePrior
-from dpbook.smc.algorithm import SMC, subset_draw
+from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
+from dpbook.model.prior import LocationScalePrior, log_prior_free
+from dpbook.parallel import run_chunks
+from dpbook.rng import keyed_uniform, keyed_word
+from dpbook.smc.resample_move import SMC, subset_draw
 from dpbook.smc.resampling import systematic_keyed
-from dpbook.smc.sweep import KIND
 from dpbook.validation import check_release
+from dpbook.vmath import sum8
 
 # purposes of the keyed streams: rng.stream_key(key, 8 t + purpose, particle)
-P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = 1, 3, 4, 5, 6, 7
+P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = (
+    _rng.SMC_INIT, _rng.SMC_RESAMPLE, _rng.SMC_MOVE, _rng.SMC_DRAW, _rng.SMC_THETA,
+    _rng.SMC_SUBSET)
 # vectorised passes of a family's base_draw_pair over a sweep's proposals before the
 # ones it still rejects are drawn by base_draw (a scalar call, some 100 ns)
 PAIR_TRIES = 3
-
-
-class NotCompilable(Exception):
-    """A family primitive that numba cannot compile (the message names it)."""
-
-
-# ------------------------------------------------------------------ the family, compiled
-def _numeric_attributes(family) -> dict:
-    return {k: float(v) for k, v in sorted(vars(family).items())
-            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)}
-
-
-def _state(attrs: dict):
-    """A family's numeric attributes as a one-element structured array: its element (a
-    numba Record, read through a pointer) is what the compiled primitives get as
-    ``self``, so that ``self.df`` compiles."""
-    names = tuple(attrs) or ("_unused",)
-    out = np.zeros(1, dtype=[(n, np.float64) for n in names])
-    for n, v in attrs.items():
-        out[0][n] = v
-    return out
-
-
-def _first_line(e) -> str:
-    lines = [s.strip() for s in str(e).splitlines() if s.strip()]
-    for s in lines:  # numba's message starts with a banner; the reason follows
-        if any(w in s for w in ("Unknown attribute", "Untyped global", "No implementation",
-                                "not supported", "Cannot determine", "Use of unsupported")):
-            return s
-    return lines[0] if lines else type(e).__name__
-
-
-def family_key(family) -> tuple:
-    """A hashable key of a family: its class and numeric attributes (what its compiled
-    code depends on)."""
-    return (type(family), tuple(_numeric_attributes(family).items()))
-
-
-def family_state(family):
-    """A family's numeric attributes as the compiled primitives' ``self`` (:func:`_state`)."""
-    return _state(_numeric_attributes(family))
-
-
-class CompiledFamily:
-    """A location-scale family's base compiled for scalars: ``state`` (its numeric
-    attributes, passed as ``state[0]``), ``logpdf(self, z)`` = log g(z) and
-    ``ppf(self, q)`` = G^-1(q), which the engine's loops inline, and ``logpdf1``,
-    ``ppf1``, the same as functions of their own (called once per particle)."""
-
-    def __init__(self, family):
-        self.state = _state(_numeric_attributes(family))
-        self.logpdf, self.ppf, self.logpdf1, self.ppf1 = _primitives(type(family))
-        self._check(family)
-        self.draw, self.pair = _draw_primitives(type(family))
-        if self.draw is not None:
-            try:
-                _outlined(self.draw)(self.state[0], np.uint64(1))
-            except Exception as e:  # numba's typing errors are many classes
-                raise NotCompilable(f"base_draw: {_first_line(e)}") from None
-        if self.pair is not None:
-            u = np.array([0.1, 0.3, 0.5, 0.9, 0.95])
-            v = np.array([0.2, 0.6, 0.5, 0.9, 0.7])
-            try:
-                got = np.array([_outlined2(self.pair)(self.state[0], a, b)
-                                for a, b in zip(u, v)])
-            except Exception as e:  # numba's typing errors are many classes
-                raise NotCompilable(f"base_draw_pair: {_first_line(e)}") from None
-            with np.errstate(all="ignore"):  # the rejections: sqrt of a negative, log 0
-                ref = np.asarray(family.base_draw_pair(u, v), float)
-            if not np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True):
-                raise NotCompilable(f"base_draw_pair: its compiled form gives {got!r} where "
-                                    f"the numpy one gives {ref!r}")
-        self.information = _information_kernel(type(family))
-        if self.information is not None:
-            try:
-                self._check_dlogpdf(family)
-            except Exception:  # base_dlogpdf does not compile: the numpy J
-                self.information = None
-
-    def _check_dlogpdf(self, family):
-        z = np.array([-3.0, -0.4, 0.0, 0.7, 2.2])
-        x = z[None, :]
-        got = self.information(self.state, np.array([[0.0, 1.0]]), x)
-        d = np.asarray(family.base_dlogpdf(z), float)
-        want = ((d * d).sum(), (d * (1 + z * d)).sum(), ((1 + z * d) ** 2).sum())
-        if not np.allclose(got, want, rtol=1e-11, atol=1e-14):
-            raise NotCompilable("base_dlogpdf: its compiled form differs")
-
-    def _check(self, family):
-        """Compile the primitives now and compare them with the family's numpy code."""
-        for name, fn, arg, want in (
-                ("base_logpdf", self.logpdf1, (-3.0, -1.2, -0.3, 0.0, 0.4, 1.1, 2.5),
-                 family.base_logpdf),
-                ("base_ppf", self.ppf1, (1e-6, 0.02, 0.3, 0.5, 0.77, 0.999),
-                 family.base_ppf)):
-            try:
-                got = np.array([fn(self.state[0], v) for v in arg])
-            except Exception as e:  # numba's typing errors are many classes
-                raise NotCompilable(f"{name}: {_first_line(e)}") from None
-            ref = np.asarray(want(np.array(arg)), float)
-            if not np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True):
-                raise NotCompilable(f"{name}: its compiled form gives {got[0]!r} where the "
-                                    f"numpy one gives {ref[0]!r} at {arg[0]!r}")
-
-
-@functools.cache
-def _information_kernel(cls):
-    """The compiled J of :meth:`dpbook.smc.SMC._rw_chol` for the family class (None if
-    it has no base_dlogpdf)."""
-    if getattr(cls.base_dlogpdf, "__func__", cls.base_dlogpdf) is \
-            LocationScaleFamily.base_dlogpdf:
-        return None
-    return make_information(vmath.compile_scalar(cls.base_dlogpdf))
-
-
-@functools.cache
-def _primitives(cls):
-    logpdf = vmath.compile_scalar(cls.base_logpdf)
-    ppf = vmath.compile_scalar(cls.base_ppf)
-    return logpdf, ppf, _outlined(logpdf), _outlined(ppf)
-
-
-@functools.cache
-def _draw_primitives(cls):
-    """The family's ``base_draw`` (a draw of g from a keyed generator state) and
-    ``base_draw_pair`` (from two uniforms, nan for a rejection: only with base_draw)
-    compiled, each None if it has none."""
-    if cls.base_draw is None:
-        return None, None
-    pair = None if cls.base_draw_pair is None else vmath.compile_scalar(cls.base_draw_pair)
-    return vmath.compile_scalar(cls.base_draw), pair
-
-
-def _outlined2(fn):
-    @njit(error_model="numpy")
-    def call(state, u, v):
-        return fn(state, u, v)
-    return call
-
-
-def _outlined(fn):
-    @njit(error_model="numpy")
-    def call(state, v):
-        return fn(state, v)
-    return call
-
-
-_COMPILED: dict = {}
-_WARNED: set = set()
-
-
-def warn_not_compiled(family, message, stacklevel=2):
-    """``message`` (why an algorithm of ``family`` does not run compiled, naming the
-    primitive) as a warning, once per family class and message in this process."""
-    key = (type(family), message)
-    if key not in _WARNED:
-        _WARNED.add(key)
-        warnings.warn(message, stacklevel=stacklevel + 1)
-
-
-def compiled_family(family) -> CompiledFamily:
-    """The compiled base of a location-scale family (cached per class and numeric
-    attributes), or :class:`NotCompilable` naming the primitive that does not compile."""
-    key = (type(family), tuple(_numeric_attributes(family).items()))
-    if key not in _COMPILED:
-        try:
-            _COMPILED[key] = CompiledFamily(family)
-        except NotCompilable as e:
-            _COMPILED[key] = e
-    out = _COMPILED[key]
-    if isinstance(out, NotCompilable):
-        raise out
-    return out
-
-
-def compiled_primitive(family, name, args):
-    """``family.<name>`` (a base function of one array argument, written with numpy)
-    compiled for one float by :func:`dpbook.vmath.compile_scalar` and checked against
-    the numpy code at ``args``; called as ``fn(family_state(family)[0], z)``.
-    Raises :class:`NotCompilable` naming the primitive (cached per class)."""
-    key = (type(family), name, tuple(_numeric_attributes(family).items()))
-    if key not in _COMPILED:
-        try:
-            fn = vmath.compile_scalar(getattr(type(family), name))
-            one, state = _outlined(fn), family_state(family)[0]  # compiled once
-            got = np.array([one(state, v) for v in args])
-        except Exception as e:  # numba's typing errors are many classes
-            _COMPILED[key] = NotCompilable(f"{name}: {_first_line(e)}")
-        else:
-            ref = np.asarray(getattr(family, name)(np.array(args)), float)
-            ok = np.allclose(got, ref, rtol=1e-12, atol=1e-14, equal_nan=True)
-            _COMPILED[key] = fn if ok else NotCompilable(
-                f"{name}: its compiled form gives {got[0]!r} where the numpy one gives "
-                f"{ref[0]!r} at {args[0]!r}")
-    out = _COMPILED[key]
-    if isinstance(out, NotCompilable):
-        raise out
-    return out
 
 
 def engine_class(family, mechanism):
@@ -287,7 +94,7 @@ def engine_class(family, mechanism):
         warn_not_compiled(family, f"the {family.name} family runs the numpy SMC, not the "
                           f"compiled engine: {e}.  To compile, write base_logpdf and "
                           f"base_ppf with numpy or math functions of one value (no scipy); "
-                          f"see dpbook.smc.engine", stacklevel=4)
+                          f"see dpbook.smc.compiled_smc", stacklevel=4)
         return None
     return CompiledSMC
 
@@ -315,28 +122,6 @@ def _engine_gibbs(family):
 
 
 # ------------------------------------------------------------------ the kernels
-@njit(cache=True)
-def keyed_uniform(base, j):
-    """Word j of the SplitMix64 sequence from ``base`` as a uniform on (0, 1)."""
-    z = _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
-    return (float(np.int64(z >> uint64(11))) + 0.5) * _rng.TWO53_INV
-
-
-@njit(cache=True)
-def keyed_word(base, j):
-    """Word j of the SplitMix64 sequence from ``base``, as the state of a stream of its
-    own (what a family's ``base_draw`` draws from)."""
-    return _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
-
-
-@njit(cache=True, error_model="numpy")
-def noise_loglik(kind, v, invb):
-    """log g_b(v) up to its normalising constant (the same for every particle at a
-    step): -|v|/b (Laplace) or -(v/b)^2/2 (Gaussian)."""
-    z = v * invb
-    return -abs(z) if kind == 0 else -0.5 * z * z
-
-
 _gamma = _rng.gamma_any  # Gamma(shape) for any shape > 0
 
 
@@ -349,13 +134,6 @@ def _init_theta(key, theta, pr):
         theta[i, 0] = pr[0] + math.sqrt(pr[1]) * z
         s, g = _gamma(s, pr[2])
         theta[i, 1] = math.sqrt(pr[3] / g)
-
-
-@njit(cache=True)
-def log_prior_free(m, c, pr):
-    """log eta(m, c) + log c (the Jacobian of c = exp(phi)), up to a constant:
-    m ~ N(pr[0], pr[1]); c^2 ~ IG(pr[2], pr[3]) gives c^(-2 a - 1) exp(-b / c^2)."""
-    return -0.5 * (m - pr[0]) ** 2 / pr[1] - 2.0 * pr[2] * math.log(c) - pr[3] / (c * c)
 
 
 @njit(inline="always", error_model="numpy")
@@ -387,26 +165,6 @@ def _sweep(propose, fs, m, c, base, zbuf, t, x_old, x_new, y, l, r, invb, kind, 
 
 
 @njit(cache=True, error_model="numpy")
-def _sum8(tmp, t):
-    """tmp[0] + ... + tmp[t-1] in eight partial sums, whatever the vector width."""
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    t8 = t - t % 8
-    for k in range(0, t8, 8):
-        a0 += tmp[k]
-        a1 += tmp[k + 1]
-        a2 += tmp[k + 2]
-        a3 += tmp[k + 3]
-        a4 += tmp[k + 4]
-        a5 += tmp[k + 5]
-        a6 += tmp[k + 6]
-        a7 += tmp[k + 7]
-    acc = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-    for k in range(t8, t):
-        acc += tmp[k]
-    return acc
-
-
-@njit(cache=True, error_model="numpy")
 def _target(acc, t, m, c, pr):
     """The random walk's target from acc = sum_k log g((x_k - m)/c): the latent values'
     density (-t log c), the prior and the Jacobian."""
@@ -423,45 +181,9 @@ def make_log_target(logpdf):
         inv = 1.0 / c
         for k in range(t):
             tmp[k] = logpdf(fs, (row[k] - m) * inv)
-        return _target(_sum8(tmp, t), t, m, c, pr)
+        return _target(sum8(tmp, t), t, m, c, pr)
 
     return log_target
-
-
-def make_information(dlogpdf):
-    """J of :meth:`dpbook.smc.SMC._rw_chol` for a location-scale family with compiled
-    ``dlogpdf`` = (log g)': the scores in (m, log c) of x_k given (m, c) are
-    (-g'(z)/g(z) / c, -(1 + z g'(z)/g(z))), z = (x_k - m)/c (non-finite ones count as
-    0); returns the entries (0,0), (0,1), (1,1) of the average over rows of
-    sum_k s_k s_k^T."""
-
-    @njit(error_model="numpy")
-    def information(state, th, x):
-        fs = state[0]  # the family's numeric attributes (self.df, say)
-        rows, t = x.shape
-        p00 = np.empty(max(t, 1))
-        p01 = np.empty(max(t, 1))
-        p11 = np.empty(max(t, 1))
-        s00 = s01 = s11 = 0.0
-        for i in range(rows):
-            m = th[i, 0]
-            inv = 1.0 / th[i, 1]
-            for k in range(t):
-                z = (x[i, k] - m) * inv
-                g = dlogpdf(fs, z)
-                a = -g * inv
-                b = -(1.0 + z * g)
-                a = a if abs(a) < math.inf else 0.0
-                b = b if abs(b) < math.inf else 0.0
-                p00[k] = a * a
-                p01[k] = a * b
-                p11[k] = b * b
-            s00 += _sum8(p00, t)
-            s01 += _sum8(p01, t)
-            s11 += _sum8(p11, t)
-        return s00 / rows, s01 / rows, s11 / rows
-
-    return information
 
 
 @njit(inline="always", error_model="numpy")
@@ -669,34 +391,6 @@ def _run(step, n, t, *args):
     """``step`` over particles 0..n-1 at time t (:func:`run_chunks`: every particle has
     its own streams, so the chunks do not change a bit of the output)."""
     run_chunks(step, n, t, t, *args)
-
-
-_PARALLEL_WORK = 1 << 15  # particles x latent values per thread, at least
-
-
-def run_chunks(kernel, n, work, *args):
-    """``kernel(i0, i1, *args)`` over items 0..n-1 (``work`` per item), in as many chunks
-    as numba has threads (one on this thread, the others on the pool: the kernel releases
-    the GIL), when that is enough work to pay for waking threads."""
-    k = min(numba.get_num_threads(), max(1, n * max(work, 1) // _PARALLEL_WORK), n)
-    cuts = [n * j // k for j in range(k + 1)]
-    others = [_pool().submit(kernel, cuts[j], cuts[j + 1], *args) for j in range(1, k)]
-    kernel(cuts[0], cuts[1], *args)
-    for f in others:
-        f.result()
-
-
-_POOLS: dict = {}
-
-
-def _pool():
-    """This process's thread pool (one per process id: a forked worker does not inherit
-    its parent's threads)."""
-    pid = os.getpid()
-    if pid not in _POOLS:
-        _POOLS[pid] = concurrent.futures.ThreadPoolExecutor(
-            numba.config.NUMBA_NUM_THREADS, thread_name_prefix="dpbook-smc")
-    return _POOLS[pid]
 
 
 # ------------------------------------------------------------------ the SMC

@@ -1,7 +1,7 @@
 """The posterior of theta = (mu, sigma) given a central release (chapter 11), on a grid.
 
 The curator publishes y_1 = s_1 + Lap(b_1) and y_2 = s_2 + Lap(b_2), the centred sums
-s_1 = sum z_i and s_2 = sum z_i^2 of z_i = T_l^r(x_i) - c (:mod:`dpbook.model.central`).
+s_1 = sum z_i and s_2 = sum z_i^2 of z_i = T_l^r(x_i) - c (:mod:`dpbook.model.central_release`).
 As Bernstein and Sheldon (2018, Section 3.2, "Normal approximation of p(s | theta)")
 do, the sums are approximated by the central limit theorem,
 
@@ -48,7 +48,7 @@ import numpy as np
 from scipy import special
 
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.posterior.grid import GridPosterior
+from dpbook.posterior.grid_density import GridPosterior
 from dpbook.posterior.quantiles import node_quantiles
 from dpbook.validation import check_count
 
@@ -181,7 +181,7 @@ def _laplace_sd(fun, theta, scale):
 
 
 def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=16):
-    """p(mu, sigma | y_1, y_2) for a :class:`~dpbook.model.central.CentralRelease`, as a
+    """p(mu, sigma | y_1, y_2) for a :class:`~dpbook.model.central_release.CentralRelease`, as a
     :class:`~dpbook.posterior.GridPosterior` on ``grid`` x ``grid`` nodes uniform in mu
     and log sigma (trapezoid weights; quantiles and cdf as for the exact posterior).
 

@@ -20,7 +20,7 @@ import numpy as np
 from dpbook.privacy.curator import Curator
 from dpbook.privacy.population import Population
 from dpbook.smc import SMC
-from dpbook.smc.algorithm import ParticlePosterior, check_particles
+from dpbook.smc.resample_move import ParticlePosterior, check_particles
 from dpbook.validation import check_count, seed_sequence
 
 STATIC_BLOCK = 4096  # individuals per publication of a static (fixed) interval

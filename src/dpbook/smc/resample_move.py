@@ -6,7 +6,7 @@ noise; Section 7: "all that changes throughout is the conditional distribution o
 given x_t, theta, s_t, eps").  It is the resample-move SMC of Gilks & Berzuini (2001),
 written here with numpy, vectorised over particles and time.  For the paper's model
 (normal family, Laplace mechanism) ``SMC(...)`` returns the compiled backend
-:class:`dpbook.smc.normal_laplace.NormalLaplaceSMC`, a subclass with the same interface
+:class:`dpbook.smc.paper_kernel.NormalLaplaceSMC`, a subclass with the same interface
 and the same algorithm in one fused kernel (chosen by :mod:`dpbook.backends`).
 
 The estimator sees only the releases (y_t, l_t, r_t) and eps: it never touches the
@@ -22,10 +22,9 @@ import numpy as np
 
 from dpbook.backends import backend
 from dpbook.model.families import as_family
-from dpbook.model.mechanisms import check_mechanism, clip, get_mechanism
+from dpbook.model.mechanisms import KIND, check_mechanism, clip, get_mechanism
 from dpbook.smc.resampling import ess, systematic, thompson_index
 from dpbook.smc.sweep import (
-    KIND,
     PARALLEL_MIN,
     log_weights,
     mh_sweep_parallel,

@@ -4,7 +4,7 @@ F_{l,r}^eps(theta) = E[s(Y) s(Y)^T], s the score of the density of one released 
 Y = T_l^r(X) + ((r - l)/eps) V.  :func:`fisher_exact` is the public entry point: the
 closed form of :mod:`dpbook.likelihood.normal_laplace` for the normal family with the
 Laplace mechanism (chosen by :mod:`dpbook.backends`), numerical integration by
-:mod:`dpbook.likelihood.quadrature` otherwise.  :func:`fisher_information` gives
+:mod:`dpbook.likelihood.fisher_quadrature` otherwise.  :func:`fisher_information` gives
 either it or the Monte Carlo estimate (eq. 8) as a :class:`FisherEstimate`.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from dpbook.backends import backend
 from dpbook.fisher.estimates import FisherEstimate, check_method
 from dpbook.fisher.mc import fisher_mc
-from dpbook.likelihood import quadrature
+from dpbook.likelihood import fisher_quadrature
 
 
 def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
@@ -28,7 +28,7 @@ def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):
     impl = backend("fisher_exact", family, mechanism)
     if impl is not None:
         return impl(l, r, eps, theta)
-    return quadrature.fisher_exact(l, r, eps, theta, family, mechanism)
+    return fisher_quadrature.fisher_exact(l, r, eps, theta, family, mechanism)
 
 
 def fisher_information(l, r, eps, theta=None, family=None, mechanism="laplace",

@@ -59,7 +59,7 @@ in the acceptance ratio (the target in (mu, log sigma^2) is eta(mu, sigma^2) sig
 times the likelihood), and initial steps of the size of the posterior sds, from the
 Fisher pilot of the engine combined with the prior's precision
 (:func:`_log_walk_steps`); the adaptation is the same.  The reason
-(``benchmarks/mhaar_vs_exact.py``, issue 24): where the data say little about sigma its
+(``benchmarks/mhaar_vs_exact.py``): where the data say little about sigma its
 posterior keeps the IG(1, 1) prior's tail (density ~ sigma^-3, infinite variance), on
 which a random walk of fixed size in sigma^2 is not geometrically ergodic: the steps
 that the adaptation settles on (s_v about 6 in sigma^2, with s_mu = s_v / 2 about 4
@@ -109,8 +109,8 @@ either mode, and however the iterations are split into calls of the compiled cha
 * n is padded to a multiple of 8 with a harmless dummy observation that is never used.
 
 Cost: n N draws per iteration (2e9 for the Section 6 run: n = 1000, N = 20, 10^5
-iterations), 7-10.5 ns of CPU each on 1 thread of the 2-core development VM
-(benchmarks/bench_mhaar.py; beside the engine for any family, which keeps this
+iterations), timed by benchmarks/bench_mhaar.py (the reproduction notes give the
+figures; beside the engine for any family, which keeps this
 kernel's random walk and adaptation but not its random numbers:
 benchmarks/bench_mhaar_engine.py).  The explicit-vector LLVM code it calls is in
 :mod:`dpbook.mhaar.simd`.
@@ -126,7 +126,7 @@ import numpy as np
 from numba import njit, prange, uint64
 
 from dpbook import rng as _rng
-from dpbook.mhaar.algorithm import (
+from dpbook.mhaar.sampler import (
     ADAPT_EXPONENT,
     ADAPT_START_FRACTION,
     TARGET_ACCEPT,
@@ -158,12 +158,12 @@ from dpbook.validation import (
 
 _BLOCK = 64  # observations per parallel work item (fixed: results do not depend on threads)
 _FAST_EPS_MAX = 600.0  # shifted exponents lie in [-eps, 0]; exp(-600) is far from underflow
-_SLOW_STREAM = 0x5A1F  # purpose tag of the ziggurat's rejection-step streams
-_THETA_STREAM = 0xFFFFFFFFFFFF  # "observation index" of the proposal / accept stream
+_SLOW_STREAM = _rng.MHAAR_SLOW  # purpose tag of the ziggurat's rejection-step streams
+_THETA_STREAM = _rng.MHAAR_THETA  # "observation index" of the proposal / accept stream
 _MIN_PARALLEL_BLOCKS = 3  # fewer blocks run serially: a parallel launch costs more
 _CHUNK_DRAWS = 2e7  # auxiliary draws per call of the compiled chain
 WALKS = ("var", "log_var")  # the walk moves sigma^2 (the paper's) or log sigma^2
-_PILOT_TAG = 0x91107  # seeds the step pilot of the log walk from the chain's key
+_PILOT_TAG = _rng.MHAAR_PILOT_PAPER  # seeds the step pilot of the log walk from the chain's key
 _U64_FF = np.uint64(0xFF)
 _U64_ONE = np.uint64(1)
 _MASK52 = np.uint64(0x000FFFFFFFFFFFFF)
@@ -534,7 +534,7 @@ def _log_walk_steps(y, l, r, eps, mu0, v0, prior, seed):
     """Initial steps (s_mu, s_log_var) of the (mu, log sigma^2) walk: approximate
     posterior sds 1 / sqrt(n I_jj + P_j), with I the per-observation Fisher information of
     the engine's Gaussian-approximation pilot
-    (:func:`dpbook.mhaar.algorithm.pilot_steps`, at (mu0, sqrt(v0)), its latent draws
+    (:func:`dpbook.mhaar.sampler.pilot_steps`, at (mu0, sqrt(v0)), its latent draws
     from a numpy Generator seeded by the chain's key and a tag) and P the prior's
     precision: 1/loc_var for mu, and the curvature scale2_shape of
     the log density of log sigma^2 at its prior mode (sigma^2 ~ IG(a, b): log sigma^2 has
@@ -682,7 +682,7 @@ def mhaar_normal_laplace(y, l, r, eps, n_iter=100_000, n_aux=20, seed=0, burn_fr
 
 def _default_walk(impl, data, eps, fam, mechanism, steps, options):
     """The start and walk of :func:`mhaar_normal_laplace` (for ``mhaar``'s choice of
-    start, :func:`dpbook.mhaar.algorithm._default_walk`): the moment guess, and the
+    start, :func:`dpbook.mhaar.sampler._default_walk`): the moment guess, and the
     paper's walk on (mu, sigma^2) or, under another prior, on (mu, log sigma^2)."""
     n = data[0].size
     mu0, v0 = chain_start(*data, eps)

@@ -15,9 +15,10 @@ one release (eq. 7) at a Thompson draw theta_t from the posterior (Step 1 of Sec
   interpolates; :class:`ThetaGridPolicy` is Steps 1-2 of Section 5.1 with it.
 
 The search itself is a grid x grid lattice of (l, r) with l < r (the paper: 50 x 50),
-with F exact (numerical integration of eq. 7: ``dpbook.likelihood.quadrature.fisher_exact``, or
-the family's closed form where it has one) or Monte Carlo (eq. 8 with Algorithm 4:
-the engine of :mod:`dpbook.fisher.mc`, one for every family and mechanism).
+with F exact (numerical integration of eq. 7:
+``dpbook.likelihood.fisher_quadrature.fisher_exact``, or the family's closed form where
+it has one) or Monte Carlo (eq. 8 with Algorithm 4: the engine of
+:mod:`dpbook.fisher.mc`, one for every family and mechanism).
 
 sc is F[0, 0] ('mu': the first parameter, the paper's choice in Section 6; for the
 Poisson it is F itself) or the trace ('trace').
@@ -45,7 +46,7 @@ from dpbook.fisher.estimates import (
     check_method,
     check_score,
 )
-from dpbook.fisher.exact import fisher_exact
+from dpbook.fisher.exact_information import fisher_exact
 from dpbook.fisher.mc import fisher_mc_bytes, fisher_mc_pairs, mc_setup
 from dpbook.validation import check_count, check_eps, check_mc_size, check_memory, check_positive
 
