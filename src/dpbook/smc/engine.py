@@ -314,6 +314,19 @@ def _engine_gibbs(family):
     return getattr(importlib.import_module(module), attr)
 
 
+def _engine_draw(family):
+    """The family's ``engine_draw`` ("module:attribute" of a pair (fast, slow) of njit
+    functions of one 64-bit word, :func:`make_proposals`) if the class that defines its
+    ``base_ppf`` gives it (so a subclass with another base does not inherit it); else
+    None (the quantile or ``base_draw``)."""
+    owner = next(c for c in type(family).__mro__ if "base_ppf" in vars(c))
+    target = vars(owner).get("engine_draw")
+    if target is None:
+        return None
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 # ------------------------------------------------------------------ the kernels
 @njit(cache=True)
 def keyed_uniform(base, j):
@@ -327,6 +340,26 @@ def keyed_word(base, j):
     """Word j of the SplitMix64 sequence from ``base``, as the state of a stream of its
     own (what a family's ``base_draw`` draws from)."""
     return _rng.mix64(base + (uint64(j) + uint64(1)) * _rng.GAMMA)
+
+
+@njit(cache=True)
+def ziggurat_fast(word):
+    """N(0, 1) from one 64-bit word by the ziggurat's fast path (:func:`dpbook.rng.normal`'s
+    bits), or nan where it rejects (about 1.2%): then :func:`ziggurat_slow`."""
+    j, mag = _rng.ziggurat_split(word)
+    return _rng.ziggurat_fast(j, mag)
+
+
+@njit(cache=True)
+def ziggurat_slow(word):
+    """The ziggurat's draw from ``word`` where its fast path rejected, finished from the
+    stream seeded by the word."""
+    j, mag = _rng.ziggurat_split(word)
+    return _rng.ziggurat_slow(word, j, mag)
+
+
+# the normal family's engine_draw: the ziggurat (Marsaglia & Tsang, 2000)
+ZIGGURAT = (ziggurat_fast, ziggurat_slow)
 
 
 @njit(cache=True, error_model="numpy")
@@ -469,7 +502,7 @@ def _no_prepare(fs, key, t, i, base, zbuf, zq, bad):
     """make_proposals' ``prepare`` where nothing is drawn before the sweep."""
 
 
-def make_proposals(ppf, ppf1, draw, pair):
+def make_proposals(ppf, ppf1, draw, pair, word=None):
     """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf,
     zq, bad)``
     (before the sweep), ``propose(fs, base, j, zbuf)`` (x_k's proposal, j = 2 k, inlined
@@ -485,7 +518,45 @@ def make_proposals(ppf, ppf1, draw, pair):
     pass p from words 2(p t + k), 2(p t + k) + 1) and draws the ones still rejected by
     ``draw`` as above (the first accepted of independent tries: exactly g).  Keyed by
     (particle, time, k) all the same: the output does not depend on the order of
-    evaluation."""
+    evaluation.  With ``word`` (the family's ``engine_draw``: ``fast(w)`` -> z or nan,
+    ``slow(w)`` -> z, an exact draw from one word w, :data:`ZIGGURAT`), ``prepare``
+    fills zbuf[k] with fast(word 2k) (the words vectorised, ``fast`` in a scalar loop:
+    its table look-ups would be vector gathers, slower) and slow(word 2k) where that is
+    nan; the quantile still draws x_t."""
+    if word is not None:
+        fast, slow = word
+
+        @njit(inline="always", error_model="numpy")
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
+            for k in range(t):  # the words, vectorised
+                bad[k] = np.int64(keyed_word(base, 2 * k))
+            nbad = 0
+            for k in range(t):  # the fast path: table look-ups, scalar (no gathers)
+                z = fast(uint64(bad[k]))
+                zbuf[k] = z
+                bad[nbad] = k  # (nbad <= k: word k is read already)
+                nbad += not z == z
+            for q in range(nbad):  # rare: the slow path
+                k = bad[q]
+                zbuf[k] = slow(keyed_word(base, 2 * k))
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return zbuf[j >> 1]
+
+        @njit(error_model="numpy")
+        def propose1(fs, base, j):
+            w = keyed_word(base, j)
+            z = fast(w)
+            return z if z == z else slow(w)
+
+        @njit(error_model="numpy")
+        def propagate(fs, s):
+            s, u = _rng.uniform(s)
+            return s, ppf1(fs, u)
+
+        return prepare, propose, propose1, propagate
+
     if draw is None:
         prepare = _no_prepare
         @njit(inline="always", error_model="numpy")
@@ -651,8 +722,8 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
 
 
 @functools.cache
-def _proposals_for(ppf, ppf1, draw, pair):
-    return make_proposals(ppf, ppf1, draw, pair)
+def _proposals_for(ppf, ppf1, draw, pair, word):
+    return make_proposals(ppf, ppf1, draw, pair, word)
 
 
 @functools.cache
@@ -714,7 +785,8 @@ class CompiledSMC(SMC):
     def _allocate(self):
         cf = self._cf = compiled_family(self.family)
         self._gibbs = _engine_gibbs(self.family)
-        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw, cf.pair),
+        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw, cf.pair,
+                                               _engine_draw(self.family)),
                                _move_for(cf.logpdf, self._gibbs))
         self._key = np.uint64(_rng.seed_to_key(self._seed))
         p = self.family.prior
