@@ -311,3 +311,24 @@ def keyed_word(base, j):
     """Word j of the SplitMix64 sequence from ``base``, as the state of a stream of its
     own (what a family's ``base_draw`` draws from)."""
     return mix64(base + (uint64(j) + uint64(1)) * GAMMA)
+
+
+@njit(cache=True)
+def ziggurat_word_fast(word):
+    """N(0, 1) from one 64-bit word by the ziggurat's fast path (:func:`normal`'s bits),
+    or NaN where it rejects (about 1.2%): then :func:`ziggurat_word_slow`."""
+    j, mag = ziggurat_split(word)
+    return ziggurat_fast(j, mag)
+
+
+@njit(cache=True)
+def ziggurat_word_slow(word):
+    """The ziggurat's draw from ``word`` where its fast path rejected, finished from the
+    stream seeded by the word."""
+    j, mag = ziggurat_split(word)
+    return ziggurat_slow(word, j, mag)
+
+
+# a (fast, slow) pair of draws from one word, the form of a family's ``engine_draw``
+# (the normal family's: the latent SMC proposes x_k by it instead of the quantile)
+ZIGGURAT = (ziggurat_word_fast, ziggurat_word_slow)

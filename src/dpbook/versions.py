@@ -82,8 +82,9 @@ VERSIONS = {
     # with the Gaussian mechanism (or with the Laplace one only where the paper's kernel
     # does not take it) runs the engine with its compiled conjugate move
     # (Normal.engine_gibbs); the compiled likelihood cuts a tail panel spanning more
-    # than a factor 3 in |z| (the Student-t's power-law tails)
-    "generic-model": 11,
+    # than a factor 3 in |z| (the Student-t's power-law tails); 12: the engine draws the
+    # normal family's x_k proposals by the ziggurat from keyed words (Normal.engine_draw)
+    "generic-model": 12,
     # the central model's replications (chapter 11: the curator's release and the
     # central posterior); 2: the curator sums the people the local methods of the same
     # seed see (version 1, unrecorded: other people, the replication's data seed having

@@ -51,7 +51,7 @@ import importlib
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 from dpbook import rng as _rng
 from dpbook import vmath
@@ -115,6 +115,19 @@ def _engine_gibbs(family):
     its own); None if the family moves theta by random walk or has no compiled move."""
     owner = _gibbs_owner(family)
     target = vars(owner).get("engine_gibbs") if owner is not Family else None
+    if target is None:
+        return None
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _engine_draw(family):
+    """The family's ``engine_draw`` ("module:attribute" of a pair (fast, slow) of njit
+    functions of one 64-bit word, :func:`make_proposals`) if the class that defines its
+    ``base_ppf`` gives it (so a subclass with another base does not inherit it); else
+    None (the quantile or ``base_draw``)."""
+    owner = next(c for c in type(family).__mro__ if "base_ppf" in vars(c))
+    target = vars(owner).get("engine_draw")
     if target is None:
         return None
     module, _, attr = target.partition(":")
@@ -191,7 +204,7 @@ def _no_prepare(fs, key, t, i, base, zbuf, zq, bad):
     """make_proposals' ``prepare`` where nothing is drawn before the sweep."""
 
 
-def make_proposals(ppf, ppf1, draw, pair):
+def make_proposals(ppf, ppf1, draw, pair, word=None):
     """The family's draws of z ~ g in the step: ``prepare(fs, key, t, i, base, zbuf,
     zq, bad)``
     (before the sweep), ``propose(fs, base, j, zbuf)`` (x_k's proposal, j = 2 k, inlined
@@ -207,7 +220,45 @@ def make_proposals(ppf, ppf1, draw, pair):
     pass p from words 2(p t + k), 2(p t + k) + 1) and draws the ones still rejected by
     ``draw`` as above (the first accepted of independent tries: exactly g).  Keyed by
     (particle, time, k) all the same: the output does not depend on the order of
-    evaluation."""
+    evaluation.  With ``word`` (the family's ``engine_draw``: ``fast(w)`` -> z or nan,
+    ``slow(w)`` -> z, an exact draw from one word w, :data:`ZIGGURAT`), ``prepare``
+    fills zbuf[k] with fast(word 2k) (the words vectorised, ``fast`` in a scalar loop:
+    its table look-ups would be vector gathers, slower) and slow(word 2k) where that is
+    nan; the quantile still draws x_t."""
+    if word is not None:
+        fast, slow = word
+
+        @njit(inline="always", error_model="numpy")
+        def prepare(fs, key, t, i, base, zbuf, zq, bad):
+            for k in range(t):  # the words, vectorised
+                bad[k] = np.int64(keyed_word(base, 2 * k))
+            nbad = 0
+            for k in range(t):  # the fast path: table look-ups, scalar (no gathers)
+                z = fast(uint64(bad[k]))
+                zbuf[k] = z
+                bad[nbad] = k  # (nbad <= k: word k is read already)
+                nbad += not z == z
+            for q in range(nbad):  # rare: the slow path
+                k = bad[q]
+                zbuf[k] = slow(keyed_word(base, 2 * k))
+
+        @njit(inline="always", error_model="numpy")
+        def propose(fs, base, j, zbuf):
+            return zbuf[j >> 1]
+
+        @njit(error_model="numpy")
+        def propose1(fs, base, j):
+            w = keyed_word(base, j)
+            z = fast(w)
+            return z if z == z else slow(w)
+
+        @njit(error_model="numpy")
+        def propagate(fs, s):
+            s, u = _rng.uniform(s)
+            return s, ppf1(fs, u)
+
+        return prepare, propose, propose1, propagate
+
     if draw is None:
         prepare = _no_prepare
         @njit(inline="always", error_model="numpy")
@@ -373,8 +424,8 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
 
 
 @functools.cache
-def _proposals_for(ppf, ppf1, draw, pair):
-    return make_proposals(ppf, ppf1, draw, pair)
+def _proposals_for(ppf, ppf1, draw, pair, word):
+    return make_proposals(ppf, ppf1, draw, pair, word)
 
 
 @functools.cache
@@ -408,7 +459,8 @@ class CompiledSMC(SMC):
     def _allocate(self):
         cf = self._cf = compiled_family(self.family)
         self._gibbs = _engine_gibbs(self.family)
-        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw, cf.pair),
+        self._step = _step_for(*_proposals_for(cf.ppf, cf.ppf1, cf.draw, cf.pair,
+                                               _engine_draw(self.family)),
                                _move_for(cf.logpdf, self._gibbs))
         self._key = np.uint64(_rng.seed_to_key(self._seed))
         p = self.family.prior

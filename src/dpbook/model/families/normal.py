@@ -62,6 +62,8 @@ class Normal(LocationScaleFamily):
     # the conjugate move of gibbs, compiled: a function (state, keyed stream, row, t, mu,
     # sigma, prior) -> (stream, mu, sigma), named "module:attribute"
     engine_gibbs = "dpbook.model.families.normal:gibbs_path"
+    # x_k's proposals in the latent SMC's sweep by the ziggurat, not the quantile (faster)
+    engine_draw = "dpbook.rng:ZIGGURAT"
 
     def base_logpdf(self, z):
         return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
