@@ -121,7 +121,7 @@ def test_privacy_boundary_whole_package():
 # those below.  The algorithms do not know the online loop (Algorithm 1) that drives
 # them, nor the runners that store their results, nor the book.
 LAYERS = (
-    {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions",
+    {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions", "dpbook.data",
      "dpbook.vmath"},  # utilities
     {"dpbook.model", "dpbook.families", "dpbook.mechanisms"},  # Sections 2-4's model
     {"dpbook.privacy"},  # the releasing side: population, individuals, curator, policies
