@@ -156,6 +156,9 @@ def _curator(args):
                 raise UsageError(f"{state} exists (--force replaces it)")
             from dpbook.online.streams import make_curator
 
+            if ":" in args.family:  # its posterior's kernels cannot go into a state file
+                raise UsageError(f"curator init takes a shipped family (dpbook families), "
+                                 f"not {args.family}: the state file cannot keep its class")
             family, mechanism = family_from_args(args)
             family = prior_from_args(family, args, unstated="refuse")
             if args.particles is not None and not get_method(args.method).particles:
