@@ -54,8 +54,8 @@ def add_parser(sub):
     q.add_argument("--seed", type=seed, default=None,
                    help="seed of the methods that draw random numbers (default 0)")
     add_missing_argument(q)
-    q.add_argument("--json", action="store_true", help=JSON_HELP + " (progress of the "
-                   "latent SMC is shown on stderr after 2 s, on a terminal only)")
+    q.add_argument("--json", action="store_true", help=JSON_HELP + " (the SMC methods "
+                   "show their progress on stderr after 2 s, on a terminal only)")
     q.add_argument("data", help="CSV file with header y,l,r")
     add_prior_arguments(q)
     q.set_defaults(func=cmd_posterior)
@@ -135,8 +135,10 @@ def cmd_posterior(args):
     elif online is not None:
         from dpbook.online.ibis import marginal_posterior
 
-        post = marginal_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
-                                  n_particles=args.particles, seed=args.seed)
+        with progress_bar(len(y), m, unit="release") as bar:
+            post = marginal_posterior(y, l, r, args.eps, family=family, mechanism=mechanism,
+                                      n_particles=args.particles, seed=args.seed,
+                                      progress=bar)
     elif args.method == "mhaar":
         from dpbook.mhaar import mhaar
 
