@@ -97,8 +97,6 @@ def cmd_stream(args):
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
-    # the prior is fixed here, from what the user states, before any value is read
-    family = prior_from_args(family, args, unstated="refuse")
     if args.policy is not None and args.interval is not None:
         raise UsageError("give --policy adaptive or --interval L R, not both")
     check_subset(args)
@@ -107,6 +105,8 @@ def cmd_stream(args):
                          f"has no particles)")
     if args.released is not None and not args.released.strip():
         raise UsageError("--released needs a file name")
+    # the prior is fixed here, from what the user states, before any value is read
+    family = prior_from_args(family, args, unstated="refuse")
     cols, skipped = read_csv_columns(args.values, (args.column,), missing=args.missing)
     values = cols[args.column]
     bad = ~(np.abs(values) <= MAX_ABS)  # inf, or beyond the supported range
