@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.cli import read_csv_columns
+from dpbook.data import read_csv_columns
 from dpbook.model.families import as_family
 from dpbook.online.streams import QUARTILES, quartiles, run_stream
 from dpbook.posterior import exact_posterior
@@ -58,7 +58,7 @@ Z_LIMIT = 3.0  # Monte Carlo standard errors
 
 def rerun(method, y, l, r, eps, family, n_particles, seed):
     """The posterior of ``dpbook posterior --method M --seed SEED`` on (y, l, r) (the same
-    calls as :func:`dpbook.cli.cmd_posterior`) and the warnings it gave."""
+    calls as :func:`dpbook.cli.posterior.cmd_posterior`) and the warnings it gave."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if method == "smc":
@@ -221,7 +221,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.seeds < 2:
         ap.error("--seeds must be at least 2 (a standard deviation)")
-    values = read_csv_columns(args.values, (args.column,))[args.column]
+    values = read_csv_columns(args.values, (args.column,))[0][args.column]
     if args.subsample is not None and args.subsample < values.size:
         pick = np.random.default_rng(0).permutation(values.size)[:args.subsample]
         values = values[np.sort(pick)]

@@ -232,7 +232,8 @@ def test_stream_cli_batch(tmp_path, capsys):
     assert res["batch"] == 40 and res["n"] == 120
     rel = np.loadtxt(out, delimiter=",", skiprows=1)
     assert len({tuple(row) for row in rel[:, 1:]}) == 3  # three intervals of 40
-    assert main(["stream", str(csv), "--column", "x", "--eps", "2", "--batch", "0"]) == 2
+    assert main(["stream", str(csv), "--column", "x", "--eps", "2", "--batch", "0",
+                 "--prior", "paper"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "batch" in err[0]
 

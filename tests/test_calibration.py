@@ -163,12 +163,12 @@ def test_calibrate_json(tmp_path, capsys):
                  "20", "--out", str(tmp_path), "--no-progress", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["reps"] == 20 and out["method"] == "naive"
-    assert out["prior"] == {"loc_mean": 0.0, "loc_var": 1e4, "scale2_shape": 1.0,
-                            "scale2_scale": 1.0}
-    assert set(out["mu"]) >= {"ks_stat", "ks_p", "coverage50", "coverage90"}
+    assert {k: v for k, v in out["prior"].items() if k != "kind"} == {
+        "loc_mean": 0.0, "loc_var": 1e4, "scale2_shape": 1.0, "scale2_scale": 1.0}
+    assert set(out["calibration"]["mu"]) >= {"ks_stat", "ks_p", "coverage50", "coverage90"}
     # other seeds than test_naive_posterior_is_caught (the CLI's come from (eps, n,
     # rep)), the same power: every PIT of sigma is at the top
-    assert out["sigma"]["ks_p"] < 1e-6
+    assert out["calibration"]["sigma"]["ks_p"] < 1e-6
 
 
 @pytest.mark.slow
@@ -187,9 +187,9 @@ def test_narrow_prior_study(tmp_path, capsys):
     assert main([*args, "--method", "exact", "--reps", "80"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["prior"]["loc_var"] == 1.0
-    assert min(out["mu"]["ks_p"], out["sigma"]["ks_p"]) > 0.005, out
+    assert min(out["calibration"]["mu"]["ks_p"], out["calibration"]["sigma"]["ks_p"]) > 0.005, out
     assert main([*args, "--method", "naive", "--reps", "40"]) == 0
-    assert json.loads(capsys.readouterr().out)["sigma"]["ks_p"] < 1e-6
+    assert json.loads(capsys.readouterr().out)["calibration"]["sigma"]["ks_p"] < 1e-6
     with pytest.raises(ValueError, match="differing: prior"):
         cal.run_calibration("exact", 10.0, 30, 1, out=tmp_path, interval=(-8, 8),
                             progress=False)
@@ -306,13 +306,13 @@ def test_central_posterior_is_calibrated_and_learns(tmp_path, capsys):
             "--workers", "1"]
     assert main([*args, "--method", "central", "--eps", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert min(out["mu"]["ks_p"], out["sigma"]["ks_p"]) > 1e-3, out
-    assert out["mu"]["mean_learned"] <= 0.5
-    assert out["mu"]["prior_iqr"] == pytest.approx(2 * stats.norm.ppf(0.75))
-    assert out["mu"]["mean_learned"] == pytest.approx(
-        out["mu"]["mean_iqr"] / out["mu"]["prior_iqr"])
+    assert min(out["calibration"]["mu"]["ks_p"], out["calibration"]["sigma"]["ks_p"]) > 1e-3, out
+    assert out["calibration"]["mu"]["mean_learned"] <= 0.5
+    assert out["calibration"]["mu"]["prior_iqr"] == pytest.approx(2 * stats.norm.ppf(0.75))
+    assert out["calibration"]["mu"]["mean_learned"] == pytest.approx(
+        out["calibration"]["mu"]["mean_iqr"] / out["calibration"]["mu"]["prior_iqr"])
     assert main([*args, "--method", "central-naive", "--eps", "0.1"]) == 0
-    assert json.loads(capsys.readouterr().out)["sigma"]["ks_p"] < 1e-6
+    assert json.loads(capsys.readouterr().out)["calibration"]["sigma"]["ks_p"] < 1e-6
 
 
 def test_central_replications_see_the_same_people():

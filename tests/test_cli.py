@@ -69,9 +69,10 @@ def test_posterior_json_and_reproducible(write_csv):
                          "--seed", "4", "--json", path)
     assert code == 0, err
     res = json.loads(out)
-    assert set(res) >= {"mu", "sigma", "seconds"}
+    assert set(res) >= {"posterior", "seconds"}
     keys = {"mean", "sd", "q05", "q25", "median", "q75", "q95"}
-    assert set(res["mu"]) == keys and set(res["sigma"]) == keys
+    assert set(res["posterior"]) == {"mu", "sigma"}
+    assert all(set(v) == keys for v in res["posterior"].values())
     code2, out2, _ = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
                          "--seed", "4", "--json", path)
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "seconds"}  # noqa: E731
@@ -114,7 +115,9 @@ def test_human_readable_output_shows_the_json_numbers(write_csv, capsys, args):
     elif "a" in data:
         want = [data["a"], data["b"], data["score"]]
     else:
-        want = [data[p][k] for p in ("mu", "sigma") for k in ("mean", "sd")]
+        post = data["posterior"]
+        want = [post[p][k] for p in ("mu", "sigma") for k in ("mean", "sd", "median")
+                if post[p][k] is not None]
     for w in want:
         assert any(abs(s - w) <= 1e-4 * max(1.0, abs(w)) for s in shown), (w, text)
 
@@ -139,7 +142,7 @@ def test_posterior_reports_quantiles(write_csv, capsys, method):
     iters = ["--iters", "3000"] if method == "mhaar" else []
     assert main(["posterior", "--method", method, "--eps", "2", path, *iters,
                  "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)["posterior"]
     for p in ("mu", "sigma"):
         q = [out[p][k] for k in ("q05", "q25", "median", "q75", "q95")]
         assert q == sorted(q) and q[0] < q[-1]
@@ -149,13 +152,13 @@ def test_posterior_reports_quantiles(write_csv, capsys, method):
 
 
 def test_exact_posterior_quantiles_are_the_grid_posteriors(write_csv, capsys):
-    from dpbook.cli import read_releases
+    from dpbook.data import read_releases
     from dpbook.posterior import exact_posterior
 
     path = write_csv(GOOD)
     assert main(["posterior", "--method", "exact", "--eps", "2", path, "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    q = exact_posterior(*read_releases(path), 2.0).quantile([0.05, 0.5, 0.95])
+    out = json.loads(capsys.readouterr().out)["posterior"]
+    q = exact_posterior(*read_releases(path)[0], 2.0).quantile([0.05, 0.5, 0.95])
     assert [out["sigma"][k] for k in ("q05", "median", "q95")] == list(q[:, 1])
 
 

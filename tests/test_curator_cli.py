@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from dpbook.cli import main
-from dpbook.online.streams import make_curator, quartiles
+from dpbook.cli.summary import posterior_summary
+from dpbook.online.streams import make_curator
 from dpbook.privacy.curator import Curator
 from dpbook.privacy.individual import seeded_release_for_simulation
 
@@ -32,7 +33,8 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     one Curator in memory, bit for bit."""
     state, eps = tmp_path / "c.pkl", 2.0
     ref = make_curator(eps, "smc-marginal", n_particles=200, seed=3)
-    _cli(capsys, "init", state, "--eps", eps, "--particles", 200, "--seed", 3)
+    _cli(capsys, "init", state, "--eps", eps, "--particles", 200, "--seed", 3, "--prior",
+         "paper")
     first = json.loads(_cli(capsys, "publish", state, "--k", 3, "--json"))
     second = json.loads(_cli(capsys, "publish", state, "--k", 2, "--json"))
     i1, i2 = ref.publish(3), ref.publish(2)
@@ -50,7 +52,8 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     third = json.loads(_cli(capsys, "publish", state, "--json"))
     assert (third["l"], third["r"]) == ref.publish(1)
     status = json.loads(_cli(capsys, "status", state, "--json"))
-    assert status["taken"] == 4 and status["quartiles"] == quartiles(ref.posterior)
+    assert status["taken"] == 4
+    assert status["posterior"] == posterior_summary(ref.posterior, ref.posterior.family)
     assert status["outstanding"] == [{"l": third["l"], "r": third["r"], "k": 1}]
     saved = Curator.load(state)  # the releases in the order taken, as in memory
     assert all(np.array_equal(a, b) for a, b in zip(saved.releases(), ref.releases()))
@@ -58,7 +61,8 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
 
 def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
     state = tmp_path / "c.pkl"
-    _cli(capsys, "init", state, "--eps", 1.0, "--particles", 50, "--interval", -1, 1)
+    _cli(capsys, "init", state, "--eps", 1.0, "--particles", 50, "--interval", -1, 1,
+         "--prior", "paper")
     _cli(capsys, "publish", state, "--k", 2)
     before = state.read_bytes()
     for args, needle in [
@@ -81,7 +85,9 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
             (["status", tmp_path / "none.pkl"], "no such curator state file"),
             (["init", tmp_path / "no" / "c.pkl", "--eps", 1], "no such directory"),
             (["init", tmp_path / "g.pkl", "--eps", 1, "--method", "online-gradient",
-              "--particles", 10], "does not apply")]:
+              "--particles", 10, "--prior", "paper"], "does not apply"),
+            (["init", tmp_path / "p.pkl", "--eps", 1], "no prior in the data's units: give "
+             "--range LO HI")]:
         assert main(["curator", *map(str, args)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, (args, err)
@@ -97,7 +103,8 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
 @pytest.mark.parametrize("method", ["smc-marginal", "online-gradient"])
 def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
     state = tmp_path / "c.pkl"
-    _cli(capsys, "init", state, "--eps", 1.0, "--method", method, "--interval", -5, 5)
+    _cli(capsys, "init", state, "--eps", 1.0, "--method", method, "--interval", -5, 5,
+         "--range", -5, 5)
     _cli(capsys, "publish", state, "--k", 40)
     files = [_csv(tmp_path / f"{i}.csv", [(0.1 * i + 0.01 * j, -5.0, 5.0) for j in range(20)])
              for i in range(2)]

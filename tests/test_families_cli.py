@@ -82,8 +82,8 @@ def test_best_interval_and_posterior_for_other_families(capsys, tmp_path):
         code, out, _ = call(capsys, "posterior", "--method", method, "--family", "laplace",
                             "--eps", "5", *extra, "--json", str(data))
         got = json.loads(out)
-        assert code == 0 and set(got) >= {"loc", "scale"} and got["family"] == "laplace"
-        assert abs(got["loc"]["mean"] - 5.0) < 2.0
+        assert code == 0 and set(got["posterior"]) == {"loc", "scale"}
+        assert got["family"] == "laplace" and abs(got["posterior"]["loc"]["mean"] - 5.0) < 2.0
 
 
 class Gumbel(LocationScaleFamily):

@@ -109,7 +109,7 @@ def test_posterior_cli_online_gradient(write_csv, capsys):
     q = exact_posterior(y, l, r, 5.0).quantile([0.25, 0.5, 0.75])
     for j, p in enumerate(("mu", "sigma")):
         sd = (q[2, j] - q[0, j]) / 1.349
-        assert abs(out[p]["estimate"] - q[1, j]) < 3 * sd, (p, out[p], q[:, j])
+        assert abs(out["estimate"][p] - q[1, j]) < 3 * sd, (p, out["estimate"], q[:, j])
     assert main(["posterior", "--method", "online-gradient", "--eps", "5", path]) == 0
     assert "no credible interval" in capsys.readouterr().out
     # a family that is not location-scale: one line, exit 2

@@ -117,7 +117,8 @@ def test_posterior_cli_smc_marginal(write_csv, capsys):
     assert main(["posterior", "--method", "smc-marginal", "--eps", "5", "--particles",
                  "300", "--json", path]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["method"] == "smc-marginal" and out["mu"]["q25"] < out["mu"]["q75"]
+    post = out["posterior"]
+    assert out["method"] == "smc-marginal" and post["mu"]["q25"] < post["mu"]["q75"]
 
 
 def test_independent_kernel_matches_the_exact_posterior():

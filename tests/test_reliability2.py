@@ -331,7 +331,7 @@ def test_a_subset_of_n_or_more_is_the_smc_and_says_so(write_csv, capsys):
               ["--method", "smc-subset", "--subset", "1000"]):
         assert main([*base, *m, "--json"]) == 0
         res = json.loads(capsys.readouterr().out)
-        outs.append({p: res[p] for p in ("mu", "sigma")})
+        outs.append(res["posterior"])
     assert outs[0] == outs[1] == outs[2]
     assert main([*base, "--method", "smc-subset", "--subset", "1000"]) == 0
     assert "--subset 1000 >= n = 3: every latent value was moved" in capsys.readouterr().out

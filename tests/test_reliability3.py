@@ -13,7 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-import dpbook.cli as cli
+import dpbook
+import dpbook.cli.posterior as cli
+import dpbook.cli.summary as summary
 from dpbook.cli import main
 
 
@@ -27,8 +29,8 @@ def _releases(write_csv, n):
 def test_a_latent_smc_shows_its_progress_on_a_terminal(write_csv, capsys, monkeypatch,
                                                        method):
     """`dpbook posterior --method smc` ran for minutes on 10^5 releases without a word."""
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: True)
-    monkeypatch.setattr(cli, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(summary, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(summary, "PROGRESS_DELAY", 0.0)
     path = _releases(write_csv, 60)
     assert main(["posterior", "--method", *method, "--particles", "100", "--eps", "5",
                  "--json", path]) == 0
@@ -38,9 +40,10 @@ def test_a_latent_smc_shows_its_progress_on_a_terminal(write_csv, capsys, monkey
 
 
 def test_no_progress_off_a_terminal(write_csv, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(summary, "PROGRESS_DELAY", 0.0)
     path = _releases(write_csv, 60)
-    assert main(["posterior", "--method", "smc", "--particles", "100", "--eps", "5", path]) == 0
+    assert main(["posterior", "--method", "smc", "--particles", "100", "--eps", "5", path,
+                 "--range", "30", "70"]) == 0
     assert capsys.readouterr().err == ""
 
 
@@ -49,7 +52,7 @@ def test_beyond_a_few_thousand_releases_the_latent_smc_names_the_faster_method(
         write_csv, capsys, n, note):
     path = _releases(write_csv, n)
     assert main(["posterior", "--method", "smc", "--particles", "30", "--eps", "5",
-                 "--json", path]) == 0
+                 "--json", "--range", "30", "70", path]) == 0
     err = capsys.readouterr().err.splitlines()
     if note:
         assert len(err) == 1 and err[0].startswith("dpbook: note: --method smc ") \
@@ -75,7 +78,7 @@ def test_a_signal_before_main_installed_its_handlers_is_one_line(sig, code, word
     script = _EARLY.replace("sys.argv_sig", repr(sig))
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                           [os.path.dirname(os.path.dirname(cli.__file__))]
+                           [os.path.dirname(os.path.dirname(dpbook.__file__))]
                            + [os.environ.get("PYTHONPATH", "")])})
     assert p.returncode == code and p.stderr == f"dpbook: {word}\n", (p.returncode, p.stderr)
     assert p.stdout == ""

@@ -78,12 +78,13 @@ def test_posterior_cli_smc_subset(write_csv, capsys):
     base = ["posterior", "--eps", str(eps), "--particles", "300", "--json"]
     assert main([*base, "--method", "smc-subset", "--subset", "5", path]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["method"] == "smc-subset" and out["mu"]["q25"] < out["mu"]["q75"]
+    post = out["posterior"]
+    assert out["method"] == "smc-subset" and post["mu"]["q25"] < post["mu"]["q75"]
     # --subset 30 (every x_k) is the SMC
     assert main([*base, "--method", "smc-subset", "--subset", "30", path]) == 0
     full = json.loads(capsys.readouterr().out)
     assert main([*base, "--method", "smc", path]) == 0
-    assert json.loads(capsys.readouterr().out)["mu"] == full["mu"]
+    assert json.loads(capsys.readouterr().out)["posterior"] == full["posterior"]
     for bad, needle in ((["--method", "smc-subset", "--subset", "0"], "subset"),
                         (["--method", "smc-subset"], "needs --subset"),
                         (["--method", "smc", "--subset", "4"], "does not apply")):

@@ -38,13 +38,15 @@ def test_the_benchmark_is_the_commands(bench, method, tmp_path, capsys):
     assert main(["stream", str(values), "--column", "v", "--eps", "1", "--method", method,
                  "--particles", "100", "--seed", "3", "--released", str(released),
                  "--json", *prior]) == 0
-    assert json.loads(capsys.readouterr().out)["quartiles"] == res["stream_quartiles"]
+    post = json.loads(capsys.readouterr().out)["posterior"]
+    assert {f"{p}_q{q}": post[p][name] for p in ("mu", "sigma") for q, name in
+            ((25, "q25"), (50, "median"), (75, "q75"))} == res["stream_quartiles"]
     assert res["stream_replayed"]
 
     def posterior(*args):
         assert main(["posterior", str(released), "--eps", "1", "--json", *prior,
                      *args]) == 0
-        out = json.loads(capsys.readouterr().out)
+        out = json.loads(capsys.readouterr().out)["posterior"]
         return {f"{p}_q{q}": out[p][name] for p in ("mu", "sigma")
                 for q, name in ((25, "q25"), (50, "median"), (75, "q75"))}
 

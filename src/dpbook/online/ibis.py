@@ -253,14 +253,17 @@ class MarginalSMC(ParticlePosterior):
 
 def marginal_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=1000,
                        ess_threshold=0.5, moves=5, seed=0, kernel="rw",
-                       delayed=True) -> MarginalSMC:
+                       delayed=True, progress=None) -> MarginalSMC:
     """IBIS over given releases (y_t, l_t, r_t), t = 1..n: the :class:`MarginalSMC`
-    after the last one."""
+    after the last one (``progress``: an object whose ``update()`` is called per
+    release, such as a tqdm bar)."""
     y, l, r = check_observations(y, l, r)
     smc = MarginalSMC(eps, family, mechanism, n_particles=n_particles,
                       ess_threshold=ess_threshold, moves=moves, seed=seed, kernel=kernel,
                       delayed=delayed)
     for t in range(len(y)):
         smc.update(y[t], l[t], r[t])
+        if progress is not None:
+            progress.update()
     check_particles(smc, y, l, r, "the marginal SMC", stacklevel=3)
     return smc

@@ -256,7 +256,7 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=x.size, unit="release", desc=method, leave=False,
+        bar = tqdm(total=x.size, unit="release", desc=method, leave=False, delay=2.0,
                    dynamic_ncols=True, smoothing=0.1)
     try:
         run = run_online(population, rule, x.size, seed=online_ss, family=fam,

@@ -1,0 +1,31 @@
+"""The ``dpbook`` command line.
+
+Sub-commands: ``fisher``, ``best-interval``, ``posterior``, ``experiment``, ``calibrate``,
+``families``, ``stream``, ``curator``, one module each (:mod:`dpbook.cli.app` holds the
+parser and :func:`main`).  Every computing sub-command takes ``--family`` (a shipped
+family by name with its options, such as ``--df``, or a Family subclass of one's own as
+``module:Class`` or ``path/to/file.py:Class``) and ``--mechanism laplace|gaussian``.  Bad
+input gives one line ``dpbook: error: <what is wrong>`` and exit status 2.
+"""
+
+import os
+import signal
+import sys
+
+# A signal that arrives while the command line starts (numpy and the rest are imported
+# before main() installs its handlers) is held and answered by main() as any other:
+# one line and exit 143 (SIGTERM) or 130 (Ctrl-C).  Only when the command line runs
+# (``python -m dpbook.cli``, the ``dpbook`` script): importing it changes no handler.
+EARLY_SIGNALS: list = []
+
+if os.path.basename(sys.argv[0] if sys.argv else "") in ("dpbook", "__main__.py") \
+        or sys.argv[:1] == ["-m"]:
+    try:
+        for _s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(_s, lambda signum, frame: EARLY_SIGNALS.append(signum))
+    except ValueError:  # not the main thread
+        pass
+
+from dpbook.cli.app import build_parser, main  # noqa: E402
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,5 @@
+import sys
+
+from dpbook.cli import main
+
+sys.exit(main())

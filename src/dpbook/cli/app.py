@@ -1,0 +1,117 @@
+"""The parser of every sub-command, and :func:`main`: warnings shown in one line each,
+errors in one line with exit status 2, signals answered in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import warnings
+
+from dpbook.cli import EARLY_SIGNALS, calibrate, curator, experiment, fisher, posterior, stream
+from dpbook.cli.args import Parser, UsageError
+
+
+def build_parser() -> Parser:
+    """The ``dpbook`` parser with all its sub-commands (the book's command-line reference
+    is generated from it)."""
+    p = Parser(prog="dpbook", description="The dpbook command line: Fisher information, "
+               "best intervals, posteriors, streams, the curator, the experiment and "
+               "calibration.  Bad input gives one line 'dpbook: error: ...' and exit "
+               "status 2.  Runs longer than about 2 s show their progress on stderr when "
+               "it is a terminal, and never otherwise.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    fisher.add_parsers(sub)
+    posterior.add_parser(sub)
+    experiment.add_parser(sub)
+    calibrate.add_parser(sub)
+    stream.add_parser(sub)
+    curator.add_parser(sub)
+    return p
+
+
+class _Warnings:
+    """How the command line shows warnings: one line each.  dpbook's own warnings (a
+    result that may be poor, a store file set aside) are shown as they come; numpy's and
+    scipy's numeric warnings (overflow, invalid value) are held back and shown once each
+    at the end of a command that succeeds: a command that ends in an error prints only
+    its one line, since the error says what is wrong."""
+
+    def __init__(self):
+        self.held = []
+
+    def show(self, message, category, filename, lineno, file=None, line=None):
+        text = str(message).splitlines()[0] if str(message) else category.__name__
+        text = f"dpbook: warning: {text}"
+        if issubclass(category, RuntimeWarning) and not category.__module__.startswith(
+                "dpbook"):
+            if text not in self.held:
+                self.held.append(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def flush(self):
+        for text in self.held:
+            print(text, file=sys.stderr)
+        self.held.clear()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (pool workers stopped,
+    finished tasks kept)."""
+
+
+@contextlib.contextmanager
+def _signals():
+    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`_Terminated`, once: a repeat
+    while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to the
+    process and to its group; a second KeyboardInterrupt inside the clean-up was a
+    39-line 'release unlocked lock' traceback).  SIGTERM's default action would end the
+    process at once and leave the pool's workers and resource tracker running."""
+    got = []
+
+    def handler(signum, frame):
+        if got:
+            return
+        got.append(signum)
+        raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    try:
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave the signals alone
+        old = {}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _interrupted(args, e) -> str:
+    what = "terminated" if isinstance(e, _Terminated) else "interrupted"
+    out = getattr(args, "out", None) if args is not None else None
+    if out is None:
+        return f"dpbook: {what}"
+    return (f"dpbook: {what}; the results stored so far are kept in {out}, and the same "
+            f"command resumes from them")
+
+
+def main(argv=None) -> int:
+    shown, args = _Warnings(), None
+    with warnings.catch_warnings(), _signals():
+        warnings.showwarning = shown.show  # a user sees one line, not a stack
+        try:
+            if EARLY_SIGNALS:  # a signal held while the command line started
+                raise _Terminated() if signal.SIGTERM in EARLY_SIGNALS else \
+                    KeyboardInterrupt()
+            args = build_parser().parse_args(argv)
+            args.func(args)
+        except (UsageError, ValueError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print(f"dpbook: error: {msg}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as e:
+            print(_interrupted(args, e), file=sys.stderr)
+            return 143 if isinstance(e, _Terminated) else 130
+        shown.flush()
+    return 0

@@ -1,0 +1,191 @@
+"""``dpbook curator``: the curator's side of a deployment, kept in a state file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpbook.cli.args import (
+    JSON_HELP,
+    Parser,
+    UsageError,
+    add_missing_argument,
+    any_float,
+    finite_float,
+    integer,
+    print_result,
+    seed,
+)
+from dpbook.cli.family import (
+    add_family_arguments,
+    add_prior_arguments,
+    family_from_args,
+    prior_from_args,
+)
+from dpbook.cli.summary import posterior_summary, record, summary_lines
+from dpbook.online.methods import ONLINE_METHODS, get_method
+
+# the methods without latent values: no stream length to fix before the first release
+_CURATOR_METHODS = tuple(m.name for m in ONLINE_METHODS.values() if not m.latent)
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "curator", help="the curator's side of a deployment, kept in a state file: "
+                        "publish intervals, take releases back",
+        description="The curator of a deployment (dpbook.privacy.curator), one state file "
+                    "per stream: `init` makes it, `publish` gives the interval for the "
+                    "next K individuals, `take` absorbs a CSV of releases (y,l,r) made "
+                    "with published intervals, late or in any order, `withdraw` forgets "
+                    "individuals who will not answer, `status` shows the posterior.  The "
+                    "file is locked while a command changes it, so a collection service "
+                    "may call these from several processes.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION",
+                           parser_class=Parser)
+    init = sub.add_parser("init", help="make a curator and save it in STATE")
+    init.add_argument("state", help="the curator's state file")
+    init.add_argument("--eps", type=any_float, required=True, help="privacy parameter")
+    add_family_arguments(init)
+    init.add_argument("--method", choices=_CURATOR_METHODS, default="smc-marginal",
+                      help="online posterior (default smc-marginal)")
+    init.add_argument("--interval", type=finite_float, nargs=2, default=None,
+                      metavar=("L", "R"), help="a fixed interval [L, R] for everyone "
+                                               "(default: adaptive, eq. 13)")
+    add_prior_arguments(init)
+    init.add_argument("--particles", type=integer, default=None,
+                      help="particles of smc-marginal (default 1000)")
+    init.add_argument("--seed", type=seed, default=0,
+                      help="seed of the posterior and the Thompson draws (default 0)")
+    init.add_argument("--force", action="store_true", help="replace an existing STATE")
+    pub = sub.add_parser("publish", help="the interval for the next K individuals")
+    pub.add_argument("state")
+    pub.add_argument("--k", type=integer, default=1, help="individuals (default 1)")
+    take = sub.add_parser("take", help="absorb releases (CSV with header y,l,r)")
+    take.add_argument("state")
+    take.add_argument("releases", help="CSV file with header y,l,r")
+    add_missing_argument(take)
+    wd = sub.add_parser("withdraw", help="forget K expected releases of [L, R]")
+    wd.add_argument("state")
+    wd.add_argument("l", type=finite_float, metavar="L")
+    wd.add_argument("r", type=finite_float, metavar="R")
+    wd.add_argument("--k", type=integer, default=1, help="individuals (default 1)")
+    st = sub.add_parser("status", help="releases taken, intervals out, the posterior")
+    st.add_argument("state")
+    for q in (pub, take, wd, st):
+        q.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(func=cmd_curator)
+    return p
+
+
+def curator_status(curator) -> dict:
+    """The curator's releases, outstanding intervals and posterior in the one JSON shape
+    (:mod:`dpbook.cli.summary`)."""
+    from dpbook.online.gradient import OnlineGradient
+
+    post = curator.posterior
+    family = post.family
+    if isinstance(post, OnlineGradient):  # a point estimate
+        result = {"estimate": {p: float(v) for p, v in zip(family.params, post.theta)}}
+        method = "online-gradient"
+    else:
+        result = {"posterior": posterior_summary(post, family)}
+        method = "smc-marginal"
+    # the seed is spent into the curator's generator: the state file does not keep it
+    return record(family, post.mechanism, post.eps, curator.n, method, None,
+                  taken=curator.n,
+                  outstanding=[{"l": l, "r": r, "k": k}
+                               for (l, r), k in sorted(curator.outstanding.items())],
+                  **result)
+
+
+def _read_curator_releases(path, missing):
+    """The releases of ``path`` (header y,l,r, read as ``dpbook posterior`` reads them),
+    each checked as :meth:`Curator.take` checks one: ValueError naming the first bad row
+    (1-based, after the header) and why."""
+    from dpbook.data import read_csv_columns
+    from dpbook.validation import check_finite_number, check_one_interval
+
+    cols, skipped = read_csv_columns(path, ("y", "l", "r"), "header must be y,l,r", missing)
+    y, l, r = cols["y"], cols["l"], cols["r"]
+    for i, row in enumerate(zip(y.tolist(), l.tolist(), r.tolist())):
+        try:
+            check_finite_number("y", row[0])
+            check_one_interval(row[1], row[2])
+        except ValueError as e:
+            raise ValueError(f"{_row(path, i)}: {e}") from None
+    return y, l, r, skipped
+
+
+def _row(path, i):
+    return f"{path}, row {i + 1} (line {i + 2})"
+
+
+def cmd_curator(args):
+    try:
+        _curator(args)
+    except OSError as e:  # the state file or its lock: permissions, a directory, a full disk
+        where = e.filename or args.state
+        raise ValueError(f"{where}: {e.strerror or e}") from None
+
+
+def _curator(args):
+    from filelock import FileLock
+
+    from dpbook.privacy.curator import Curator
+
+    state = Path(args.state)
+    if state.is_dir():
+        raise ValueError(f"{state} is a directory, not a curator state file")
+    if args.action != "init" and not state.is_file():
+        raise ValueError(f"{state}: no such curator state file")
+    if not state.parent.is_dir():
+        raise ValueError(f"{state}: no such directory {state.parent}")
+    if args.action == "status":  # a save replaces the file at once: no lock to read
+        curator = Curator.load(state)
+        out = curator_status(curator)
+        lines = [f"{curator.n} releases taken, {sum(curator.outstanding.values())} expected"]
+        lines += [f"  [{o['l']!r}, {o['r']!r}]: {o['k']} expected" for o in out["outstanding"]]
+        lines += summary_lines(out["posterior"]) if "posterior" in out else \
+            [f"  {p} = {v:.4f}" for p, v in out["estimate"].items()]
+        print_result(out, args.json, lines)
+        return
+    if args.action == "take":  # read and checked before the lock: other calls need not wait
+        y, l, r, skipped = _read_curator_releases(args.releases, args.missing)
+    with FileLock(str(state) + ".lock"):
+        if args.action == "init":
+            if state.exists() and not args.force:
+                raise UsageError(f"{state} exists (--force replaces it)")
+            from dpbook.online.streams import make_curator
+
+            if ":" in args.family:  # its posterior's kernels cannot go into a state file
+                raise UsageError(f"curator init takes a shipped family (dpbook families), "
+                                 f"not {args.family}: the state file cannot keep its class")
+            family, mechanism = family_from_args(args)
+            family = prior_from_args(family, args, unstated="refuse")
+            if args.particles is not None and not get_method(args.method).particles:
+                raise UsageError(f"--particles does not apply to --method {args.method}")
+            policy = "adaptive" if args.interval is None else tuple(args.interval)
+            curator = make_curator(args.eps, args.method, policy, family, mechanism,
+                                   n_particles=args.particles or 1000, seed=args.seed)
+            curator.save(state)
+            print(f"curator ({args.method}, eps = {args.eps}) saved in {state}")
+            return
+        curator = Curator.load(state)
+        if args.action == "publish":
+            l, r = curator.publish(args.k)
+            out, lines = {"l": l, "r": r, "k": args.k}, [f"{l!r} {r!r}"]
+        elif args.action == "take":
+            bad = curator.unexpected(l, r)
+            if bad is not None:  # the file's row, not the API's release number
+                raise ValueError(f"{_row(args.releases, bad[0])}: {bad[1]}; nothing taken")
+            curator.take_many(y, l, r)  # all or nothing
+            out = {"took": int(y.size), "skipped": skipped} | curator_status(curator)
+            lines = [f"took {y.size} release{'s' * (y.size != 1)}"
+                     + (f" ({skipped} rows with an empty cell skipped)" if skipped else "")
+                     + f"; {curator.n} in all, {sum(curator.outstanding.values())} still "
+                       f"expected"]
+        else:
+            curator.withdraw(args.l, args.r, args.k)
+            out = curator_status(curator)
+            lines = [f"withdrew {args.k}; {sum(curator.outstanding.values())} still expected"]
+        curator.save(state)
+    print_result(out, args.json, lines)

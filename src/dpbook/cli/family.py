@@ -1,0 +1,186 @@
+"""--family (a shipped family by name, or a user's class by ``module:Class`` or
+``path/to/file.py:Class``), the families' options, --mechanism, and the prior: --range,
+--prior paper, --prior-loc / --prior-scale2."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+from dpbook.cli.args import UsageError, finite_float, integer
+
+FAMILY_HELP = ("population family: {names} (default normal), or a Family subclass of "
+               "your own as module:Class or path/to/file.py:Class")
+
+
+def add_family_arguments(p):
+    """--family, the families' options (e.g. --df) and --mechanism on a sub-command."""
+    from dpbook.model.families import available
+    from dpbook.model.mechanisms import available_mechanisms
+
+    fams = available()
+    p.add_argument("--family", default="normal", metavar="NAME",
+                   help=FAMILY_HELP.format(names=", ".join(fams)))
+    seen = set()
+    for cls in fams.values():
+        for opt, (typ, default, text) in cls.options.items():
+            if opt not in seen:
+                seen.add(opt)
+                p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}",
+                               type=finite_float if typ is float else
+                               integer if typ is int else typ, default=None,
+                               help=f"{text} (default {default})")
+    p.add_argument("--mechanism", choices=available_mechanisms(), default="laplace",
+                   help="privacy mechanism (default laplace)")
+
+
+def user_family(spec: str) -> type:
+    """The Family subclass named by ``module:Class`` or ``path/to/file.py:Class``.  Its
+    module is pickled by value (cloudpickle), so the experiment's worker processes and
+    Dask workers receive the class itself and need neither the file nor a ``__main__``
+    guard in a wrapper script.  UsageError (one line) for a wrong path, module or class."""
+    import cloudpickle
+
+    from dpbook.model.families import Family
+
+    where, _, name = spec.rpartition(":")
+    if not where or not name:
+        raise UsageError(f"--family {spec}: write module:Class or path/to/file.py:Class")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        path = Path(where)
+        if not path.is_file():
+            raise UsageError(f"--family {spec}: no such file {where}")
+        modname = "dpbook_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        loader_spec = importlib.util.spec_from_file_location(modname, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[modname] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as e:
+            del sys.modules[modname]
+            raise UsageError(f"--family {spec}: {where} failed to run: "
+                             f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                             ) from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as e:
+            raise UsageError(f"--family {spec}: cannot import module {where} ({e})") from None
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise UsageError(f"--family {spec}: {where} defines no {name}")
+    if not (isinstance(cls, type) and issubclass(cls, Family)):
+        raise UsageError(f"--family {spec}: {name} is not a dpbook Family subclass")
+    if not module.__name__.startswith("dpbook."):
+        cloudpickle.register_pickle_by_value(module)
+    return cls
+
+
+def family_from_args(args):
+    """The Family object and mechanism name chosen on the command line."""
+    from dpbook.model.families import get_family
+
+    opts = {k[len("family_opt_"):]: v for k, v in vars(args).items()
+            if k.startswith("family_opt_") and v is not None}
+    if ":" not in args.family:
+        try:
+            return get_family(args.family, **opts), args.mechanism
+        except ValueError as e:
+            if str(e).startswith("unknown family"):
+                raise UsageError(f"{e}, or module:Class or path/to/file.py:Class") from None
+            raise
+    cls = user_family(args.family)
+    unknown = set(opts) - set(getattr(cls, "options", {}))
+    if unknown:
+        raise UsageError(f"--{sorted(unknown)[0].replace('_', '-')} is not an option of "
+                         f"{args.family}")
+    return cls(**opts), args.mechanism
+
+
+def add_prior_arguments(p, with_range=True):
+    if with_range:
+        p.add_argument("--range", type=finite_float, nargs=2, default=None,
+                       metavar=("LO", "HI"),
+                       help="the plausible range of the values, public information you "
+                            "state (never computed from the data): it sets the prior in "
+                            "the data's units, location ~ N((LO+HI)/2, ((HI-LO)/2)^2), "
+                            "scale^2 ~ IG(1, ((HI-LO)/20)^2) (a Poisson: a Gamma with mean "
+                            "(LO+HI)/2 and sd (HI-LO)/2), and so the first interval")
+        p.add_argument("--prior", choices=("paper",), default=None,
+                       help="paper: Section 6's prior, for data in its units")
+    p.add_argument("--prior-loc", type=finite_float, nargs=2, default=None,
+                   metavar=("MEAN", "VAR"), help="prior of the location: N(MEAN, VAR) "
+                   "(Section 6's: 0 10000)")
+    p.add_argument("--prior-scale2", type=finite_float, nargs=2, default=None,
+                   metavar=("SHAPE", "SCALE"), help="prior of the squared scale: "
+                   "IG(SHAPE, SCALE) (Section 6's: 1 1)")
+
+
+def prior_hyperparameters(args) -> dict:
+    """The prior's hyperparameters that --prior-loc / --prior-scale2 set (by name, as
+    LocationScalePrior takes them); empty when neither is given."""
+    hyper = {}
+    if getattr(args, "prior_loc", None) is not None:
+        hyper.update(loc_mean=args.prior_loc[0], loc_var=args.prior_loc[1])
+    if getattr(args, "prior_scale2", None) is not None:
+        hyper.update(scale2_shape=args.prior_scale2[0], scale2_scale=args.prior_scale2[1])
+    return hyper
+
+
+NO_PRIOR = ("no prior in the data's units: give --range LO HI (the plausible range of "
+            "the values, public knowledge), --prior-loc/--prior-scale2, or --prior paper "
+            "(Section 6's, for values near 0 with spread near 1)")
+
+
+def prior_from_args(family, args, unstated=None):
+    """The family with the prior the command line states: --prior-loc / --prior-scale2
+    (location-scale families), else --prior paper (the family's own, Section 6's), else
+    --range (:func:`dpbook.model.prior.prior_from_range`).  The prior is fixed here,
+    before any value is read.  With none of them, ``unstated="refuse"`` is a UsageError
+    (a wrong prior spends the privacy budget for nothing); else the family's own prior
+    is kept (``dpbook posterior`` then warns, :func:`warn_if_no_prior`)."""
+    from dpbook.model.prior import prior_from_range
+
+    hyper = prior_hyperparameters(args)
+    paper = getattr(args, "prior", None) == "paper"
+    rng = getattr(args, "range", None)
+    if hyper and paper:
+        raise UsageError("give --prior paper or --prior-loc/--prior-scale2, not both")
+    if hyper:
+        if not family.location_scale:
+            raise UsageError(f"--prior-loc and --prior-scale2 set the prior of a "
+                             f"location-scale family, not of {family.name}")
+        return family.with_prior(**hyper)
+    if paper:
+        return family
+    if rng is not None:
+        return prior_from_range(family, *rng)
+    if unstated == "refuse":
+        raise UsageError(f"{NO_PRIOR}: a prior in the wrong units spends the privacy "
+                         f"budget for nothing")
+    return family
+
+
+def warn_if_no_prior(args):
+    """After ``dpbook posterior`` (post-processing of public releases, no budget spent):
+    a warning when no prior was stated."""
+    if not (prior_hyperparameters(args) or args.prior or args.range is not None):
+        from dpbook.validation import ReliabilityWarning
+
+        warnings.warn(f"{NO_PRIOR}; the family's own prior was used", ReliabilityWarning,
+                      stacklevel=2)
+
+
+def prior_record(family):
+    """The prior in a JSON output: ``prior.to_dict()``, else its description."""
+    prior = getattr(family, "prior", None)
+    if prior is None:
+        return None
+    if hasattr(prior, "to_dict"):
+        return prior.to_dict()
+    return {"kind": prior.describe(family.params) if hasattr(prior, "describe") else
+            repr(prior)}

@@ -1,0 +1,116 @@
+"""Reading the command line's CSV input: released data (y, l, r) and columns of values.
+
+One reader for ``dpbook posterior`` and ``curator take`` (releases) and ``dpbook stream``
+(a column of sensitive values): pandas reads the file, and every cell is checked to be
+an ASCII decimal number, so a boolean, digits of another script or other text is refused
+with its line and column.  A missing cell (empty, or a blank line) is refused, or with
+``missing="skip"`` its row is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+# an ASCII decimal number as CSV files and most tools write it (or inf: refused later,
+# with the supported range); [0-9], as \d would match the digits of every script
+_NUMBER = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity)",
+                     re.IGNORECASE)
+MISSING = ("error", "skip")
+
+
+def read_releases(path, missing="error"):
+    """The releases of a CSV file with header y,l,r (one per row, time order), checked:
+    ((y, l, r), rows skipped)."""
+    from dpbook.validation import check_observations
+
+    cols, skipped = read_csv_columns(path, ("y", "l", "r"), "header must be y,l,r", missing)
+    return check_observations(cols["y"], cols["l"], cols["r"]), skipped
+
+
+def _open_check(path):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except FileNotFoundError:
+        raise ValueError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory, not a CSV file") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ValueError(f"{path} is UTF-16 text; save it as UTF-8 (or ASCII) CSV")
+    if b"\x00" in head:
+        raise ValueError(f"{path} is a binary file, not a CSV file")
+
+
+def read_csv_columns(path, columns, expected=None, missing="error"):
+    """The named numeric columns of a CSV file with a header, as float arrays, and the
+    number of rows skipped: ({column: array}, skipped).  A row with an empty cell in one
+    of ``columns`` (a blank line too) is an error (``missing="error"``) or is dropped and
+    counted (``"skip"``).  ValueError naming the file, and the line and column of a bad
+    cell: a file that is not UTF-8 CSV text, a missing column (the message lists the
+    file's columns), a column named twice, no data rows, a cell that is not an ASCII
+    number (a boolean, other text)."""
+    import pandas as pd
+
+    if missing not in MISSING:
+        raise ValueError(f"missing must be one of {', '.join(MISSING)}, got {missing!r}")
+    _open_check(path)
+    # every cell as written (pandas would read True as a boolean and an empty cell as
+    # NaN), blank lines kept as rows of empty cells
+    kw = dict(encoding="utf-8-sig", dtype=str, keep_default_na=False, skip_blank_lines=False)
+    try:
+        raw = pd.read_csv(path, **kw)
+        names = pd.read_csv(path, header=None, nrows=1, **kw).iloc[0].tolist()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
+                         f"position {e.start})") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path} is empty") from None
+    except pd.errors.ParserError as e:
+        raise ValueError(f"{path} is not a valid CSV file: {str(e).splitlines()[0]}") from None
+    twice = [c for c in columns if names.count(c) > 1]
+    if twice:
+        raise ValueError(f"{path}: column {twice[0]} appears {names.count(twice[0])} times "
+                         f"in the header; which one holds the data is ambiguous")
+    absent = [c for c in columns if c not in raw.columns]
+    if absent:
+        there = ", ".join(str(c) for c in names) or "none"
+        raise ValueError(f"{path} lacks column(s) {', '.join(absent)} "
+                         f"({expected or 'its columns: ' + there})")
+    raw = raw[list(columns)].fillna("")  # a short row (a blank line): empty cells
+    lines = np.arange(len(raw)) + 2
+    empty = raw.apply(lambda s: s.str.strip() == "").to_numpy(dtype=bool).any(axis=1)
+    if missing == "skip":
+        raw, lines = raw[~empty], lines[~empty]
+    if len(raw) == 0:
+        raise ValueError(f"{path} has no data rows")
+    cols = {}
+    for c in columns:
+        _check_cells(path, c, raw[c], lines)
+        cols[c] = raw[c].str.strip().astype(float).to_numpy()
+    return cols, int(empty.sum()) if missing == "skip" else 0
+
+
+def _check_cells(path, column, cells, lines):
+    """ValueError naming the line and column of the first cell of ``column`` (strings as
+    written in the file) that is not an ASCII number: an empty cell, a boolean, digits of
+    another script (Python's float() reads them, pandas and most tools do not: dpbook
+    reads ASCII numerals only) or other text."""
+    ok = cells.str.strip().str.fullmatch(_NUMBER).to_numpy(dtype=bool)
+    if ok.all():
+        return
+    i = int(np.flatnonzero(~ok)[0])
+    cell, where = cells.iloc[i], f"{path}, line {lines[i]}: column {column}"
+    if not cell.strip():
+        raise ValueError(f"{where} is empty (--missing skip drops such rows)")
+    if cell.strip().lower() in ("true", "false"):
+        raise ValueError(f"{where} holds the boolean {cell!r}, not a number")
+    if not cell.isascii():
+        raise ValueError(f"{where} holds {cell!r}: dpbook reads numbers written with ASCII "
+                         f"digits only")
+    raise ValueError(f"{where} holds a non-number {cell!r}")

@@ -1,0 +1,190 @@
+"""The command line with a user's own family and data (issue 39): --family
+module:Class and path/to/file.py:Class on every sub-command, --range and the prior's
+refusal, --missing, and the one JSON shape of a posterior summary."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpbook.cli import main
+
+FAMILY = str(Path(__file__).parent / "data" / "hypsecant_family.py") + ":HypSecant"
+SHAPE = {"mean", "sd", "q05", "q25", "median", "q75", "q95"}
+RECORD = {"schema_version", "family", "mechanism", "prior", "eps", "n", "method", "seed"}
+
+
+def _run(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def releases(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.clip(rng.normal(50, 3, 40), 40, 60) + rng.laplace(0, 4, 40)
+    path = tmp_path / "rel.csv"
+    path.write_text("y,l,r\n" + "".join(f"{v!r},40.0,60.0\n" for v in y.tolist()))
+    return path
+
+
+@pytest.fixture
+def values(tmp_path):
+    path = tmp_path / "v.csv"
+    rng = np.random.default_rng(1)
+    path.write_text("v\n" + "".join(f"{v!r}\n" for v in rng.normal(50, 3, 60).tolist()))
+    return path
+
+
+def test_a_family_file_on_fisher(capsys):
+    code, out, err = _run(capsys, "fisher", "--family", FAMILY, "--eps", 1, "--a", -2,
+                          "--b", 2, "--json")
+    res = json.loads(out)
+    assert code == 0 and res["family"] == "hypsecant" and res["F"][0][0] > 0, err
+
+
+def test_a_family_module_on_fisher(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "data"))
+    code, out, err = _run(capsys, "fisher", "--family", "hypsecant_family:HypSecant",
+                          "--eps", 1, "--a", -2, "--b", 2, "--json")
+    assert code == 0 and json.loads(out)["family"] == "hypsecant", err
+
+
+def test_a_family_file_on_posterior_and_stream(capsys, releases, values):
+    code, out, err = _run(capsys, "posterior", "--family", FAMILY, "--method", "exact",
+                          "--eps", 2, "--range", 30, 70, "--json", releases)
+    res = json.loads(out)
+    assert code == 0 and res["family"] == "hypsecant" and err == "", err
+    assert 45 < res["posterior"]["loc"]["median"] < 55
+    code, out, err = _run(capsys, "stream", values, "--column", "v", "--family", FAMILY,
+                          "--eps", 2, "--range", 30, 70, "--particles", 200, "--json")
+    res = json.loads(out)
+    assert code == 0 and res["family"] == "hypsecant", err
+    assert 45 < res["posterior"]["loc"]["median"] < 55
+
+
+def test_a_family_file_in_the_experiment_s_worker_processes(capsys, tmp_path):
+    """The pool's spawned workers get the class by value: no __main__ guard, no file."""
+    code, out, err = _run(capsys, "experiment", "--family", FAMILY, "--eps", 5, "--runs", 2,
+                          "--n", 20, "--methods", "smc-fixed", "--particles", 50,
+                          "--workers", 2, "--theta", 0, 1, "--out", tmp_path / "store",
+                          "--no-progress", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["family"] == "hypsecant" and res["tasks"] == 2 and res["complete"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no/such/file.py:A", "--family no/such/file.py:A: no such file no/such/file.py"),
+    (FAMILY.replace(":HypSecant", ":Nope"), "defines no Nope"),
+    (FAMILY.replace(":HypSecant", ":NotAFamily"), "NotAFamily is not a dpbook Family"),
+    ("no_such_module_39:A", "cannot import module no_such_module_39"),
+    (FAMILY.replace(":HypSecant", ":"), "write module:Class or path/to/file.py:Class"),
+    ("hypsecant", "unknown family 'hypsecant'"),
+])
+def test_a_wrong_family_is_one_line(capsys, spec, message):
+    code, out, err = _run(capsys, "fisher", "--family", spec, "--eps", 1, "--a", -1, "--b", 1)
+    assert code == 2 and err.count("\n") == 1 and message in err and out == "", err
+
+
+def test_the_curator_refuses_a_family_it_cannot_save(capsys, tmp_path):
+    code, _, err = _run(capsys, "curator", "init", tmp_path / "c.pkl", "--eps", 1, "--range",
+                        -5, 5, "--family", FAMILY)
+    assert code == 2 and err.count("\n") == 1 and "curator init takes a shipped family" in err
+    assert not any(p.suffix in (".pkl", ".tmp") for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("sub", [["stream", "VALUES", "--column", "v"],
+                                 ["curator", "init", "STATE"]])
+def test_no_prior_is_refused_before_any_release(capsys, values, tmp_path, sub):
+    argv = [values if a == "VALUES" else tmp_path / "c.pkl" if a == "STATE" else a
+            for a in sub]
+    code, out, err = _run(capsys, *argv, "--eps", 1)
+    assert code == 2 and err.count("\n") == 1 and out == ""
+    assert err.startswith("dpbook: error: no prior in the data's units: give --range LO HI")
+    assert "spends the privacy budget for nothing" in err
+    assert not (tmp_path / "c.pkl").exists()
+
+
+def test_posterior_without_a_prior_warns(capsys, releases):
+    code, out, err = _run(capsys, "posterior", "--method", "exact", "--eps", 2, releases)
+    assert code == 0 and "warning: no prior in the data's units" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--range", 70, 30], "the range is empty"),
+    (["--range", 30, 70, "--prior", "paper", "--prior-loc", 0, 1], "not both"),
+])
+def test_bad_priors_are_one_line(capsys, values, args, message):
+    code, _, err = _run(capsys, "stream", values, "--column", "v", "--eps", 1, *args)
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_the_range_never_comes_from_the_values(capsys, tmp_path, monkeypatch):
+    """Structurally: the prior is fixed before the values are read, and other values
+    with the same range give the same prior."""
+    import dpbook.cli.stream as stream
+    import dpbook.data as data
+
+    order = []
+    real_prior, real_read = stream.prior_from_args, data.read_csv_columns
+    monkeypatch.setattr(stream, "prior_from_args",
+                        lambda *a, **k: order.append("prior") or real_prior(*a, **k))
+    monkeypatch.setattr(data, "read_csv_columns",
+                        lambda *a, **k: order.append("read") or real_read(*a, **k))
+    priors = []
+    for i, loc in enumerate((10.0, 90.0)):
+        path = tmp_path / f"v{i}.csv"
+        path.write_text("v\n" + "".join(f"{loc + d}\n" for d in (-1, 0, 1, 2)))
+        code, out, err = _run(capsys, "stream", path, "--column", "v", "--eps", 1,
+                              "--range", 0, 100, "--particles", 50, "--json")
+        assert code == 0, err
+        priors.append(json.loads(out)["prior"])
+    assert order == ["prior", "read"] * 2
+    assert priors[0] == priors[1] and priors[0]["loc_mean"] == 50.0
+
+
+def test_a_prior_data_conflict_is_named(capsys, tmp_path):
+    path = tmp_path / "far.csv"
+    path.write_text("v\n" + "".join(f"{40000 + 50 * (i % 20)}\n" for i in range(200)))
+    code, _, err = _run(capsys, "stream", path, "--column", "v", "--eps", 5, "--prior",
+                        "paper", "--particles", 50, "--interval", 30000, 50000)
+    assert code == 0 and "prior-data conflict" in err and "the prior" in err, err
+
+
+@pytest.mark.parametrize("mode, code, skipped", [("error", 2, None), ("skip", 0, 2)])
+def test_missing_cells(capsys, tmp_path, mode, code, skipped):
+    path = tmp_path / "gaps.csv"
+    path.write_text("id,v\n1,49\n2,\n3,51\n\n5,50\n")
+    rc, out, err = _run(capsys, "stream", path, "--column", "v", "--eps", 1, "--range",
+                        30, 70, "--particles", 50, "--missing", mode, "--json")
+    assert rc == code, err
+    if skipped is None:
+        assert err.count("\n") == 1 and "line 3: column v is empty" in err
+    else:
+        res = json.loads(out)
+        assert res["skipped"] == skipped and res["n"] == 3
+
+
+@pytest.mark.parametrize("method", ["exact", "smc-marginal"])
+def test_one_json_shape(capsys, releases, values, method):
+    code, out, err = _run(capsys, "posterior", "--method", method, "--eps", 2, "--range",
+                          30, 70, "--json", releases)
+    post = json.loads(out)
+    code, out, err = _run(capsys, "stream", values, "--column", "v", "--eps", 2, "--range",
+                          30, 70, "--particles", 100, "--json")
+    stream = json.loads(out)
+    for res in (post, stream):
+        assert RECORD <= set(res) and res["schema_version"] == 2
+        assert set(res["posterior"]) == {"mu", "sigma"}
+        assert all(set(s) == SHAPE for s in res["posterior"].values())
+        # IG(1, .) on sigma^2: sigma's posterior has no variance under clipping
+        assert res["posterior"]["sigma"]["sd"] is None
+        assert res["posterior"]["mu"]["sd"] > 0
+    code, out, err = _run(capsys, "posterior", "--method", "online-gradient", "--eps", 2,
+                          "--range", 30, 70, "--json", releases)
+    point = json.loads(out)
+    assert RECORD <= set(point) and set(point["estimate"]) == {"mu", "sigma"}
+    assert all(isinstance(v, float) for v in point["estimate"].values())
