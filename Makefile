@@ -1,6 +1,8 @@
 # dpbook: the two commands
 #   make book [MODE=full|quick]   execute the chapters whose inputs changed, build the HTML
-#   make test                     lint, unit tests, quick chapters, strict build, browser check
+#   make test                     lint, all tests, quick chapters, strict build, browser check
+#   make quick                    the quick test loop (pytest -m "not slow", 2 minutes) with a
+#                                 coverage report naming the modules it leaves uncovered
 # Both create .venv if missing and install the pinned environment (requirements.txt).
 # Options: FORCE=1 re-executes every chapter; SCHEDULER=tcp://host:8786 runs the chapters'
 # experiments on that Dask cluster; TEST_WORKERS=N runs the tests in N processes (default 2:
@@ -23,6 +25,8 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 # the tests in TEST_WORKERS processes (an idle one takes tests the others have not started)
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+# make test prints the 25 slowest tests and keeps every test's duration (JUnit XML) here
+DURATIONS := artifacts/test-durations.xml
 # Warnings and failed cells fail the build; --all so warnings of unchanged pages are re-reported.
 JB_FLAGS := --path-output book -W --keep-going --all
 LINT_PATHS := $(wildcard src tests notebooks book benchmarks)
@@ -37,7 +41,7 @@ STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
 timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
 	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
 
-.PHONY: book test setup browser chapters chapter html lint pytest check-pages clean
+.PHONY: book test quick setup browser chapters chapter html lint pytest check-pages clean
 
 book: setup
 	$(call timed,chapters (MODE=$(MODE)),$(PY) book/tools/run_chapters.py $(RUN_FLAGS))
@@ -46,7 +50,7 @@ book: setup
 
 test: setup
 	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
-	$(call timed,pytest,$(PYTEST))
+	$(call timed,pytest,$(PYTEST) --durations=25 --junitxml=$(DURATIONS))
 	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	@$(MAKE) --no-print-directory browser
@@ -91,6 +95,13 @@ lint: setup
 
 pytest: setup
 	$(PYTEST)
+
+# The quick loop: every test not marked slow, with coverage of src/dpbook; names the
+# modules where no quick test runs a public function.
+quick: setup
+	$(call timed,quick tests,$(PYTEST) -m "not slow" --durations=10 --cov=dpbook \
+	  --cov-report=term --cov-report=json:artifacts/quick-coverage.json)
+	@$(PY) book/tools/uncovered_modules.py artifacts/quick-coverage.json
 
 check-pages: setup
 	$(PY) book/tools/check_pages.py
