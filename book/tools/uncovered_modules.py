@@ -3,8 +3,9 @@
     python book/tools/uncovered_modules.py artifacts/quick-coverage.json
 
 A function counts when a line of its body ran (its ``def`` line runs at import); public
-means no leading underscore in its name or its class's.  Exit status 1 when some module
-with public functions has none that ran.
+means no leading underscore in its name or its class's.  Numba-compiled functions run
+outside coverage's view, so a module counts through its Python functions.  Exit status 1
+when some module with public functions has none that ran.
 """
 
 import json
