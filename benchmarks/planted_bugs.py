@@ -6,7 +6,7 @@ For each bug: copy the tracked tree to a temporary folder, replace the bug's old
 report the first failing test.  A bug whose old text is missing or not unique stops the
 run before any test (the panel must not rot silently when code moves).
 
-    .venv/bin/python benchmarks/planted_bugs.py [--jobs 2] [--only NAME ...] [TESTS ...]
+    .venv/bin/python benchmarks/planted_bugs.py [--jobs 2] [--only NAME]... [TESTS ...]
 
 Exit status 1 when some bug is not caught.
 """
@@ -79,7 +79,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("tests", nargs="*", help="pytest selection (default: the panel's)")
     ap.add_argument("--jobs", type=int, default=1, help="bugs run at once")
-    ap.add_argument("--only", nargs="*", help="names of the bugs to run")
+    ap.add_argument("--only", action="append", help="a bug to run (repeatable)")
     args = ap.parse_args(argv)
     bugs = load()
     if args.only:
