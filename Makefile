@@ -21,6 +21,8 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 # the tests in TEST_WORKERS processes (an idle one takes tests the others have not started)
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+# make test prints the 25 slowest tests and keeps every test's duration (JUnit XML) here
+DURATIONS := artifacts/test-durations.xml
 # Warnings and failed cells fail the build; --all so warnings of unchanged pages are re-reported.
 JB_FLAGS := --path-output book -W --keep-going --all
 LINT_PATHS := $(wildcard src tests notebooks book benchmarks)
@@ -35,7 +37,7 @@ STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
 timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
 	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
 
-.PHONY: help book test setup browser chapters chapter html lint pytest check-pages clean
+.PHONY: help book test quick setup browser chapters chapter html lint pytest check-pages clean
 
 help:  ## list the targets (this)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -47,7 +49,7 @@ book: setup  ## execute the chapters whose inputs changed (MODE=full|quick), bui
 
 test: setup  ## ruff, pytest, quick chapters, strict book build, browser check
 	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
-	$(call timed,pytest,$(PYTEST))
+	$(call timed,pytest,$(PYTEST) --durations=25 --junitxml=$(DURATIONS))
 	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	@$(MAKE) --no-print-directory browser
@@ -92,6 +94,13 @@ lint: setup  ## ruff
 
 pytest: setup  ## the unit tests (TEST_WORKERS processes)
 	$(PYTEST)
+
+# the quick loop: coverage of src/dpbook, and the modules where no quick test runs a
+# public function
+quick: setup  ## the quick test loop: pytest -m "not slow" with a coverage report
+	$(call timed,quick tests,$(PYTEST) -m "not slow" --durations=10 --cov=dpbook \
+	  --cov-report=term --cov-report=json:artifacts/quick-coverage.json)
+	@$(PY) book/tools/uncovered_modules.py artifacts/quick-coverage.json
 
 check-pages: setup  ## the headless-browser check of every built page
 	$(PY) book/tools/check_pages.py

@@ -16,6 +16,7 @@ def _data(n=30, eps=2.0, seed=0, width=8.0):
     return release(x, l, r, eps, rng), l, r, eps
 
 
+@pytest.mark.slow
 def test_same_seed_bit_identical_any_thread_count():
     y, l, r, eps = _data(40)
     old = numba.get_num_threads()

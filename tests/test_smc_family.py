@@ -25,7 +25,11 @@ TRUTH = {"normal": (1.0, 2.0), "laplace": (1.0, 2.0), "student_t": (1.0, 2.0),
          "poisson": (10.0,)}
 BOX = {"normal": ((-4.0, 7.0), (0.05, 12.0)), "laplace": ((-4.0, 7.0), (0.05, 12.0)),
        "student_t": ((-4.0, 7.0), (0.05, 12.0)), "poisson": ((4.0, 20.0),)}
-CASES = [(f, m) for f in available() for m in ("laplace", "gaussian")]
+# the three slowest cases run in the full suite only; the quick loop keeps every family
+# and both mechanisms
+_SLOW = {("laplace", "laplace"), ("student_t", "laplace"), ("normal", "gaussian")}
+CASES = [pytest.param(f, m, marks=pytest.mark.slow) if (f, m) in _SLOW else (f, m)
+         for f in available() for m in ("laplace", "gaussian")]
 
 
 
@@ -193,6 +197,7 @@ def test_history_snapshots_and_thompson_draw():
     np.testing.assert_array_equal(c.theta, np.column_stack([c.mu, c.sigma]))
 
 
+@pytest.mark.slow
 def test_online_student_t_adaptive():
     fam = shipped_family("student_t")
     pop = family_population(fam, (1.0, 2.0), 40, 2.0, seed=5)
@@ -220,6 +225,7 @@ def test_online_poisson_fixed_gaussian_mechanism():
         AdaptivePolicy(-1.0, 1.0).next_interval(run.smc, np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_online_default_is_the_compiled_smc_unchanged():
     """family=None with a Laplace population: exactly the compiled SMC, same seeds."""
     pol = AdaptivePolicy(-0.5, 0.5)

@@ -1,4 +1,4 @@
-"""Issue #29, third sweep: a long latent-SMC posterior shows its progress (on a terminal
+"""A long latent-SMC posterior shows its progress (on a terminal
 only) and names the faster method; a signal that arrives before ``main()`` installed its
 handlers is answered in one line; Poisson's theta beyond what its quantile function
 computes is one line naming it."""

@@ -1,5 +1,5 @@
-"""Issue #29, second sweep: input that is accepted but means something else, tracebacks
-on faults, processes left behind, and unhelpful messages.  Every bad input gives one
+"""Input that is accepted but means something else, tracebacks on faults, processes
+left behind, and unhelpful messages.  Every bad input gives one
 line naming the problem (exit status 2 and ``dpbook: error: ...`` on the command line,
 ValueError in Python).  Examples are generated (hypothesis, derandomised) where a
 generator fits: API argument types, option values, CSV cells."""

@@ -1,6 +1,8 @@
 """Bad or extreme input gives a one-line error naming the problem (exit status 2 on the
-command line, ValueError in Python), never a traceback or a silently wrong answer
-(issue #13).  The store's faults are in test_store.py."""
+command line, ValueError in Python), never a traceback or a silently wrong answer:
+data files, sizes that cannot fit in memory, random generators, a family's theta.  Other
+input that is accepted but means something else is in test_one_line_errors.py; the
+store's faults are in test_store.py."""
 
 import numpy as np
 import pytest
