@@ -29,7 +29,8 @@
 #   as many as the paper's $n$.
 #
 # Each value is released once, through the interval the curator asks for, as in
-# `dpbook stream VALUES.csv --column NAME --eps E --range LO HI` ({func}`dpbook.online.streams.run_stream`).
+# `dpbook stream VALUES.csv --column NAME --eps E --range LO HI`
+# ({func}`dpbook.online.streams.run_stream`).
 # The chapter asks what the adaptive interval does on such data, what the normal model
 # estimates when the values are not normal, what the paper's prior does to values in
 # grams, and how much the order of arrival matters.
@@ -224,7 +225,8 @@ glue_number("t-stream", SIZES["t_stream"])
 # `dpbook posterior --method exact` reads back):
 #
 # ```bash
-# dpbook stream census.csv --column lweekinc --eps 1 --range 0 12 --shuffle --seed 0 --released out.csv
+# dpbook stream census.csv --column lweekinc --eps 1 --range 0 12 --shuffle --seed 0 \
+#     --released out.csv
 # dpbook stream census.csv --column lweekinc --eps 1 --range 0 12 --interval 0 11.51
 # dpbook stream census.csv --column lweekinc --eps 1 --range 0 12 --family student_t --df 5
 # ```

@@ -8,7 +8,7 @@ import signal
 import sys
 import warnings
 
-from dpbook.cli import EARLY_SIGNALS, calibrate, curator, experiment, fisher, posterior, stream
+from dpbook.cli import EARLY_SIGNALS, calibrate, curate, experiment, fisher, posterior, stream
 from dpbook.cli.args import Parser, UsageError
 
 
@@ -26,7 +26,7 @@ def build_parser() -> Parser:
     experiment.add_parser(sub)
     calibrate.add_parser(sub)
     stream.add_parser(sub)
-    curator.add_parser(sub)
+    curate.add_parser(sub)
     return p
 
 
