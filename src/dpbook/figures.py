@@ -7,13 +7,12 @@ from __future__ import annotations
 import base64
 import html
 import math
-import subprocess
 from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from dpbook.experiment.store import repo_root
+from dpbook.experiment.store import git_output, repo_root
 
 DPI = 150
 # Smallest text, in CSS pixels, that a figure may show in the book's page column at a
@@ -50,17 +49,8 @@ def commit(root: Path | None = None) -> str:
     """Short git commit of the checkout at ``root`` (default: :func:`repo_root`),
     ``-dirty`` if tracked files are modified; "" outside git."""
     root = repo_root() if root is None else Path(root)
-
-    def git(*args):
-        try:
-            r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                               timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            return ""
-        return r.stdout.strip() if r.returncode == 0 else ""
-
-    head = git("rev-parse", "--short=10", "HEAD")
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    head = git_output("rev-parse", "--short=10", "HEAD", cwd=root) or ""
+    dirty = git_output("status", "--porcelain", "--untracked-files=no", cwd=root)
     return head + ("-dirty" if head and dirty else "")
 
 
@@ -110,7 +100,6 @@ def paths_frame(runs, params=("mu", "sigma"), names=None):
     t) with the SMC posterior ``mean`` and ``sd`` after individual t, and the release
     ``y`` and interval ``l``, ``r`` of individual t.  ``names`` relabels the parameters
     (e.g. {"mu": "μ"})."""
-    import numpy as np
     import pandas as pd
 
     names = names or {}
@@ -165,7 +154,6 @@ def pit_ecdf_differences(data, *, col, col_wrap=4, hue="eps", alpha=0.05, height
     ``band="ks"``, the Kolmogorov-Smirnov band of constant width.  Returns seaborn's
     FacetGrid."""
     import matplotlib.pyplot as plt
-    import numpy as np
     import seaborn as sns
     from scipy import stats
 
@@ -216,7 +204,6 @@ def marginals_against_exact(draws, exact, *, row="param", col=None, hue=None, tr
     dotted line.  ``palette`` colours the hues; without a hue, ``color`` and ``label``
     style the one histogram.  Returns seaborn's FacetGrid."""
     import matplotlib.pyplot as plt
-    import numpy as np
     import seaborn as sns
     from scipy.integrate import cumulative_trapezoid
 
@@ -270,7 +257,6 @@ def marginals_against_exact(draws, exact, *, row="param", col=None, hue=None, tr
 
 def _cloud_limits(values, truth, log=False):
     """Vertical limits around the 1-99% quantiles of ``values`` and the truth."""
-    import numpy as np
 
     v, t = (np.log(values), np.log(truth)) if log else (values, truth)
     lo, hi = np.quantile(v, [0.01, 0.99])
@@ -280,7 +266,6 @@ def _cloud_limits(values, truth, log=False):
 
 
 def _cloud(ax, t_snap, particles, mean, truth, ylim, colour, log=False, l=None, r=None):
-    import numpy as np
     from matplotlib.ticker import NullFormatter
 
     steps = np.arange(1, len(mean) + 1)
@@ -306,7 +291,6 @@ def particle_clouds(trajectories, eps, run, methods):
     limits cover the 1-99% quantiles of the particles after the first quarter of the
     stream, and the truth."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     config = trajectories.config
     truth = config["mu"], config["sigma"]

@@ -113,12 +113,7 @@ def _eps_list(eps) -> list[float]:
         items = [eps]
     if not items:
         raise ValueError("eps must list at least one value")
-    out = []
-    for e in items:
-        v = check_eps(e)
-        if v not in out:
-            out.append(v)
-    return sorted(out)
+    return sorted({check_eps(e) for e in items})
 
 
 def _batch_list(batch) -> list[int]:

@@ -155,15 +155,7 @@ def run_pool(fn, specs, workers, on_done):
     key, ex = _pool(workers)
     try:
         futs = {ex.submit(fn, spec): task for task, spec in specs}
-        errors = []
-        for f in as_completed(futs):
-            try:
-                res = f.result()
-            except Exception as e:  # noqa: BLE001 - keep the others, report at the end
-                errors.append((futs[f], e))
-                continue
-            on_done(futs[f], res)
-        _raise_first(errors)
+        _raise_first(_gather(as_completed(futs), futs, on_done))
     except BaseException:
         # a failed, interrupted or broken pool is not reused; its workers ignore SIGINT
         # (init_worker), so they are stopped here rather than left to finish their tasks
@@ -219,20 +211,29 @@ def run_dask(fn, client, specs, on_done):
         f = client.submit(fn, spec, key=f"dpbook-experiment-{task.name}-{spec['seed']}",
                           pure=False, retries=0)
         futs[f] = task
-    errors = []
     try:
-        for f in as_completed(list(futs), loop=client.loop):
-            try:
-                res = f.result()
-            except Exception as e:  # noqa: BLE001
-                errors.append((futs[f], e))
-                continue
-            on_done(futs[f], res)
-            f.release()
+        errors = _gather(as_completed(list(futs), loop=client.loop), futs, on_done,
+                         release=True)
     except BaseException:
         client.cancel(list(futs))
         raise
     _raise_first(errors)
+
+
+def _gather(finished, futs, on_done, release=False) -> list:
+    """Hand each result of the ``finished`` futures (``futs``: future -> task) to
+    ``on_done``; return the (task, error) of those that failed, the others kept."""
+    errors = []
+    for f in finished:
+        try:
+            res = f.result()
+        except Exception as e:  # noqa: BLE001 - keep the others, report at the end
+            errors.append((futs[f], e))
+            continue
+        on_done(futs[f], res)
+        if release:
+            f.release()
+    return errors
 
 
 def _raise_first(errors):

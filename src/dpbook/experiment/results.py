@@ -114,14 +114,9 @@ class Trajectories:
             d = self[key]
             keys = [k for k in d if k.startswith(("mean_", "sd_"))]
             cols = {k: d[k] for k in keys + ["ess", "acceptance", "l", "r", "y"] if k in d}
-            f = pd.DataFrame(cols)
-            f.insert(0, "t", np.arange(1, len(f) + 1))
-            if len(key) == 4:
-                f.insert(0, "batch", key[3])
-            f.insert(0, "run", r)
-            f.insert(0, "eps", e)
-            f.insert(0, "method", m)
-            frames.append(f)
+            batch = {"batch": key[3]} if len(key) == 4 else {}
+            frames.append(pd.DataFrame({"method": m, "eps": e, "run": r, **batch,
+                                        "t": np.arange(1, len(d["y"]) + 1), **cols}))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -182,34 +182,27 @@ def collect(out: Path, config: dict, rows: dict | None = None):
                "ess_final", "acceptance", "mhaar_step_mu", "mhaar_step_var"]
             + [f"{p}_true" for p in ps])
     df = pd.DataFrame(rows)
-    for c in cols:
-        if c not in df.columns:
-            df[c] = np.nan
-    for c in df.columns:  # a fixed schema whatever subset of methods is present
-        if c in ("method", "seed", "data_seed"):
-            df[c] = df[c].astype("str")
-        elif c in ("run", "n"):
-            df[c] = df[c].astype("int64")
-        elif c == "batch":
-            df[c] = df[c].astype("Int64")
-        else:
-            df[c] = df[c].astype("float64")
+    df = df.reindex(columns=cols + [c for c in df.columns if c not in cols])
+    kinds = dict.fromkeys(("method", "seed", "data_seed"), "str") | \
+        {"run": "int64", "n": "int64", "batch": "Int64"}
+    # a fixed schema whatever subset of methods is present
+    df = df.astype({c: kinds.get(c, "float64") for c in df.columns})
     if len(df):
         df["_o"] = df["method"].map(METHOD_ORDER)
         df = df.sort_values(["_o", *batch, "eps", "run"], kind="mergesort").drop(columns="_o")
-    extra = [c for c in df.columns if c not in cols]
-    return df[cols + extra].reset_index(drop=True)
+    return df.reset_index(drop=True)
 
 
 def write_estimates(out: Path, df):
     atomic_write_bytes(out / "estimates.parquet", lambda f: df.to_parquet(f, index=False))
 
 
-def _git(*args) -> str | None:
-    root = Path(__file__).resolve().parent
+def git_output(*args, cwd=None) -> str | None:
+    """The output of ``git args`` in ``cwd`` (default: this package's folder), or None
+    where git fails."""
     try:
-        r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                           timeout=10)
+        r = subprocess.run(["git", *args], cwd=cwd or Path(__file__).resolve().parent,
+                           capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return r.stdout.strip() if r.returncode == 0 else None
@@ -219,8 +212,8 @@ def code_version() -> dict:
     """dpbook version, git commit and dirty flag (when run from a git checkout)."""
     from dpbook import __version__
 
-    head = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if head else None
+    head = git_output("rev-parse", "HEAD")
+    status = git_output("status", "--porcelain", "--untracked-files=no") if head else None
     return {"dpbook": __version__, "git": head,
             "dirty": None if status is None else bool(status)}
 
