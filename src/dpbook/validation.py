@@ -215,12 +215,10 @@ def as_generator(rng, name: str = "rng") -> np.random.Generator:
     ValueError naming the argument (``name``) otherwise."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
-            isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
-        if rng is not None and not isinstance(rng, (np.random.SeedSequence,
-                                                    np.random.BitGenerator)):
-            check_seed(rng, name)
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
         return np.random.default_rng(rng)
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(check_seed(rng, name))
     raise ValueError(f"{name} must be a numpy Generator, a BitGenerator, an int seed >= 0, "
                      f"a SeedSequence or None, got {_short(rng)}")
 
@@ -231,12 +229,9 @@ def check_seed(seed, name: str = "seed"):
     with [seed, key, ...]) or a numpy SeedSequence; ValueError naming ``name``
     otherwise (numpy's own errors are a TypeError for 1.5 and a message without the
     argument's name for -1)."""
-    if isinstance(seed, np.random.SeedSequence):
+    if isinstance(seed, np.random.SeedSequence) or _seed_int(seed) or (
+            isinstance(seed, (list, tuple)) and seed and all(_seed_int(k) for k in seed)):
         return seed
-    if _seed_int(seed):
-        return seed
-    if isinstance(seed, (list, tuple)) and seed and all(_seed_int(k) for k in seed):
-        return seed  # entropy, as numpy's SeedSequence takes it ([seed, key, ...])
     raise ValueError(f"{name} must be an int >= 0, a non-empty list of them or a numpy "
                      f"SeedSequence, got {_short(seed)}")
 
@@ -267,9 +262,7 @@ def check_store_path(out, name: str = "out") -> Path:
     non-path."""
     if not isinstance(out, (str, os.PathLike)):
         raise ValueError(f"{name} must be a directory path, got {_short(out)}")
-    text = os.fspath(out)
-    if isinstance(text, bytes):
-        text = os.fsdecode(text)
+    text = os.fsdecode(out)
     if not text.strip():
         raise ValueError(f"{name} must name a directory, got an empty path {text!r} (use "
                          f"'.' for the current directory)")
@@ -315,11 +308,11 @@ def available_memory() -> int:
 
 
 def _size(nbytes: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if nbytes < 1024 or unit == "PiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if nbytes < 1024:
             return f"{nbytes:.3g} {unit}"
         nbytes /= 1024
-    return f"{nbytes:.3g} EiB"  # pragma: no cover
+    return f"{nbytes:.3g} PiB"
 
 
 def check_memory(what: str, nbytes: float):

@@ -101,9 +101,8 @@ def release_central(values, eps, rng, interval=None, bounds=None, quantiles=(0.0
         if not 0.0 <= q_lo < q_hi <= 1.0:
             raise ValueError(f"quantiles must satisfy 0 <= q_lo < q_hi <= 1, got {quantiles!r}")
         eps_interval = share * eps
-        ends = sorted(private_quantile(x, q, eps_interval / 2, lo, hi, rng)
+        l, r = sorted(private_quantile(x, q, eps_interval / 2, lo, hi, rng)
                       for q in (q_lo, q_hi))
-        l, r = ends
         if not r - l > 1e-9 * max(1.0, abs(l), abs(r)):  # both in one tiny gap
             half = 0.5e-6 * (hi - lo)
             l, r = max(lo, l - half), min(hi, r + half)

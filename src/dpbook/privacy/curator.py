@@ -111,9 +111,7 @@ class Curator:
             raise ValueError(f"the interval [{l!r}, {r!r}] was not published, or all its "
                              "releases have been taken")
         self.posterior.update(y, l, r)
-        self.outstanding[key] -= 1
-        if not self.outstanding[key]:
-            del self.outstanding[key]
+        self.outstanding -= Counter([key])  # a count that reaches 0 is dropped
         self.y.append(y)
         self.l.append(l)
         self.r.append(r)
@@ -127,12 +125,8 @@ class Curator:
         bad = self.unexpected(l, r)
         if bad is not None:
             raise ValueError(f"release {bad[0] + 1}: {bad[1]}; nothing taken")
-        need = Counter(zip(l.tolist(), r.tolist()))
         absorb(self.posterior, y, l, r)
-        for key, k in need.items():
-            self.outstanding[key] -= k
-            if not self.outstanding[key]:
-                del self.outstanding[key]
+        self.outstanding -= Counter(zip(l.tolist(), r.tolist()))
         self.y.extend(y.tolist())
         self.l.extend(l.tolist())
         self.r.extend(r.tolist())
@@ -162,9 +156,7 @@ class Curator:
         k = check_count("k", k)
         if self.outstanding[(l, r)] < k:
             raise ValueError(f"fewer than {k} releases of [{l!r}, {r!r}] are expected")
-        self.outstanding[(l, r)] -= k
-        if not self.outstanding[(l, r)]:
-            del self.outstanding[(l, r)]
+        self.outstanding -= Counter({(l, r): k})
 
     def releases(self):
         """The releases taken so far, in the order taken: arrays (y, l, r)."""

@@ -22,21 +22,16 @@ The curator's side is :class:`dpbook.privacy.curator.Curator`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from dpbook.model.mechanisms import check_mechanism, release_one
 from dpbook.validation import check_eps, check_finite_number, check_one_interval
 
-_MEASUREMENTS = {}  # (mechanism, scale) -> OpenDP measurement, a small cache
-
 
 def require_opendp():
     """OpenDP's prelude with its ``contrib`` features on; a one-line ValueError when the
     package is missing."""
-    return _opendp()
-
-
-def _opendp():
     try:
         import opendp.prelude as dp
     except ImportError:  # pinned in requirements.txt; a bare pip install may lack it
@@ -46,11 +41,12 @@ def _opendp():
     return dp
 
 
+@functools.lru_cache(maxsize=256)
 def _measurement(mechanism, width, eps):
     """An OpenDP measurement adding noise of scale (r - l)/eps whose privacy map certifies
     at most eps (Laplace, pure DP) or rho = eps^2 / 2 (Gaussian, zero-concentrated DP)
     for inputs that differ by r - l, rounded up (the clipped values' sensitivity)."""
-    dp = _opendp()
+    dp = require_opendp()
     space = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
     d_in = math.nextafter(width, math.inf)  # r - l on doubles may round down
     scale = width / eps
@@ -76,13 +72,7 @@ def private_release(x, l, r, eps, mechanism="laplace") -> float:
     if mechanism not in ("laplace", "gaussian"):
         raise ValueError(f"private_release has OpenDP samplers for 'laplace' and 'gaussian', "
                          f"not {mechanism!r}")
-    key = (mechanism, r - l, eps)
-    meas = _MEASUREMENTS.get(key)
-    if meas is None:
-        if len(_MEASUREMENTS) > 256:
-            _MEASUREMENTS.clear()
-        meas = _MEASUREMENTS[key] = _measurement(mechanism, r - l, eps)
-    return float(meas(min(max(x, l), r)))
+    return float(_measurement(mechanism, r - l, eps)(min(max(x, l), r)))
 
 
 def seeded_release_for_simulation(x, l, r, eps, rng, mechanism="laplace") -> float:
