@@ -46,6 +46,7 @@ prior's central 99.9% interval (:func:`prior_note`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -118,7 +119,7 @@ def _one(theta, y, l, r, eps, family, mechanism) -> float:
 def reference_points(y, l, r, eps, family, mechanism) -> dict:
     """{name: theta} of the reference points of the module docstring."""
     refs = {}
-    try:
+    with contextlib.suppress(ValueError, NotImplementedError):
         guess = np.array(family.guess(y, l, r, eps, mechanism), dtype=float)
         refs["the releases' moment guess"] = guess
         if family.location_scale:
@@ -126,13 +127,9 @@ def reference_points(y, l, r, eps, family, mechanism) -> dict:
             inside[0] = min(max(guess[0], float(np.min(l))), float(np.max(r)))
             if inside[0] != guess[0]:
                 refs["the moment guess moved into the intervals"] = inside
-    except (ValueError, NotImplementedError):
-        pass
-    try:
+    with contextlib.suppress(ValueError, NotImplementedError):
         draws = np.asarray(family.sample_prior(np.random.default_rng(0), PRIOR_DRAWS), float)
         refs["the prior's median"] = np.median(draws.reshape(PRIOR_DRAWS, -1), axis=0)
-    except (ValueError, NotImplementedError):
-        pass
     return refs
 
 

@@ -6,6 +6,7 @@ the command line turns it into ``dpbook: error: <message>`` and exit status 2.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
@@ -285,25 +286,21 @@ def available_memory() -> int:
     MemAvailable and the room left under a cgroup limit (Linux); physical memory
     elsewhere."""
     avail = None
-    try:
+    with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     avail = int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
     if avail is None:
         try:
             avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (ValueError, OSError, AttributeError):
             return 1 << 62
-    try:
+    with contextlib.suppress(OSError, ValueError):
         limit = open("/sys/fs/cgroup/memory.max").read().strip()
         used = int(open("/sys/fs/cgroup/memory.current").read().strip())
         if limit != "max":
             avail = min(avail, int(limit) - used)
-    except (OSError, ValueError):
-        pass
     return max(avail, 0)
 
 

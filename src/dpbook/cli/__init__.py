@@ -8,6 +8,7 @@ family by name with its options, such as ``--df``, or a Family subclass of one's
 input gives one line ``dpbook: error: <what is wrong>`` and exit status 2.
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -20,11 +21,9 @@ EARLY_SIGNALS: list = []
 
 if os.path.basename(sys.argv[0] if sys.argv else "") in ("dpbook", "__main__.py") \
         or sys.argv[:1] == ["-m"]:
-    try:
+    with contextlib.suppress(ValueError):  # not the main thread
         for _s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(_s, lambda signum, frame: EARLY_SIGNALS.append(signum))
-    except ValueError:  # not the main thread
-        pass
 
 from dpbook.cli.app import build_parser, main  # noqa: E402
 

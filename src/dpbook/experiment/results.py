@@ -3,6 +3,7 @@ the per-task trajectories (lazily) and per-(method, eps) summaries (bias, RMSE).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -139,10 +140,8 @@ def load_results(out="results/paper"):
     df = collect(out, config, rows)
     p = out / "estimates.parquet"
     if not p.exists() or _parquet_rows(p) != len(df):
-        try:
+        with contextlib.suppress(OSError):  # a read-only store is still readable
             write_estimates(out, df)
-        except OSError:  # a read-only store is still readable
-            pass
     return df, Trajectories(out, manifest, set(rows))
 
 

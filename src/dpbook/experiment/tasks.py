@@ -9,6 +9,7 @@ MHAAR kernels are bit-identical for any number of numba threads.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -89,12 +90,10 @@ def keep_freed_memory():
     """
     import ctypes
 
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6")
         for number, value in _MALLOC.values():
             libc.mallopt(number, value)
-    except (OSError, AttributeError):
-        pass
 
 
 def keep_freed_memory_env() -> dict:
