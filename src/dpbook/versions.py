@@ -98,19 +98,14 @@ GENERIC_MODEL = ("generic-model",)
 CENTRAL = ("central",)
 
 
-def check_names(names) -> tuple:
-    names = tuple(dict.fromkeys(names))
+def fingerprint(names, versions=None) -> str:
+    """A short hash of the versions of the algorithms ``names`` (order does not matter);
+    ``versions`` (default :data:`VERSIONS`) is for computing a past fingerprint."""
     unknown = [n for n in names if n not in VERSIONS]
     if unknown:
         raise ValueError(f"unknown algorithm {unknown[0]!r}; the versioned ones are "
                          f"{', '.join(VERSIONS)}")
-    return names
-
-
-def fingerprint(names, versions=None) -> str:
-    """A short hash of the versions of the algorithms ``names`` (order does not matter);
-    ``versions`` (default :data:`VERSIONS`) is for computing a past fingerprint."""
     versions = VERSIONS if versions is None else versions
-    table = {n: versions[n] for n in sorted(check_names(names))}
+    table = {n: versions[n] for n in sorted(set(names))}
     text = json.dumps(table, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]

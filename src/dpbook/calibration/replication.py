@@ -213,9 +213,7 @@ def summarize_pit(u):
     spread = float(np.mean((u - 0.5) ** 2))
     out["dispersion_z"] = (spread - 1 / 12) / math.sqrt((1 / 80 - 1 / 144) / u.size)
     for level in (50, 90):
-        inside = np.abs(u - 0.5) <= level / 200.0
-        cover = float(inside.mean())
-        out[f"coverage{level}"] = cover
+        out[f"coverage{level}"] = float((np.abs(u - 0.5) <= level / 200.0).mean())
         out[f"coverage{level}_se"] = math.sqrt(level / 100 * (1 - level / 100) / u.size)
     return out
 

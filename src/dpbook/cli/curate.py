@@ -21,7 +21,7 @@ from dpbook.cli.family import (
     family_from_args,
     prior_from_args,
 )
-from dpbook.cli.summary import posterior_summary, record, summary_lines
+from dpbook.cli.summary import posterior_result, record, result_lines
 from dpbook.online.methods import ONLINE_METHODS, get_method
 
 # the methods without latent values: no stream length to fix before the first release
@@ -79,18 +79,11 @@ def add_parser(subparsers):
 def curator_status(curator) -> dict:
     """The curator's releases, outstanding intervals and posterior in the one JSON shape
     (:mod:`dpbook.cli.summary`)."""
-    from dpbook.online.gradient import OnlineGradient
-
     post = curator.posterior
-    family = post.family
-    if isinstance(post, OnlineGradient):  # a point estimate
-        result = {"estimate": {p: float(v) for p, v in zip(family.params, post.theta)}}
-        method = "online-gradient"
-    else:
-        result = {"posterior": posterior_summary(post, family)}
-        method = "smc-marginal"
+    result = posterior_result(post, post.family)
+    method = "smc-marginal" if "posterior" in result else "online-gradient"
     # the seed is spent into the curator's generator: the state file does not keep it
-    return record(family, post.mechanism, post.eps, curator.n, method, None,
+    return record(post.family, post.mechanism, post.eps, curator.n, method, None,
                   taken=curator.n,
                   outstanding=[{"l": l, "r": r, "k": k}
                                for (l, r), k in sorted(curator.outstanding.items())],
@@ -144,8 +137,7 @@ def _curator(args):
         out = curator_status(curator)
         lines = [f"{curator.n} releases taken, {sum(curator.outstanding.values())} expected"]
         lines += [f"  [{o['l']!r}, {o['r']!r}]: {o['k']} expected" for o in out["outstanding"]]
-        lines += summary_lines(out["posterior"]) if "posterior" in out else \
-            [f"  {p} = {v:.4f}" for p, v in out["estimate"].items()]
+        lines += result_lines(out)
         print_result(out, args.json, lines)
         return
     if args.action == "take":  # read and checked before the lock: other calls need not wait

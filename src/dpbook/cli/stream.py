@@ -26,10 +26,10 @@ from dpbook.cli.family import (
 )
 from dpbook.cli.posterior import check_subset, warn_if_stalled
 from dpbook.cli.summary import (
-    posterior_summary,
+    posterior_result,
     record,
+    result_lines,
     stderr_is_terminal,
-    summary_lines,
     warn_conflict,
 )
 from dpbook.online.methods import METHODS, get_method
@@ -125,13 +125,10 @@ def cmd_stream(args):
     point = get_method(args.method).point_estimate
     if point:
         warn_if_stalled(run.smc)
-        result = {"estimate": {p: float(v) for p, v in zip(family.params, run.smc.theta)}}
-    else:
-        result = {"posterior": posterior_summary(run.smc, family)}
     out = record(family, mechanism, res["eps"], res["n"], args.method, args.seed,
                  skipped=skipped, policy=res["policy"], batch=res["batch"],
                  noise=res["noise"], **{k: res[k] for k in ("interval",) if k in res},
-                 **result)
+                 **posterior_result(run.smc, family))
     if args.released is not None:
         from dpbook.experiment.store import atomic_write_bytes
 
@@ -142,10 +139,7 @@ def cmd_stream(args):
     out["seconds"] = time.perf_counter() - t0
     lines = [f"{'estimate' if point else 'posterior'} ({args.method}, {res['policy']} "
              f"interval, n = {res['n']}, eps = {args.eps}):"]
-    if point:
-        lines += [f"  {p} = {v:.4f}" for p, v in out["estimate"].items()]
-    else:
-        lines += summary_lines(out["posterior"])
+    lines += result_lines(out)
     if skipped:
         lines.append(f"  {skipped} row{'s' * (skipped != 1)} with an empty cell skipped")
     if args.released is not None:

@@ -50,6 +50,21 @@ def posterior_summary(post, family) -> dict:
             for j, ((mean, sd), p) in enumerate(zip(_moments_exist(family), family.params))}
 
 
+def posterior_result(post, family) -> dict:
+    """{"posterior": :func:`posterior_summary`}, or {"estimate": {param: value}} for a
+    point estimate (the online gradient's, which has no posterior)."""
+    if hasattr(post, "quantile"):
+        return {"posterior": posterior_summary(post, family)}
+    return {"estimate": {p: float(v) for p, v in zip(family.params, post.theta)}}
+
+
+def result_lines(out) -> list:
+    """The lines of a result's posterior (:func:`summary_lines`) or point estimate."""
+    if "posterior" in out:
+        return summary_lines(out["posterior"])
+    return [f"  {p} = {v:.4f}" for p, v in out["estimate"].items()]
+
+
 def summary_lines(summ) -> list:
     w = max(len(p) for p in summ)
     fmt = lambda v: "undefined" if v is None else f"{v:.4f}"  # noqa: E731

@@ -160,16 +160,11 @@ def run_pool(fn, specs, workers, on_done):
         # a failed, interrupted or broken pool is not reused; its workers ignore SIGINT
         # (init_worker), so they are stopped here rather than left to finish their tasks
         _POOLS.pop(key, None)
-        _stop(ex)
+        procs = list((getattr(ex, "_processes", None) or {}).values())  # none public (3.11)
+        ex.shutdown(wait=False, cancel_futures=True)  # cancel what has not started
+        for p in procs:
+            p.terminate()
         raise
-
-
-def _stop(ex):
-    """Shut the pool down now: cancel what has not started and terminate the workers."""
-    procs = list((getattr(ex, "_processes", None) or {}).values())  # no public list in 3.11
-    ex.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        p.terminate()
 
 
 def _versions() -> dict:

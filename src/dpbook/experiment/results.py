@@ -173,9 +173,9 @@ def summarize(estimates, mu=None, sigma=None):
     <param>_hat against <param>_true; mu/sigma override the truth)."""
     import pandas as pd
 
-    rows = []
     if len(estimates) == 0:
-        return pd.DataFrame(rows)
+        return pd.DataFrame()
+    rows = []
     params = [c[:-5] for c in estimates.columns if c.endswith("_true")]
     given = {"mu": mu, "sigma": sigma}
     keys = ["method", "batch", "eps"] if "batch" in estimates.columns else ["method", "eps"]

@@ -231,7 +231,10 @@ def run_tasks(out, config, tasks, prepare, fn, table, *, scheduler=None, workers
         update_manifest(out, begin)
         threads = None if executor == "serial" else 1
         specs = [(t, spec_of(t, threads)) for t in pending]
-        bar = _progress(len(tasks), len(tasks) - len(pending), progress, desc)
+        from tqdm import tqdm  # plain text on stderr: papermill's notebooks get no widgets
+
+        bar = tqdm(total=len(tasks), initial=len(tasks) - len(pending), disable=not progress,
+                   unit="task", desc=desc, dynamic_ncols=True, smoothing=0.1)
 
         def on_done(task, result):
             store_task(out, task, result, config)
@@ -262,14 +265,6 @@ def run_tasks(out, config, tasks, prepare, fn, table, *, scheduler=None, workers
         if client is not None:
             client.close()
     return df
-
-
-def _progress(total, initial, enabled, desc="experiment"):
-    # plain text on stderr: notebooks executed by papermill must not get widgets
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="task",
-                desc=desc, dynamic_ncols=True, smoothing=0.1)
 
 
 def is_complete(out, **kwargs) -> bool:
@@ -323,12 +318,11 @@ def ensure_results(out="results/paper", progress=True, workers=None, scheduler=N
     ``out.stale-<fingerprint>`` (nothing is deleted) and the experiment is rerun.  A store
     of another configuration is an error, as in :func:`run_experiment`.
     """
-    import fcntl
+    from filelock import FileLock
 
     out = Path(out)
     prepare_store(out)
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+    with FileLock(out / ".lock"):
         config = make_config(**kwargs)
         set_aside_if_stale(out, config)
         if not is_complete(out, **kwargs):

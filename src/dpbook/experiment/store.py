@@ -32,6 +32,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 
 from dpbook.experiment.config import (
     METHOD_ORDER,
@@ -71,11 +72,6 @@ def atomic_write_bytes(path: Path, writer):
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-
-
-def write_json(path: Path, obj):
-    atomic_write_bytes(path, lambda f: f.write(
-        (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode()))
 
 
 class StoreWarning(UserWarning):
@@ -271,42 +267,23 @@ def prepare_store(out: Path):
     except OSError as e:
         raise ValueError(f"cannot write the store {out}: {e.strerror or e}") from None
     for p in (out / "tasks").glob(".tmp-*"):  # debris of a killed writer
-        try:
-            pid = int(p.name.split("-")[1])
-            os.kill(pid, 0)  # signal 0: only asks whether the process exists
-            alive = True
+        try:  # signal 0 only asks whether the writer's process exists
+            os.kill(int(p.name.split("-")[1]), 0)
         except (ValueError, IndexError, ProcessLookupError):
-            alive = False
-        except PermissionError:  # a process of another user: it exists
-            alive = True
-        if not alive:
             p.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def manifest_lock(out: Path):
-    """An exclusive lock on the store's manifest (released when the block ends), so that
-    processes sharing a store never lose each other's updates."""
-    import fcntl
-
-    with open(out / ".manifest.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+        except PermissionError:  # a process of another user: it exists
+            pass
 
 
 def update_manifest(out: Path, change) -> dict:
     """Read, change and write the manifest atomically: ``change(old or None) -> new``
-    runs under :func:`manifest_lock`."""
-    with manifest_lock(out):
+    runs under an exclusive lock on the store's manifest, so that processes sharing a
+    store never lose each other's updates."""
+    with FileLock(out / ".manifest.lock"):
         new = change(read_manifest(out))
-        write_json(out / "manifest.json", new)
+        text = json.dumps(new, indent=2, sort_keys=False) + "\n"
+        atomic_write_bytes(out / "manifest.json", lambda f: f.write(text.encode()))
     return new
-
-
-def finished_tasks(out: Path, config: dict) -> int:
-    """Number of the configuration's task files in ``out`` (not checked: a progress
-    count; :func:`valid_tasks` checks them)."""
-    return sum((out / "tasks" / t.filename).exists() for t in config_tasks(config))
 
 
 def store_progress(out) -> tuple[int, int, bool] | None:
@@ -325,5 +302,6 @@ def store_progress(out) -> tuple[int, int, bool] | None:
     if "methods" not in config:  # another study (calibration): its last run's tasks
         done = sum(1 for _ in (out / "tasks").glob("*.npz"))
         return done, max(done, int(manifest.get("tasks", 0))), bool(manifest.get("complete"))
-    return (finished_tasks(out, config), len(config_tasks(config)),
+    tasks = config_tasks(config)  # files present, not checked: a progress count
+    return (sum((out / "tasks" / t.filename).exists() for t in tasks), len(tasks),
             bool(manifest.get("complete")))

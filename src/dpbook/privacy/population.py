@@ -82,8 +82,7 @@ def normal_population(n, mu, sigma, eps, seed=None, mechanism="laplace") -> Popu
     n = check_count("n", n)
     sigma = check_positive("sigma", sigma)
     mu = float(check_finite("mu", mu))
-    ss = seed_sequence(seed)
-    data_ss, noise_ss = ss.spawn(2)
+    data_ss, noise_ss = seed_sequence(seed).spawn(2)
     x = np.random.default_rng(data_ss).normal(mu, sigma, size=n)
     return Population(x, eps, np.random.default_rng(noise_ss), mechanism)
 
@@ -101,7 +100,6 @@ def family_population(family, theta, n, eps, seed=None, mechanism="laplace") -> 
     fam = as_family(family)
     theta = fam.check_theta(*((theta,) if np.ndim(theta) == 0 else tuple(theta)))
     n = check_count("n", n)
-    ss = seed_sequence(seed)
-    data_ss, noise_ss = ss.spawn(2)
+    data_ss, noise_ss = seed_sequence(seed).spawn(2)
     x = np.asarray(fam.sample(np.random.default_rng(data_ss), *theta, size=n), float)
     return Population(x, eps, np.random.default_rng(noise_ss), mechanism)
