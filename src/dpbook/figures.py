@@ -220,10 +220,9 @@ def marginals_against_exact(draws, exact, *, row="param", col=None, hue=None, tr
         x, dens = e["x"].to_numpy(), e["density"].to_numpy()
         cdf = cumulative_trapezoid(dens, x, initial=0.0)
         lo, hi = np.interp(window, cdf / cdf[-1], x)
-        lo = min(lo, *[cloud_quantiles(g, window[0]) for _, g in
-                       (d.groupby(hue) if hue else [(None, d)])])
-        hi = max(hi, *[cloud_quantiles(g, window[1]) for _, g in
-                       (d.groupby(hue) if hue else [(None, d)])])
+        clouds = [g for _, g in d.groupby(hue)] if hue else [d]
+        lo = min(lo, *[cloud_quantiles(g, window[0]) for g in clouds])
+        hi = max(hi, *[cloud_quantiles(g, window[1]) for g in clouds])
         lo, hi = lo - pad * (hi - lo), hi + pad * (hi - lo)
         limits[key if isinstance(key, tuple) else (key,)] = \
             (max(lo, 0.0) if x.min() > 0 else lo, hi, e)

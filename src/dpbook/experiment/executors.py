@@ -201,11 +201,8 @@ def run_dask(fn, client, specs, on_done):
     behind the user's back)."""
     from dask.distributed import as_completed
 
-    futs = {}
-    for task, spec in specs:
-        f = client.submit(fn, spec, key=f"dpbook-experiment-{task.name}-{spec['seed']}",
-                          pure=False, retries=0)
-        futs[f] = task
+    futs = {client.submit(fn, spec, key=f"dpbook-experiment-{task.name}-{spec['seed']}",
+                          pure=False, retries=0): task for task, spec in specs}
     try:
         errors = _gather(as_completed(list(futs), loop=client.loop), futs, on_done,
                          release=True)
