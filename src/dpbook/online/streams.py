@@ -252,18 +252,12 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
                             mechanism=mechanism)
     posterior, rule, online_ss = _curator_parts(method, policy, eps, fam, mechanism,
                                                 n_particles, x.size, subset, algo_ss)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=x.size, unit="release", desc=method, leave=False, delay=2.0,
-                   dynamic_ncols=True, smoothing=0.1)
-    try:
+    with tqdm(total=x.size, unit="release", desc=method, leave=False, delay=2.0,
+              dynamic_ncols=True, smoothing=0.1, disable=not progress) as bar:
         run = run_online(population, rule, x.size, seed=online_ss, family=fam,
-                         posterior=posterior, progress=bar, batch=batch)
-    finally:
-        if bar is not None:
-            bar.close()
+                         posterior=posterior, progress=bar if progress else None, batch=batch)
     summary = {"n": int(x.size), "eps": eps, "method": method,
                "policy": "adaptive" if isinstance(policy, str) else
                ("fixed" if isinstance(policy, (tuple, list)) else type(policy).__name__),
