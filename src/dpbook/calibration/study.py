@@ -137,12 +137,12 @@ def replications(methods, eps, n, reps) -> list[Replication]:
 
 
 def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/calibration",
-                    scheduler=None, workers=None, progress=True, tasks=None, **settings):
+                    particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
+                    seed=0, family="normal", mechanism="laplace", prior=None, scheduler=None,
+                    workers=None, progress=True, tasks=None):
     """Run (or resume) a calibration study; one row per replication (a DataFrame:
     method, eps, n, rep, the PIT of each parameter, the true values, the posterior
-    interquartile ranges, seconds).  ``settings`` are the arguments of
-    :func:`calibration_config` (particles, grid, mhaar_iters, interval, seed, family,
-    mechanism, prior), which checks them.  ``prior``: a
+    interquartile ranges, seconds).  ``prior``: a
     :class:`~dpbook.model.prior.LocationScalePrior` (or a dict of its hyperparameters)
     to draw theta from and infer with, instead of the family's (Section 6's).  The
     replications are every combination of
@@ -152,7 +152,9 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
     (see :func:`dpbook.experiment.run_tasks`).
     A store made by other dpbook code is moved aside (with a warning) and recomputed;
     one made with other settings is an error naming them."""
-    config = calibration_config(**settings)
+    config = calibration_config(particles=particles, grid=grid, mhaar_iters=mhaar_iters,
+                                interval=interval, seed=seed, family=family,
+                                mechanism=mechanism, prior=prior)
     if tasks is None:
         tasks = replications(methods, eps, n, reps)
     elif not tasks or not all(isinstance(t, Replication) for t in tasks):
@@ -160,7 +162,7 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
                          "(see dpbook.calibration.replications)")
     tasks = list(dict.fromkeys(tasks))
     for m in {t.method for t in tasks}:
-        check_study_model(m, config["family"], settings.get("mechanism", "laplace"))
+        check_study_model(m, config["family"], mechanism)
     out = check_store_path(out)
     aside = set_aside_if_stale(out, config)
     if aside is not None:

@@ -43,6 +43,8 @@ from dpbook.experiment.config import (
     FORMAT,
     INTERVAL_CODE,
     METHOD_ORDER,
+    METHODS,
+    PAPER,
     config_tasks,
     config_theta,
     eps_code,
@@ -108,12 +110,15 @@ def _best_intervals(config: dict, manifest: dict | None, family_obj=None) -> dic
     return out
 
 
-def run_experiment(out="results/paper", scheduler=None, progress=True, workers=None,
-                   scheduler_timeout=10.0, **settings):
+def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
+                   methods=METHODS, seed=0, out="results/paper", scheduler=None,
+                   interval_method="exact", mu=50.0, sigma=10 ** 0.5, progress=True,
+                   workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
+                   interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
+                   theta=None, subset=None, original_code=False, batch=1, algorithm_seed=None,
+                   quartiles=False):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
 
-    ``settings`` are the arguments of :func:`make_config` (eps, runs, n, particles,
-    mhaar_iters, methods, seed, ...; the paper's values by default), which checks them.
     ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
     the true ``theta`` run the same comparison for another population (default: the
     paper's normal with the Laplace mechanism, theta = (mu, sigma)).  A Family object
@@ -137,8 +142,15 @@ def run_experiment(out="results/paper", scheduler=None, progress=True, workers=N
     OpenMP threads are running is unsafe), so a script that calls this function with
     more than one worker must do it under ``if __name__ == "__main__":``.
     """
-    config = make_config(**settings)
-    family_obj = None if config.get("family_registered", True) else settings["family"]
+    config = make_config(eps=eps, runs=runs, n=n, particles=particles,
+                         mhaar_iters=mhaar_iters, methods=methods, seed=seed,
+                         interval_method=interval_method, mu=mu, sigma=sigma,
+                         keep_particles=keep_particles, interval_grid=interval_grid,
+                         interval_M=interval_M, interval_K=interval_K, family=family,
+                         mechanism=mechanism, theta=theta, subset=subset,
+                         original_code=original_code, batch=batch,
+                         algorithm_seed=algorithm_seed, quartiles=quartiles)
+    family_obj = None if config.get("family_registered", True) else family
     out = check_store_path(out)
     tasks = sorted(config_tasks(config),
                    key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method], t.batch or 0))
