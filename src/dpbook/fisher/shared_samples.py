@@ -17,29 +17,10 @@ from dpbook.model.mechanisms import KIND
 _DENSE_BLOCK = 1 << 15  # elements of one (rows x nodes) weight block: stays in cache
 
 
-@njit(cache=True)
+@njit(inline="always")
 def count_le(p, n, y):
-    """Number of p[0..n) with p <= y (p ascending); binary search."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if p[mid] <= y:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True)
-def _count_lt(p, n, y):
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if p[mid] < y:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    """Number of p[0..n) with p <= y (p ascending)."""
+    return np.searchsorted(p[:n], y, side="right")
 
 
 @njit(cache=True)
@@ -90,7 +71,7 @@ def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
     # ---- nodes: lump at l, samples inside (l, r), lump at r; G = (count, g1, g2, g1^2,
     # g1 g2, g2^2) summed over the node
     nlo = count_le(xs, K, l)          # x <= l: clipped to l
-    hst = _count_lt(xs, K, r)          # x >= r (indices hst..K-1): clipped to r
+    hst = np.searchsorted(xs, r)       # x >= r (indices hst..K-1): clipped to r
     nhi = K - hst
     nmax = hst - nlo + 2
     p = np.empty(nmax)
