@@ -442,14 +442,8 @@ def make_kernel(logpdf, cdf, sf):
     return kernel
 
 
-@functools.cache
-def _kernel(logpdf, cdf, sf):
-    return make_kernel(logpdf, cdf, sf)
-
-
-@functools.cache
-def _score_kernel(logpdf, cdf, sf):
-    return make_score(logpdf, cdf, sf)
+_kernel = functools.cache(make_kernel)
+_score_kernel = functools.cache(make_score)
 
 
 @functools.cache
