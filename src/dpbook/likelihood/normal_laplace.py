@@ -60,23 +60,17 @@ _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 def _check_positive_array(name, values) -> np.ndarray:
     refuse_not_real_array(name, values)
-    a = np.asarray(values, dtype=float)
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be positive finite numbers") from None
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        raise ValueError(f"{name} must be positive and finite")
+        raise ValueError(f"{name} must be positive finite numbers")
     return a
 
 
 def _check_eps_array(eps) -> np.ndarray:
-    if np.ndim(eps) == 0:
-        return np.asarray(check_eps(eps))
-    refuse_not_real_array("eps", eps)
-    try:
-        e = np.asarray(eps, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("eps must be positive finite numbers") from None
-    if not np.all(np.isfinite(e)) or np.any(e <= 0):
-        raise ValueError("eps must be positive finite numbers")
-    return e
+    return np.asarray(check_eps(eps)) if np.ndim(eps) == 0 else _check_positive_array("eps", eps)
 
 
 def _check_args(y, l, r, eps, mu, sigma):
@@ -253,10 +247,7 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     nodes on each of up to three panels (split at +-6).  Broadcasts over l, r, eps, mu,
     sigma; output shape (..., 2, 2).
     """
-    l, r = check_interval(l, r)
-    eps = _check_eps_array(eps)
-    mu = check_finite("mu", mu)
-    sigma = _check_positive_array("sigma", sigma)
+    _, l, r, eps, mu, sigma = _check_args(0.0, l, r, eps, mu, sigma)
     nodes = check_count("nodes", nodes)
     l, r, eps, mu, sigma = np.broadcast_arrays(l, r, eps, mu, sigma)
     a = (l - mu) / sigma
