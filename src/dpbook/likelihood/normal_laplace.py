@@ -432,18 +432,32 @@ def _nb_logpdf_log(y, l, r, invb, log2b, mu, sigma):
     return m + math.log(acc) - log2b
 
 
+@njit(inline="always")
+def _cdf_diff_cached(lo, hi, c, e):
+    """(Phi(hi) - Phi(lo), c, e) as :func:`normal_cdf_diff`, with its lower end's erfc
+    (``c``) or erf (``e``) cached (nan: not yet computed, then computed here; which one
+    a branch needs depends on lo's sign only)."""
+    if hi <= lo:
+        return 0.0, c, e
+    if lo >= 0.0:
+        if c != c:
+            c = math.erfc(lo / _SQRT2)
+        return 0.5 * (c - math.erfc(hi / _SQRT2)), c, e
+    if hi <= 0.0:
+        if c != c:
+            c = math.erfc(-lo / _SQRT2)
+        return 0.5 * (math.erfc(-hi / _SQRT2) - c), c, e
+    if e != e:
+        e = math.erf(lo / _SQRT2)
+    return 0.5 * (math.erf(hi / _SQRT2) - e), c, e
+
+
 @njit(cache=True)
 def normal_cdf_diff(lo, hi):
     """Phi(hi) - Phi(lo) (0 for hi <= lo), from the tail on the side both lie: no
     cancellation of two values near 1 (compiled; the online gradient's score uses it
     too)."""
-    if hi <= lo:
-        return 0.0
-    if lo >= 0.0:
-        return 0.5 * (math.erfc(lo / _SQRT2) - math.erfc(hi / _SQRT2))
-    if hi <= 0.0:
-        return 0.5 * (math.erfc(-hi / _SQRT2) - math.erfc(-lo / _SQRT2))
-    return 0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2))
+    return _cdf_diff_cached(lo, hi, math.nan, math.nan)[0]
 
 
 @njit(cache=True)
@@ -509,26 +523,6 @@ def _score_kernel(y, l, r, b, m, s, ctx):
 # The paper model's score for the online gradient (dpbook.backends, "score"): the
 # compiled closed form, its log-space form where that may lose precision
 compiled_score = CompiledScore(_score_kernel, (), score)
-
-
-@njit(inline="always")
-def _cdf_diff_cached(lo, hi, c, e):
-    """:func:`normal_cdf_diff` (lo, hi) with its lower end's erfc (``c``) or erf (``e``)
-    cached (nan: not yet computed, then computed here; which one a branch needs depends
-    on lo's sign only): (value, c, e), the value bit for bit normal_cdf_diff's."""
-    if hi <= lo:
-        return 0.0, c, e
-    if lo >= 0.0:
-        if c != c:
-            c = math.erfc(lo / _SQRT2)
-        return 0.5 * (c - math.erfc(hi / _SQRT2)), c, e
-    if hi <= 0.0:
-        if c != c:
-            c = math.erfc(-lo / _SQRT2)
-        return 0.5 * (math.erfc(-hi / _SQRT2) - c), c, e
-    if e != e:
-        e = math.erf(lo / _SQRT2)
-    return 0.5 * (math.erf(hi / _SQRT2) - e), c, e
 
 
 @njit(inline="always")
