@@ -577,18 +577,6 @@ def _nb_loglik_run(y, l, r, invb, log2b, el, er, mu, sigma, out, j):
     return acc
 
 
-@njit(parallel=True, cache=True)
-def _nb_loglik_grid(y, l, r, invb, log2b, el, er, mu, sigma, out):
-    """out[i, j] = sum_t log p(y_t | mu_i, sigma_j)."""
-    n_mu = mu.shape[0]
-    n_sig = sigma.shape[0]
-    none = np.empty((1, 1))
-    for g in prange(n_mu * n_sig):
-        i = g // n_sig
-        j = g - i * n_sig
-        out[i, j] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[j], none, 0)
-
-
 def _kernel_args(y, l, r, eps, mu, sigma):
     """The arguments of the compiled sums: y, l, r, 1/b, log 2b, exp(-|y - l|/b),
     exp(-|y - r|/b), mu, sigma as contiguous float arrays."""
@@ -598,13 +586,6 @@ def _kernel_args(y, l, r, eps, mu, sigma):
     return (y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
             np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(mu, dtype=float),
             np.ascontiguousarray(sigma, dtype=float))
-
-
-def loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
-    """Sum over observations of log p(y_t | mu_i, sigma_j) on the grid (numba)."""
-    out = np.empty((mu_grid.size, sigma_grid.size))
-    _nb_loglik_grid(*_kernel_args(y, l, r, eps, mu_grid, sigma_grid), out)
-    return out
 
 
 @njit(parallel=True, cache=True)
@@ -621,6 +602,16 @@ def _nb_loglik_rows_serial(y, l, r, invb, log2b, el, er, mu, sigma, sums, terms)
     """:func:`_nb_loglik_rows` in one thread (for a handful of terms)."""
     for i in range(mu.shape[0]):
         sums[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], terms, i)
+
+
+def loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
+    """Sum over observations of log p(y_t | mu_i, sigma_j) on the grid (numba)."""
+    mu, sigma = np.meshgrid(np.asarray(mu_grid, dtype=float),
+                            np.asarray(sigma_grid, dtype=float), indexing="ij")
+    out = np.empty(mu.size)
+    _nb_loglik_rows(*_kernel_args(y, l, r, eps, mu.ravel(), sigma.ravel()), out,
+                    np.empty((1, 1)))
+    return out.reshape(mu.shape)
 
 
 def loglik_particles(y, l, r, eps, theta):
