@@ -13,7 +13,6 @@ from dpbook.likelihood.normal_laplace import (
     fisher_exact,
     log_density,
     score,
-    score_fn,
 )
 from dpbook.posterior import exact_posterior
 from dpbook.posterior.exact import log_prior
@@ -260,16 +259,6 @@ def test_fisher_mu_broadcasting():
     F = fisher_exact(-1.0, 1.0, 2.0, mu=np.array([0.0, 0.5]), sigma=np.array([[1.0], [2.0]]))
     assert F.shape == (2, 2, 2, 2)
     np.testing.assert_allclose(F[1, 0], fisher_exact(-1.0, 1.0, 2.0, 0.0, 2.0))
-
-
-def test_score_fn():
-    F = fisher_exact(np.array([-1.0, -0.2]), np.array([1.0, 0.4]), 2.0)
-    np.testing.assert_array_equal(score_fn(F), F[:, 0, 0])
-    np.testing.assert_array_equal(score_fn(F, "trace"), F[:, 0, 0] + F[:, 1, 1])
-    with pytest.raises(ValueError, match="unknown score"):
-        score_fn(F, "det")
-    with pytest.raises(ValueError, match="shape"):
-        score_fn(np.eye(3))
 
 
 # ------------------------------------------------------------------------- posterior

@@ -31,18 +31,6 @@ def count_le(p, n, y):
 
 
 @njit(cache=True)
-def _count_lt(p, n, y):
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if p[mid] < y:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True)
 def _argsort(key):
     """Stable ascending argsort (bottom-up merge sort; cheaper to compile than np.argsort)."""
     n = key.shape[0]
@@ -75,6 +63,29 @@ def _argsort(key):
     return idx
 
 
+@njit(inline="always")
+def _two_way_sums(x, n, G, rows, bn):
+    """Anchored prefix and suffix sums of G[:rows, :n] on ascending points x (all
+    factors <= 1): P[q, i] = sum_{i' <= i} G[q, i'] exp(-(x[i] - x[i'])/bn) and
+    Q[q, i] = sum_{i' >= i} G[q, i'] exp(-(x[i'] - x[i])/bn)."""
+    P = np.empty((rows, n))
+    Q = np.empty((rows, n))
+    if n == 0:
+        return P, Q
+    E = np.empty(n)  # E[i] = exp(-(x[i] - x[i-1])/bn)
+    E[0] = 1.0
+    for i in range(1, n):
+        E[i] = math.exp(-(x[i] - x[i - 1]) / bn)
+    for q in range(rows):
+        P[q, 0] = G[q, 0]
+        for i in range(1, n):
+            P[q, i] = P[q, i - 1] * E[i] + G[q, i]
+        Q[q, n - 1] = G[q, n - 1]
+        for i in range(n - 2, -1, -1):
+            Q[q, i] = Q[q, i + 1] * E[i + 1] + G[q, i]
+    return P, Q
+
+
 @njit(cache=True)
 def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
     """Eq. (8) with Algorithm 4 scores for one interval, K samples shared by the M y's.
@@ -90,7 +101,7 @@ def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
     # ---- nodes: lump at l, samples inside (l, r), lump at r; G = (count, g1, g2, g1^2,
     # g1 g2, g2^2) summed over the node
     nlo = count_le(xs, K, l)          # x <= l: clipped to l
-    hst = _count_lt(xs, K, r)          # x >= r (indices hst..K-1): clipped to r
+    hst = np.searchsorted(xs, r)       # x >= r (indices hst..K-1): clipped to r
     nhi = K - hst
     nmax = hst - nlo + 2
     p = np.empty(nmax)
@@ -119,20 +130,7 @@ def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
         for q in range(5):
             G[q + 1, n] = suf[q, nhi]
         n += 1
-    # ---- anchored prefix (P) and suffix (Q) sums of (count, g1, g2); all factors <= 1
-    E = np.empty(n)                    # E[i] = exp(-(p[i] - p[i-1])/bn)
-    E[0] = 1.0
-    for i in range(1, n):
-        E[i] = math.exp(-(p[i] - p[i - 1]) / bn)
-    P = np.empty((3, n))
-    Q = np.empty((3, n))
-    for q in range(3):
-        P[q, 0] = G[q, 0]
-        for i in range(1, n):
-            P[q, i] = P[q, i - 1] * E[i] + G[q, i]
-        Q[q, n - 1] = G[q, n - 1]
-        for i in range(n - 2, -1, -1):
-            Q[q, i] = Q[q, i + 1] * E[i + 1] + G[q, i]
+    P, Q = _two_way_sums(p, n, G, 3, bn)  # of (count, g1, g2)
     # ---- Algorithm 4 score of every y_j
     s1 = np.empty(M)
     s2 = np.empty(M)
@@ -203,20 +201,7 @@ def sorted_cell(l, r, eps, mu, sigma, zp, v, xs, gs, pre, suf):
         U[2, t] = s1[j] * s1[j] * w
         U[3, t] = s1[j] * s2[j] * w
         U[4, t] = s2[j] * s2[j] * w
-    R = np.empty((5, nm))              # R[q, t] = sum_{t' <= t} U[q, t'] exp(-(yy[t] - yy[t'])/bn)
-    Rb = np.empty((5, nm))             # Rb[q, t] = sum_{t' >= t} U[q, t'] exp(-(yy[t'] - yy[t])/bn)
-    if nm > 0:
-        Ey = np.empty(nm)
-        Ey[0] = 1.0
-        for t in range(1, nm):
-            Ey[t] = math.exp(-(yy[t] - yy[t - 1]) / bn)
-        for q in range(5):
-            R[q, 0] = U[q, 0]
-            for t in range(1, nm):
-                R[q, t] = R[q, t - 1] * Ey[t] + U[q, t]
-            Rb[q, nm - 1] = U[q, nm - 1]
-            for t in range(nm - 2, -1, -1):
-                Rb[q, t] = Rb[q, t + 1] * Ey[t + 1] + U[q, t]
+    R, Rb = _two_way_sums(yy, nm, U, 5, bn)
     sc = K / M
     T = np.empty(5)
     sH = np.zeros(4)

@@ -442,14 +442,8 @@ def make_kernel(logpdf, cdf, sf):
     return kernel
 
 
-@functools.cache
-def _kernel(logpdf, cdf, sf):
-    return make_kernel(logpdf, cdf, sf)
-
-
-@functools.cache
-def _score_kernel(logpdf, cdf, sf):
-    return make_score(logpdf, cdf, sf)
+_kernel = functools.cache(make_kernel)
+_score_kernel = functools.cache(make_score)
 
 
 @functools.cache
@@ -567,33 +561,23 @@ def compiled_setup(family, mechanism, what):
 _SETUPS: dict = {}
 
 
-def engine_loglik(family, mechanism):
+def engine_loglik(family, mechanism, terms=False):
     """For :mod:`dpbook.backends` (``loglik_particles``): a function (y, l, r, eps,
     theta) -> sum_t log p(y_t | theta_i) for each row of ``theta`` (k, 2), compiled (the
     marginal SMC's reweighting and moves, the reliability check's reference points), or
-    None (the numpy quadrature)."""
+    None (the numpy quadrature).  ``terms``: the (len(y), len(theta)) array of the terms
+    log p(y_t | theta_i) instead (``loglik_terms``: a block of releases at once)."""
     setup = compiled_setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
     if setup is None:
         return None
 
-    def loglik_particles(y, l, r, eps, theta):
-        return setup(setup.releases(y, l, r, eps), theta)
+    def loglik(y, l, r, eps, theta):
+        return setup(setup.releases(y, l, r, eps), theta, terms=terms)
 
-    return loglik_particles
+    return loglik
 
 
-def engine_terms(family, mechanism):
-    """For :mod:`dpbook.backends` (``loglik_terms``): a function (y, l, r, eps, theta) ->
-    the (len(y), len(theta)) array of log p(y_t | theta_i), compiled (the marginal SMC's
-    reweighting by a block of releases), or None."""
-    setup = compiled_setup(family, mechanism, "the likelihood of the marginal SMC and the checks")
-    if setup is None:
-        return None
-
-    def loglik_terms(y, l, r, eps, theta):
-        return setup(setup.releases(y, l, r, eps), theta, terms=True)
-
-    return loglik_terms
+engine_terms = functools.partial(engine_loglik, terms=True)
 
 
 def engine_score(family, mechanism):

@@ -10,10 +10,7 @@ import numpy as np
 
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import GaussianMechanism, LaplaceMechanism
-from dpbook.validation import (
-    check_eps,
-    check_interval,
-)
+from dpbook.validation import check_eps, check_interval
 
 __all__ = ["fisher_exact"]
 from dpbook.likelihood.quadrature import (
@@ -182,10 +179,15 @@ def _fisher_matrix(l, r, eps, th, info, fam, mech):
         v = v / (b * math.sqrt(2 * math.pi))[:, None, None]
     else:
         g = np.exp(mech.logpdf(ynode[:, :, None] - x[:, None, :], b[:, None, None]))
-    tot = np.matmul(g, v)
+    return _add_atoms(np.matmul(g, v), ynode, ylogw, l, r, b, th, shift, fam, mech)
+
+
+def _add_atoms(tot, yn, ylogw, l, r, b, th, shift, fam, mech):
+    """(F, g) from the middle's running (p, grad p) ``tot`` on the y nodes ``yn`` (weights
+    e^ylogw): the clipped masses at l and r, smoothed by the noise, added first."""
     vl, vr = _atom_vectors(fam, l, r, th, shift)
-    tot += mech.pdf(ynode - l[:, None], b[:, None])[..., None] * vl[:, None]
-    tot += mech.pdf(ynode - r[:, None], b[:, None])[..., None] * vr[:, None]
+    tot += mech.pdf(yn - l[:, None], b[:, None])[..., None] * vl[:, None]
+    tot += mech.pdf(yn - r[:, None], b[:, None])[..., None] * vr[:, None]
     f = _outer_sum(np.exp(ylogw), tot)
     return (f * np.exp(shift)[:, None, None],
             _sums(np.exp(ylogw), tot) * np.exp(shift)[:, None])
@@ -243,12 +245,7 @@ def _fisher_small_noise(l, r, eps, th, info, fam, mech):
     x = (yn[..., None, None] - b[:, None, None, None] * u).reshape(P, -1)
     v, shift = _scaled_x_values(x, lw, [np.asarray(t) for t in th], fam)
     tot = v.reshape(P, J, -1, v.shape[-1]).sum(axis=2)
-    vl, vr = _atom_vectors(fam, l, r, th, shift)
-    tot += mech.pdf(yn - l[:, None], b[:, None])[..., None] * vl[:, None]
-    tot += mech.pdf(yn - r[:, None], b[:, None])[..., None] * vr[:, None]
-    f = _outer_sum(np.exp(ylogw), tot)
-    return (f * np.exp(shift)[:, None, None],
-            _sums(np.exp(ylogw), tot) * np.exp(shift)[:, None])
+    return _add_atoms(tot, yn, ylogw, l, r, b, th, shift, fam, mech)
 
 
 def fisher_exact(l, r, eps, theta=None, family=None, mechanism="laplace"):

@@ -47,17 +47,7 @@ from dpbook.validation import (
     refuse_not_real_array,
 )
 
-__all__ = [
-    "log_density",
-    "score",
-    "fisher_exact",
-    "score_fn",
-    "SCORES",
-    "GL_NODES",
-]
-
-
-SCORES = ("mu", "trace")
+__all__ = ["log_density", "score", "fisher_exact", "GL_NODES"]
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -70,23 +60,17 @@ _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 def _check_positive_array(name, values) -> np.ndarray:
     refuse_not_real_array(name, values)
-    a = np.asarray(values, dtype=float)
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be positive finite numbers") from None
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        raise ValueError(f"{name} must be positive and finite")
+        raise ValueError(f"{name} must be positive finite numbers")
     return a
 
 
 def _check_eps_array(eps) -> np.ndarray:
-    if np.ndim(eps) == 0:
-        return np.asarray(check_eps(eps))
-    refuse_not_real_array("eps", eps)
-    try:
-        e = np.asarray(eps, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("eps must be positive finite numbers") from None
-    if not np.all(np.isfinite(e)) or np.any(e <= 0):
-        raise ValueError("eps must be positive finite numbers")
-    return e
+    return np.asarray(check_eps(eps)) if np.ndim(eps) == 0 else _check_positive_array("eps", eps)
 
 
 def _check_args(y, l, r, eps, mu, sigma):
@@ -263,10 +247,7 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
     nodes on each of up to three panels (split at +-6).  Broadcasts over l, r, eps, mu,
     sigma; output shape (..., 2, 2).
     """
-    l, r = check_interval(l, r)
-    eps = _check_eps_array(eps)
-    mu = check_finite("mu", mu)
-    sigma = _check_positive_array("sigma", sigma)
+    _, l, r, eps, mu, sigma = _check_args(0.0, l, r, eps, mu, sigma)
     nodes = check_count("nodes", nodes)
     l, r, eps, mu, sigma = np.broadcast_arrays(l, r, eps, mu, sigma)
     a = (l - mu) / sigma
@@ -288,65 +269,52 @@ def fisher_exact(l, r, eps, mu=0.0, sigma=1.0, *, nodes: int = GL_NODES):
                                                "normal", "laplace")
         return out / (sigma * sigma)[..., None, None]
 
+    shape = a.shape
+    a, b, eps, scale = a.ravel(), b.ravel(), eps.ravel(), scale.ravel()
     # tails: y <= a and y >= b
     ends = np.stack([a, b], axis=-1)
-    lp, s = logp_and_score(ends, a[..., None], b[..., None], eps[..., None], 0.0, 1.0)
+    lp, s = logp_and_score(ends, a[:, None], b[:, None], eps[:, None], 0.0, 1.0)
     outer = s[..., :, None] * s[..., None, :]
-    f = scale[..., None, None] * np.sum(np.exp(lp)[..., None, None] * outer, axis=-3)
+    f = scale[:, None, None] * np.sum(np.exp(lp)[..., None, None] * outer, axis=-3)
     # the integrals of p(y) and of p(y) s(y), 1 and 0 in exact arithmetic: how well the
-    # rule resolved the score (checked at the end)
-    sums = scale[..., None] * np.sum(np.exp(lp)[..., None] * np.concatenate(
+    # rule resolved the score (checked by resolve)
+    sums = scale[:, None] * np.sum(np.exp(lp)[..., None] * np.concatenate(
         [np.ones_like(s[..., :1]), s], axis=-1), axis=-2)
-    tail_sums = sums
-
     # middle: composite Gauss-Legendre on [a, k1], [k1, k2], [k2, b]; a single panel
     # when no interval reaches beyond +-6 standard deviations
-    x, w = np.polynomial.legendre.leggauss(nodes)
+    pts = np.stack([a, b], axis=-1)
     if np.any((a < -_PANEL_BREAKS) | (b > _PANEL_BREAKS)):
-        k1 = np.clip(-_PANEL_BREAKS, a, b)
-        k2 = np.clip(_PANEL_BREAKS, a, b)
-        lo = np.stack([a, k1, k2], axis=-1)[..., None]
-        hi = np.stack([k1, k2, b], axis=-1)[..., None]
-    else:
-        lo = a[..., None, None]
-        hi = b[..., None, None]
-    half = 0.5 * (hi - lo)
-    yy = (0.5 * (hi + lo) + half * x).reshape(*a.shape, -1)
-    ww = (half * w).reshape(*a.shape, -1)
-    lp, s = logp_and_score(yy, a[..., None], b[..., None], eps[..., None], 0.0, 1.0)
-    pw = ww * np.exp(lp)
-    tails = f
-    f = f + np.einsum("...n,...ni,...nj->...ij", pw, s, s)
-    sums = sums + np.concatenate([pw.sum(axis=-1)[..., None],
-                                  np.einsum("...n,...ni->...i", pw, s)], axis=-1)
+        pts = np.stack([a, np.clip(-_PANEL_BREAKS, a, b), np.clip(_PANEL_BREAKS, a, b), b],
+                       axis=-1)
+    mid, mid_sums = _gauss_legendre_sum(pts[:, :-1], pts[:, 1:], a, b, eps, nodes)
     # Large eps: p(y) has spikes of width B at a and b (the clipped masses, smoothed by
-    # the noise) that the panels above miss; redo those intervals with panels that
-    # follow the spikes.  Never the case for eps <= 2 _SPIKE_EFOLDS (the book's eps).
+    # the noise) that the panels above miss; redo those intervals with panels at
+    # a + B (0, 1, 3, 7, 15, 40), their mirror at b, and the default panels between.
+    # Never the case for eps <= 2 _SPIKE_EFOLDS (the book's eps).
     fine = _SPIKE_EFOLDS * scale < 0.5 * (b - a)
     if np.any(fine):
-        mid, mid_sums = _fisher_middle_spikes(a[fine], b[fine], eps[fine], nodes)
-        f[fine] = tails[fine] + mid
-        sums[fine] = tail_sums[fine] + mid_sums
+        af, bf, B = a[fine, None], b[fine, None], scale[fine, None]
+        left, right = af + B * _SPIKE_STEPS, bf - B * _SPIKE_STEPS[::-1]
+        inner = [np.clip(k, left[:, -1:], right[:, :1]) for k in (-_PANEL_BREAKS, _PANEL_BREAKS)]
+        pts = np.concatenate([left, *inner, right], axis=-1)
+        mid[fine], mid_sums[fine] = _gauss_legendre_sum(pts[:, :-1], pts[:, 1:], a[fine],
+                                                        b[fine], eps[fine], nodes)
+    f = f + mid
     f = 0.5 * (f + np.swapaxes(f, -1, -2))  # exactly symmetric
     from dpbook.likelihood import fisher_quadrature
-
-    shape = f.shape[:-2]
-    a_f, b_f, e_f = a.ravel(), b.ravel(), eps.ravel()
 
     def second_try(k):  # adaptive quadrature of the closed form's density and score
         from dpbook.likelihood.adaptive import fisher_adaptive
         from dpbook.model.mechanisms import get_mechanism
 
         def pointwise(y):
-            return logp_and_score(y, a_f[k], b_f[k], e_f[k], 0.0, 1.0)
+            return logp_and_score(y, a[k], b[k], eps[k], 0.0, 1.0)
 
-        return fisher_adaptive(pointwise, a_f[k], b_f[k], (b_f[k] - a_f[k]) / e_f[k], 2,
+        return fisher_adaptive(pointwise, a[k], b[k], (b[k] - a[k]) / eps[k], 2,
                                get_mechanism("laplace"), (-_PANEL_BREAKS, 0.0, _PANEL_BREAKS))
 
-    f = fisher_quadrature.resolve(f.reshape(-1, 2, 2), sums.reshape(-1, 3),
-                           np.broadcast_to(l, shape).ravel(),
-                           np.broadcast_to(r, shape).ravel(), e_f, "normal",
-                           second_try).reshape(f.shape)
+    f = fisher_quadrature.resolve(f, sums + mid_sums, l.ravel(), r.ravel(), eps, "normal",
+                                  second_try).reshape(shape + (2, 2))
     return f / (sigma * sigma)[..., None, None]
 
 
@@ -369,41 +337,12 @@ def _gauss_legendre_sum(lo, hi, a, b, eps, nodes):
         [pw.sum(axis=-1)[:, None], np.einsum("kn,kni->ki", pw, s)], axis=-1)
 
 
-def _fisher_middle_spikes(a, b, eps, nodes):
-    """int_a^b p(y) s(y) s(y)^T dy with panels at a + B (0, 1, 3, 7, 15, 40) and their
-    mirror at b, and the default panels (split at +-6) between a + 40 B and b - 40 B."""
-    B = (b - a) / eps
-    left = a[:, None] + B[:, None] * _SPIKE_STEPS
-    right = b[:, None] - B[:, None] * _SPIKE_STEPS[::-1]
-    lo_in, hi_in = left[:, -1], right[:, 0]
-    k1 = np.clip(-_PANEL_BREAKS, lo_in, hi_in)
-    k2 = np.clip(_PANEL_BREAKS, lo_in, hi_in)
-    pts = np.concatenate([left, np.stack([k1, k2], axis=-1), right], axis=-1)
-    return _gauss_legendre_sum(pts[:, :-1], pts[:, 1:], a, b, eps, nodes)
-
-
 def fisher_exact_theta(l, r, eps, theta=None):
     """:func:`fisher_exact` with theta = (mu, sigma) as one tuple (None: (0, 1)): the
     backend of :func:`dpbook.fisher.fisher_exact` for the normal family, Laplace
     mechanism."""
     mu, sigma = (0.0, 1.0) if theta is None else theta
     return fisher_exact(l, r, eps, mu, sigma)
-
-
-def score_fn(F, score: str = "mu"):
-    """Score sc(F) of an information matrix (Section 5, eq. 9 and 13).
-
-    ``"mu"``: F[0, 0], the choice of Section 6 (primary interest in mu);
-    ``"trace"``: F[0, 0] + F[1, 1].  Works on stacks (..., 2, 2).
-    """
-    F = np.asarray(F, dtype=float)
-    if F.shape[-2:] != (2, 2):
-        raise ValueError(f"F must have shape (..., 2, 2), got {F.shape}")
-    if score == "mu":
-        return F[..., 0, 0]
-    if score == "trace":
-        return F[..., 0, 0] + F[..., 1, 1]
-    raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
 
 
 # ---------------------------------------------------------------- numba log density
@@ -493,18 +432,32 @@ def _nb_logpdf_log(y, l, r, invb, log2b, mu, sigma):
     return m + math.log(acc) - log2b
 
 
+@njit(inline="always")
+def _cdf_diff_cached(lo, hi, c, e):
+    """(Phi(hi) - Phi(lo), c, e) as :func:`normal_cdf_diff`, with its lower end's erfc
+    (``c``) or erf (``e``) cached (nan: not yet computed, then computed here; which one
+    a branch needs depends on lo's sign only)."""
+    if hi <= lo:
+        return 0.0, c, e
+    if lo >= 0.0:
+        if c != c:
+            c = math.erfc(lo / _SQRT2)
+        return 0.5 * (c - math.erfc(hi / _SQRT2)), c, e
+    if hi <= 0.0:
+        if c != c:
+            c = math.erfc(-lo / _SQRT2)
+        return 0.5 * (math.erfc(-hi / _SQRT2) - c), c, e
+    if e != e:
+        e = math.erf(lo / _SQRT2)
+    return 0.5 * (math.erf(hi / _SQRT2) - e), c, e
+
+
 @njit(cache=True)
 def normal_cdf_diff(lo, hi):
     """Phi(hi) - Phi(lo) (0 for hi <= lo), from the tail on the side both lie: no
     cancellation of two values near 1 (compiled; the online gradient's score uses it
     too)."""
-    if hi <= lo:
-        return 0.0
-    if lo >= 0.0:
-        return 0.5 * (math.erfc(lo / _SQRT2) - math.erfc(hi / _SQRT2))
-    if hi <= 0.0:
-        return 0.5 * (math.erfc(-hi / _SQRT2) - math.erfc(-lo / _SQRT2))
-    return 0.5 * (math.erf(hi / _SQRT2) - math.erf(lo / _SQRT2))
+    return _cdf_diff_cached(lo, hi, math.nan, math.nan)[0]
 
 
 @njit(cache=True)
@@ -573,26 +526,6 @@ compiled_score = CompiledScore(_score_kernel, (), score)
 
 
 @njit(inline="always")
-def _cdf_diff_cached(lo, hi, c, e):
-    """:func:`normal_cdf_diff` (lo, hi) with its lower end's erfc (``c``) or erf (``e``)
-    cached (nan: not yet computed, then computed here; which one a branch needs depends
-    on lo's sign only): (value, c, e), the value bit for bit normal_cdf_diff's."""
-    if hi <= lo:
-        return 0.0, c, e
-    if lo >= 0.0:
-        if c != c:
-            c = math.erfc(lo / _SQRT2)
-        return 0.5 * (c - math.erfc(hi / _SQRT2)), c, e
-    if hi <= 0.0:
-        if c != c:
-            c = math.erfc(-lo / _SQRT2)
-        return 0.5 * (math.erfc(-hi / _SQRT2) - c), c, e
-    if e != e:
-        e = math.erf(lo / _SQRT2)
-    return 0.5 * (math.erf(hi / _SQRT2) - e), c, e
-
-
-@njit(inline="always")
 def _nb_loglik_run(y, l, r, invb, log2b, el, er, mu, sigma, out, j):
     """sum_t log p(y_t | mu, sigma), in t order; with ``out`` of a row per release,
     also out[t, j] = each term.  el, er = exp(-|y - l|/b), exp(-|y - r|/b).
@@ -644,70 +577,55 @@ def _nb_loglik_run(y, l, r, invb, log2b, el, er, mu, sigma, out, j):
     return acc
 
 
+def _kernel_args(y, l, r, eps, mu, sigma):
+    """The arguments of the compiled sums: y, l, r, 1/b, log 2b, exp(-|y - l|/b),
+    exp(-|y - r|/b), mu, sigma as contiguous float arrays."""
+    y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
+    b = (r - l) / eps
+    invb = 1.0 / b
+    return (y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
+            np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(mu, dtype=float),
+            np.ascontiguousarray(sigma, dtype=float))
+
+
 @njit(parallel=True, cache=True)
-def _nb_loglik_grid(y, l, r, invb, log2b, el, er, mu, sigma, out):
-    """out[i, j] = sum_t log p(y_t | mu_i, sigma_j)."""
-    n_mu = mu.shape[0]
-    n_sig = sigma.shape[0]
-    none = np.empty((1, 1))
-    for g in prange(n_mu * n_sig):
-        i = g // n_sig
-        j = g - i * n_sig
-        out[i, j] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[j], none, 0)
+def _nb_loglik_rows(y, l, r, invb, log2b, el, er, mu, sigma, sums, terms):
+    """sums[i] = sum_t log p(y_t | mu_i, sigma_i), threads over i (each sum in t order,
+    so the result does not depend on the number of threads); with ``terms`` of two rows
+    or more, also terms[t, i] = each term."""
+    for i in prange(mu.shape[0]):
+        sums[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], terms, i)
+
+
+@njit(cache=True)
+def _nb_loglik_rows_serial(y, l, r, invb, log2b, el, er, mu, sigma, sums, terms):
+    """:func:`_nb_loglik_rows` in one thread (for a handful of terms)."""
+    for i in range(mu.shape[0]):
+        sums[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], terms, i)
 
 
 def loglik_grid(y, l, r, eps, mu_grid, sigma_grid):
     """Sum over observations of log p(y_t | mu_i, sigma_j) on the grid (numba)."""
-    b = (r - l) / eps
-    invb = 1.0 / b
-    out = np.empty((mu_grid.size, sigma_grid.size))
-    _nb_loglik_grid(y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
-                    np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(mu_grid, dtype=float),
-                    np.ascontiguousarray(sigma_grid, dtype=float), out)
-    return out
-
-
-@njit(parallel=True, cache=True)
-def _nb_loglik_particles(y, l, r, invb, log2b, el, er, mu, sigma, out):
-    """out[i] = sum_t log p(y_t | mu_i, sigma_i), threads over i (each sum in t order,
-    so the result does not depend on the number of threads)."""
-    none = np.empty((1, 1))
-    for i in prange(mu.shape[0]):
-        out[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], none, 0)
-
-
-@njit(cache=True)
-def _nb_loglik_particles_serial(y, l, r, invb, log2b, el, er, mu, sigma, out):
-    """:func:`_nb_loglik_particles` in one thread (for a handful of terms)."""
-    none = np.empty((1, 1))
-    for i in range(mu.shape[0]):
-        out[i] = _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], none, 0)
+    mu, sigma = np.meshgrid(np.asarray(mu_grid, dtype=float),
+                            np.asarray(sigma_grid, dtype=float), indexing="ij")
+    out = np.empty(mu.size)
+    _nb_loglik_rows(*_kernel_args(y, l, r, eps, mu.ravel(), sigma.ravel()), out,
+                    np.empty((1, 1)))
+    return out.reshape(mu.shape)
 
 
 def loglik_particles(y, l, r, eps, theta):
     """sum_t log p(y_t | theta_i) for each row theta_i = (mu_i, sigma_i) of ``theta``
     (numba, parallel over the rows): the likelihood of the marginal SMC's reweighting
     and moves (:mod:`dpbook.online.ibis`).  No input checks."""
-    y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
-    b = (r - l) / eps
-    invb = 1.0 / b
     theta = np.asarray(theta, dtype=float)
     out = np.empty(theta.shape[0])
+    args = _kernel_args(y, l, r, eps, theta[:, 0], theta[:, 1])
     # threads pay off from a few hundred terms (one release to 1000 particles: 158 us
     # with 2 threads, 313 us with one)
-    kernel = _nb_loglik_particles if y.size * out.size > 256 else _nb_loglik_particles_serial
-    kernel(y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
-           np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(theta[:, 0]),
-           np.ascontiguousarray(theta[:, 1]), out)
+    kernel = _nb_loglik_rows if args[0].size * out.size > 256 else _nb_loglik_rows_serial
+    kernel(*args, out, np.empty((1, 1)))
     return out
-
-
-@njit(parallel=True, cache=True)
-def _nb_loglik_terms(y, l, r, invb, log2b, el, er, mu, sigma, out):
-    """out[t, i] = log p(y_t | mu_i, sigma_i), threads over i (out: two rows or more;
-    one release goes through :func:`_nb_loglik_particles`)."""
-    for i in prange(mu.shape[0]):
-        _nb_loglik_run(y, l, r, invb, log2b, el, er, mu[i], sigma[i], out, i)
 
 
 def loglik_terms(y, l, r, eps, theta):
@@ -715,19 +633,9 @@ def loglik_terms(y, l, r, eps, theta):
     ``theta``, shape (len(y), len(theta)) (numba, parallel over the rows): the marginal
     SMC's reweighting by a block of releases at once (:mod:`dpbook.online.ibis`); row t
     is, bit for bit, :func:`loglik_particles` of release t alone.  No input checks."""
-    y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
-    b = (r - l) / eps
-    invb = 1.0 / b
     theta = np.asarray(theta, dtype=float)
-    out = np.empty((y.size, theta.shape[0]))
-    args = (y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
-            np.exp(-np.abs(y - r) * invb), np.ascontiguousarray(theta[:, 0]),
-            np.ascontiguousarray(theta[:, 1]))
-    if y.size == 1:  # one term per particle: the sums are the terms
-        _nb_loglik_particles(*args, out[0])
-    else:
-        _nb_loglik_terms(*args, out)
+    args = _kernel_args(y, l, r, eps, theta[:, 0], theta[:, 1])
+    out = np.empty((args[0].size, theta.shape[0]))
+    # one release: the sums are the terms
+    _nb_loglik_rows(*args, out[0] if out.shape[0] == 1 else np.empty(theta.shape[0]), out)
     return out
-
-
-# ----------------------------------------------------------------- public: posterior

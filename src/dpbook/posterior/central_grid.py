@@ -42,14 +42,12 @@ draws clipped to a fixed interval (chapter 11 checks the calibration).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.posterior.grid_density import GridPosterior
-from dpbook.posterior.quantiles import node_quantiles
+from dpbook.posterior.grid_density import NodeGridPosterior
 from dpbook.validation import check_count
 
 _LOG2PI = math.log(2 * math.pi)
@@ -199,7 +197,7 @@ def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=16):
     axis, mode + 2 sd sinh(t) with t uniform, as the exact posterior's: dense at the mode
     and geometric in the tails, which are long (the Laplace noise makes the log density
     fall linearly, not quadratically, and a large sigma clips everything, so that mu is
-    then barely identified).  Returns a :class:`CentralPosterior`."""
+    then barely identified).  Returns a :class:`~dpbook.posterior.grid_density.NodeGridPosterior`."""
     if not isinstance(prior, LocationScalePrior):
         raise ValueError(f"prior must be a LocationScalePrior, got {prior!r}")
     grid = check_count("grid", grid, 5)
@@ -264,7 +262,7 @@ def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=16):
     w_sig = w_v * sig  # d sigma = sigma d log sigma
     log_z = float(special.logsumexp(lp + np.log(w_mu)[:, None] + np.log(w_sig)[None, :]))
     edge = max(lpv[0].max(), lpv[-1].max(), lpv[:, 0].max(), lpv[:, -1].max()) - lpv.max()
-    return CentralPosterior(params=("mu", "sigma"), axes=[mus, sig], log_post=lp - log_z,
+    return NodeGridPosterior(params=("mu", "sigma"), axes=[mus, sig], log_post=lp - log_z,
                             log_evidence=log_z, edge=float(edge), weights=[w_mu, w_sig],
                             log_axes=(False, True))
 
@@ -277,23 +275,6 @@ def _sinh_axis(lo, hi, k, centre, scale):
     w = (t[1] - t[0]) * scale * np.cosh(t)
     w[[0, -1]] *= 0.5
     return x, w
-
-
-@dataclass(frozen=True)
-class CentralPosterior(GridPosterior):
-    """The grid posterior of :func:`central_posterior`: its nodes are not uniform in mu
-    or log sigma (sinh grids), so its quantiles interpolate the marginal mass per unit of
-    node index, as the exact posterior's do (:func:`dpbook.posterior.quantiles.
-    node_quantiles`; the cdf does so for every grid posterior)."""
-
-    def quantile(self, q):
-        qa = np.asarray(q, dtype=float)
-        if not np.all((qa >= 0) & (qa <= 1)):
-            raise ValueError("quantile levels must lie in [0, 1]")
-        cols = [node_quantiles(*self.marginal(j), self.weights[j], qa.ravel())
-                for j in range(2)]
-        out = np.stack(cols, axis=-1)
-        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (2,))
 
 
 def sum_cdf(which, y, mu, sigma, n, l, r, b):

@@ -30,8 +30,7 @@ from dpbook.likelihood.compiled_quadrature import compiled_setup
 from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.model.prior import SECTION6, LocationScalePrior
-from dpbook.posterior.grid_density import GridPosterior
-from dpbook.posterior.quantiles import node_quantiles
+from dpbook.posterior.grid_density import NodeGridPosterior
 from dpbook.validation import check_count
 
 
@@ -183,7 +182,7 @@ def _axis(lo, hi, n, center=None, scale=None):
 
 
 @dataclass(frozen=True)
-class ExactPosterior(GridPosterior):
+class ExactPosterior(NodeGridPosterior):
     """Posterior (5) of theta on a grid (one or two parameters; see
     :func:`exact_posterior`).
 
@@ -201,38 +200,13 @@ class ExactPosterior(GridPosterior):
     edge_density: float = math.nan  # exp(edge)
     quad_error: float = math.nan
 
-    def _marg(self, j):
-        p = np.exp(self.log_post)
-        if len(self.axes) == 1:
-            return p
-        return p @ self.weights[1] if j == 0 else self.weights[0] @ p
-
     def marginal(self, j):
         """(axis, marginal density) of parameter j (an index or a name)."""
         j = self._index(j)
-        return self.axes[j], self._marg(j)
-
-    def mean(self):
-        """Posterior means, array (d,)."""
-        return np.array([np.sum(w * self._marg(j) * x)
-                         for j, (x, w) in enumerate(zip(self.axes, self.weights))])
-
-    def sd(self):
-        """Posterior standard deviations, array (d,)."""
-        m = self.mean()
-        return np.sqrt(np.array([np.sum(w * self._marg(j) * (x - m[j]) ** 2)
-                                 for j, (x, w) in enumerate(zip(self.axes, self.weights))]))
-
-    def quantile(self, q):
-        """Marginal posterior quantiles: shape (d,) or (len(q), d).  The marginal mass per
-        unit of the grid's own coordinate t (``_axis``) by a cubic spline, inverted by
-        root finding, t mapped back by monotone interpolation of the nodes (a spline in
-        sigma itself oscillated across the geometric tail: a median of sigma at 1e12)."""
-        q = np.asarray(q, dtype=float)
-        if not np.all((q >= 0) & (q <= 1)):
-            raise ValueError("quantile levels must lie in [0, 1]")
-        return np.stack([node_quantiles(x, self._marg(j), w, q)
-                         for j, (x, w) in enumerate(zip(self.axes, self.weights))], axis=-1)
+        p = np.exp(self.log_post)
+        if len(self.axes) == 1:
+            return self.axes[j], p
+        return self.axes[j], p @ self.weights[1] if j == 0 else self.weights[0] @ p
 
 
 # ------------------------------------------------------------------ the pipeline

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpbook.posterior.quantiles import node_cdf, spline_quantiles
+from dpbook.posterior.quantiles import node_cdf, node_quantiles, spline_quantiles
 
 
 @dataclass(frozen=True)
@@ -114,3 +114,19 @@ class GridPosterior:
         """{param: {"mean": .., "sd": ..}} as plain floats."""
         m, s = self.mean(), self.sd()
         return {p: {"mean": float(a), "sd": float(b)} for p, a, b in zip(self.params, m, s)}
+
+
+@dataclass(frozen=True)
+class NodeGridPosterior(GridPosterior):
+    """A grid posterior whose nodes are not uniform in the parameters (sinh grids): its
+    quantiles interpolate the marginal mass per unit of node index
+    (:func:`~dpbook.posterior.quantiles.node_quantiles`; a spline in sigma itself
+    oscillated across the geometric tail: a median of sigma at 1e12)."""
+
+    def quantile(self, q):
+        qa = np.asarray(q, dtype=float)
+        if not np.all((qa >= 0) & (qa <= 1)):
+            raise ValueError("quantile levels must lie in [0, 1]")
+        out = np.stack([node_quantiles(*self.marginal(j), self.weights[j], qa.ravel())
+                        for j in range(len(self.axes))], axis=-1)
+        return out[0] if qa.ndim == 0 else out.reshape(qa.shape + (len(self.axes),))
