@@ -41,7 +41,9 @@ gate).  ``compare`` exits 1 when the gate fails.
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,7 +214,12 @@ def main(argv=None):
     (old, tr), (re_, _), (new, _) = (load_results(p) for p in (args.old, args.reseeded,
                                                                args.new))
     params = tuple(c[:-4] for c in old.columns if c.endswith("_hat"))
-    exact = None if args.no_exact else exact_means(tr, old, params)
+    exact = None
+    if not args.no_exact:  # the old store's releases: computed once, kept beside it
+        cache = Path(args.old) / "exact_means.pkl"
+        if not cache.exists():
+            cache.write_bytes(pickle.dumps(exact_means(tr, old, params)))
+        exact = pickle.loads(cache.read_bytes())
     table, changed, ok = compare(old, re_, new, params, exact)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(table.drop(columns=["p_sd", "p_exact"]).round(4).to_string(index=False))
