@@ -145,6 +145,8 @@ def test_collapsed_smc_and_frozen_mhaar_are_reported(capsys):
         smc_posterior(y, l, r, 1e6, n_particles=200, seed=0)
     with pytest.warns(ReliabilityWarning, match="accepted none"):
         mhaar(y, l, r, 1e6, n_iter=2000, seed=0)
+    with pytest.warns(ReliabilityWarning, match="fewer than 10 particles.*n_particles"):
+        smc_posterior(y, l, r, 1.0, n_particles=4, seed=1)  # too few for a summary
     with warnings.catch_warnings():  # an ordinary run stays quiet
         warnings.simplefilter("error", ReliabilityWarning)
         smc_posterior(y, l, r, 1.0, n_particles=200, seed=0)

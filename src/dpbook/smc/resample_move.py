@@ -44,6 +44,7 @@ from dpbook.validation import (
 # Gilks 1997), applied to the particles' covariance as in Chopin (2002).
 _RW_SCALE2 = 2.38**2
 _INFO_SAMPLE = 128  # particles averaged for the information matrix of the RW proposal
+ESS_FLOOR = 10  # a final effective sample size below this is too few for a summary
 
 
 class History:
@@ -501,15 +502,17 @@ def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=10
         smc.update(y[t], l[t], r[t])
         if progress is not None:
             progress.update(1)
-    if smc.history.ess and smc.history.ess[-1] < 1.5:
+    if smc.history.ess and smc.history.ess[-1] < ESS_FLOOR:
         from dpbook.diagnostics import prior_note
 
         # particles drawn from a prior far from the data collapse too: name it then
         note = prior_note(smc.family, smc.quantile(0.5))
-        warnings.warn(f"the SMC weights collapsed onto one particle (final ESS "
-                      f"{smc.history.ess[-1]:.2f} of {smc.N}): its posterior summary is not "
-                      f"reliable here; " + (f"the likely cause is the prior: {note}" if note
-                                            else "use more particles or the exact posterior"),
+        what = ("collapsed onto one particle" if smc.history.ess[-1] < 1.5 else
+                f"rest on fewer than {ESS_FLOOR} particles")
+        warnings.warn(f"the SMC weights {what} (final ESS {smc.history.ess[-1]:.2f} of "
+                      f"{smc.N}): its posterior summary is not reliable here; "
+                      + (f"the likely cause is the prior: {note}" if note else
+                         "raise n_particles (--particles) or use the exact posterior"),
                       ReliabilityWarning, stacklevel=2)
     check_particles(smc, y, l, r, "the SMC", stacklevel=3)
     return smc
