@@ -188,3 +188,45 @@ def test_one_json_shape(capsys, releases, values, method):
     point = json.loads(out)
     assert RECORD <= set(point) and set(point["estimate"]) == {"mu", "sigma"}
     assert all(isinstance(v, float) for v in point["estimate"].values())
+
+
+# ------------------------------------------------------------ outputs never destroy inputs
+def _values(tmp_path):
+    path = tmp_path / "values.csv"
+    path.write_text("v\n" + "\n".join(str(v) for v in np.linspace(40, 60, 12)) + "\n")
+    return path
+
+
+def test_an_output_that_is_an_input_or_not_a_regular_file_is_refused(capsys, tmp_path):
+    """--released naming the values file (directly or through a link), a FIFO or a
+    directory: one line, nothing written; the curator's state likewise."""
+    import os
+
+    values = _values(tmp_path)
+    before = values.read_bytes()
+    (tmp_path / "link.csv").symlink_to(values)
+    os.mkfifo(tmp_path / "fifo")
+    stream = ["stream", values, "--column", "v", "--eps", 2, "--range", 30, 70,
+              "--particles", 50, "--method", "smc-marginal"]
+    for out, says in ((values, "is an input"), (tmp_path / "link.csv", "is an input"),
+                      (tmp_path / "fifo", "not a regular file"),
+                      (tmp_path, "is a directory")):
+        code, _, err = _run(capsys, *stream, "--released", out)
+        assert code == 2 and err.count("\n") == 1 and says in err, err
+    assert values.read_bytes() == before
+    code, _, err = _run(capsys, "curator", "init", tmp_path / "fifo", "--eps", 1, "--range",
+                        -5, 5, "--force")
+    assert code == 2 and "not a regular file" in err, err
+    assert (tmp_path / "fifo").is_fifo()
+
+
+def test_an_output_through_a_symlink_writes_its_target(capsys, tmp_path):
+    values = _values(tmp_path)
+    target = tmp_path / "target.csv"
+    target.write_text("old\n")
+    (tmp_path / "out.csv").symlink_to(target)
+    code, _, err = _run(capsys, "stream", values, "--column", "v", "--eps", 2, "--range", 30,
+                        70, "--particles", 50, "--method", "smc-marginal", "--released",
+                        tmp_path / "out.csv")
+    assert code == 0, err
+    assert (tmp_path / "out.csv").is_symlink() and target.read_text().startswith("y,l,r\n")

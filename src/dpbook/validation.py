@@ -270,6 +270,22 @@ def check_store_path(out, name: str = "out") -> Path:
     return Path(text)
 
 
+def output_file(path, inputs=()) -> Path:
+    """The file an output goes to: a symlink is followed (its target is written, and
+    locked), and a ValueError refuses a target that is not a regular file (a directory,
+    device or FIFO) or that is one of the command's ``inputs``: dpbook never replaces
+    what it was given."""
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        what = "a directory" if target.is_dir() else "not a regular file (a device or FIFO)"
+        raise ValueError(f"{path} is {what}: dpbook writes its outputs only to regular files")
+    if target.exists() and any(p is not None and Path(p).exists() and
+                               os.path.samefile(target, p) for p in inputs):
+        raise ValueError(f"{path} is an input of this command: dpbook does not overwrite "
+                         f"it (give another output file)")
+    return target
+
+
 def missing_method(obj, method: str) -> NotImplementedError:
     """The error of a method that a subclass of one of dpbook's interfaces (Family,
     Mechanism, Policy) did not define: it names the class and the method (a bare

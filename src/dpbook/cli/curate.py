@@ -124,8 +124,11 @@ def _curator(args):
     from filelock import FileLock
 
     from dpbook.privacy.curator import Curator
+    from dpbook.validation import output_file
 
     state = Path(args.state)
+    # written and locked: the target of a link, never an input or a device
+    target = output_file(state, [getattr(args, "releases", None)])
     if state.is_dir():
         raise ValueError(f"{state} is a directory, not a curator state file")
     if args.action != "init" and not state.is_file():
@@ -142,7 +145,7 @@ def _curator(args):
         return
     if args.action == "take":  # read and checked before the lock: other calls need not wait
         y, l, r, skipped = _read_curator_releases(args.releases, args.missing)
-    with FileLock(str(state) + ".lock"):
+    with FileLock(str(target) + ".lock"):
         if args.action == "init":
             if state.exists() and not args.force:
                 raise UsageError(f"{state} exists (--force replaces it)")

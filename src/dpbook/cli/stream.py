@@ -93,7 +93,7 @@ def add_parser(subparsers):
 def cmd_stream(args):
     from dpbook.data import read_csv_columns
     from dpbook.online.streams import run_stream
-    from dpbook.validation import MAX_ABS
+    from dpbook.validation import MAX_ABS, output_file
 
     t0 = time.perf_counter()
     family, mechanism = family_from_args(args)
@@ -105,6 +105,8 @@ def cmd_stream(args):
                          f"has no particles)")
     if args.released is not None and not args.released.strip():
         raise UsageError("--released needs a file name")
+    if args.released is not None:
+        output_file(args.released, [args.values])
     # the prior is fixed here, from what the user states, before any value is read
     family = prior_from_args(family, args, unstated="refuse")
     cols, skipped = read_csv_columns(args.values, (args.column,), missing=args.missing)

@@ -45,6 +45,7 @@ from dpbook.experiment.config import (
     migrate_config,
     task_config,
 )
+from dpbook.validation import output_file
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -60,6 +61,7 @@ def atomic_write_bytes(path: Path, writer):
     """Write ``path`` through a temporary file renamed over it (``os.replace``); a file
     that cannot be written or replaced (read-only or immutable, a directory in its
     place, a full disk) is a ValueError naming it, not a traceback."""
+    path = output_file(path)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
         with open(tmp, "wb") as f:

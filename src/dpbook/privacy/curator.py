@@ -37,6 +37,7 @@ from dpbook.validation import (
     check_finite_number,
     check_observations,
     check_one_interval,
+    output_file,
 )
 
 _FORMAT = "dpbook-curator"
@@ -166,7 +167,7 @@ class Curator:
         """Write the curator's whole state to ``path`` (a pickle; written to a temporary
         file first and renamed, so an interrupted save leaves the old file).  Load only
         files you wrote: unpickling runs code."""
-        path = Path(path)
+        path = output_file(path)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as fh:
             pickle.dump({"format": _FORMAT, "version": _VERSION, "curator": self}, fh,
