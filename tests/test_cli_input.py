@@ -230,3 +230,20 @@ def test_an_output_through_a_symlink_writes_its_target(capsys, tmp_path):
                         tmp_path / "out.csv")
     assert code == 0, err
     assert (tmp_path / "out.csv").is_symlink() and target.read_text().startswith("y,l,r\n")
+
+
+@pytest.mark.parametrize("body, says", [
+    ("v\n40\n12,5\n50\n", "line 3: 2 fields where the header has 1 (a decimal comma?"),
+    ("v,w\n40,1\n41,2,3\n", "line 3: 3 fields where the header has 2"),
+    ("v\n40\n\n50\n", "line 3: column v is empty"),
+    ("v,w\n40,1\n,\n50,2\n", "line 3: column v is empty"),
+])
+def test_decimal_commas_extra_fields_and_blank_lines_are_refused_by_line(capsys, tmp_path,
+                                                                        body, says):
+    """The same way in one-column and many-column files (a decimal comma in a one-column
+    file was read as an index and a value)."""
+    path = tmp_path / "values.csv"
+    path.write_text(body)
+    code, _, err = _run(capsys, "stream", path, "--column", "v", "--eps", 2, "--range", 30,
+                        70, "--method", "smc-marginal", "--particles", 50)
+    assert code == 2 and err.count("\n") == 1 and says in err, err

@@ -61,9 +61,8 @@ def read_csv_columns(path, columns, expected=None, missing="error"):
     # every cell as written (pandas would read True as a boolean and an empty cell as
     # NaN), blank lines kept as rows of empty cells
     kw = dict(encoding="utf-8-sig", dtype=str, keep_default_na=False, skip_blank_lines=False)
-    try:
-        raw = pd.read_csv(path, **kw)
-        names = pd.read_csv(path, header=None, nrows=1, **kw).iloc[0].tolist()
+    try:  # the header as a row: a row with more fields than it is a ParserError
+        raw = pd.read_csv(path, header=None, **kw)
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at "
                          f"position {e.start})") from None
@@ -72,7 +71,13 @@ def read_csv_columns(path, columns, expected=None, missing="error"):
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty") from None
     except pd.errors.ParserError as e:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
+        if m:
+            raise ValueError(f"{path}, line {m[2]}: {m[3]} fields where the header has "
+                             f"{m[1]} (a decimal comma? write 12.5, not 12,5)") from None
         raise ValueError(f"{path} is not a valid CSV file: {str(e).splitlines()[0]}") from None
+    names = raw.iloc[0].tolist()
+    raw = raw.iloc[1:].set_axis(names, axis=1).reset_index(drop=True)
     twice = [c for c in columns if names.count(c) > 1]
     if twice:
         raise ValueError(f"{path}: column {twice[0]} appears {names.count(twice[0])} times "

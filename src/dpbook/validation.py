@@ -278,11 +278,12 @@ def output_file(path, inputs=()) -> Path:
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_file():
         what = "a directory" if target.is_dir() else "not a regular file (a device or FIFO)"
-        raise ValueError(f"{path} is {what}: dpbook writes its outputs only to regular files")
+        raise ValueError(f"cannot write {path}: it is {what}, and dpbook writes its outputs "
+                         f"only to regular files")
     if target.exists() and any(p is not None and Path(p).exists() and
                                os.path.samefile(target, p) for p in inputs):
-        raise ValueError(f"{path} is an input of this command: dpbook does not overwrite "
-                         f"it (give another output file)")
+        raise ValueError(f"cannot write {path}: it is an input of this command, and dpbook "
+                         f"does not overwrite it (give another output file)")
     return target
 
 
