@@ -29,6 +29,7 @@ def _run(n, batch, seed=3):
                       batch=batch)
 
 
+@pytest.mark.slow
 def test_one_interval_per_batch_and_a_shorter_last_batch():
     run = _run(230, 50)
     l, r = run.l.reshape(-1), run.r.reshape(-1)
@@ -49,6 +50,7 @@ def test_batch_of_one_is_the_unbatched_loop():
         assert np.array_equal(a.smc.theta, x.smc.theta)
 
 
+@pytest.mark.slow
 def test_batched_posterior_is_the_exact_posterior_of_its_releases():
     run = _run(300, 30)
     exact = exact_posterior(run.y, run.l, run.r, 5.0, grid=(61, 61))
@@ -238,6 +240,7 @@ def test_stream_cli_batch(tmp_path, capsys):
     assert len(err) == 1 and "batch" in err[0]
 
 
+@pytest.mark.slow
 def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
     """Many batched streams of the long-stream methods at once (issue 28, item 3), two
     batch sizes in one store: on a Dask cluster, the estimates of the local pool, row for

@@ -5,6 +5,7 @@ and a backend, each defined in this file alone and run through the public entry 
 import json
 
 import numpy as np
+import pytest
 from scipy import special, stats
 
 from dpbook import backends
@@ -55,6 +56,7 @@ def _agree(exact, est, k=5.0):
     assert np.all(np.abs(est.F - exact) <= k * est.se + 1e-12), (exact, est.F, est.se)
 
 
+@pytest.mark.slow
 def test_a_new_family_runs_everywhere():
     fam = Logistic()
     assert check_family(fam, rng=0)["passed"].all()

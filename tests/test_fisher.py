@@ -275,9 +275,11 @@ MC_CASES = (
 )
 
 
-@pytest.mark.parametrize("name, mech, theta, case, M, K, share", MC_CASES,
-                         ids=[f"{c[0]}-{c[1]}-{c[3][0]:g}_{c[3][1]:g}_{c[3][2]:g}-M{c[4]}-K{c[5]}"
-                              f"{'' if c[6] else '-fresh'}" for c in MC_CASES])
+@pytest.mark.parametrize("name, mech, theta, case, M, K, share", [
+    # the paper's model (closed form, sorted kernel) is quick; the other families are slow
+    pytest.param(*c, marks=() if c[:3] == _PAPER else pytest.mark.slow,
+                 id=f"{c[0]}-{c[1]}-{c[3][0]:g}_{c[3][1]:g}_{c[3][2]:g}-M{c[4]}-K{c[5]}"
+                    f"{'' if c[6] else '-fresh'}") for c in MC_CASES])
 def test_mc_agrees_with_exact(name, mech, theta, case, M, K, share):
     """Eq. (8) with Algorithm 4 against eq. (7): every entry of F within 4 total standard
     errors plus 3/K of max|F|.
@@ -293,14 +295,39 @@ def test_mc_agrees_with_exact(name, mech, theta, case, M, K, share):
     M = K = 50 000, 2-5% at M = 500, K = 5000 (e.g. a score of sigma off by a factor
     of 2 in one term moves F_sigmasigma by tens of per cent: caught in every case).
     """
+    ok, info = _mc_within_tolerance(name, mech, theta, case, M, K, share, seed=7)
+    assert ok, info
+
+
+def _mc_within_tolerance(name, mech, theta, case, M, K, share, seed):
     fam = _family(name)
     l, r, eps = case
     F = np.asarray(fisher_exact(l, r, eps, theta, fam, mech))
-    est = _fisher_mc(l, r, eps, theta, fam, mech, M=M, K=K, rng=7, share_samples=share)
+    est = _fisher_mc(l, r, eps, theta, fam, mech, M=M, K=K, rng=seed, share_samples=share)
     assert est.F.shape == F.shape == (fam.dim, fam.dim)
-    tol = 4.0 * est.se + 3.0 / K * np.abs(F).max()
-    assert np.all(np.abs(est.F - F) <= tol), (est.F, F, est.se)
-    assert abs(est.trace - np.trace(F)) <= 4.0 * est.se_trace + 3.0 / K * np.abs(F).max()
+    bias = 3.0 / K * np.abs(F).max()
+    ok = (np.all(np.abs(est.F - F) <= 4.0 * est.se + bias)
+          and abs(est.trace - np.trace(F)) <= 4.0 * est.se_trace + bias)
+    return ok, (est.F, F, est.se)
+
+
+@pytest.mark.slow
+def test_mc_tolerance_false_failure_rate_over_20_seeds():
+    """The false-failure rate of test_mc_agrees_with_exact, measured: its paper-model
+    cases (30 of them: the closed form, cheap) over seeds 0-19, 600 checks.  Expected
+    about 600 x 2e-4 = 0.1 failures; measured 0.  Fails at 3 or more (Poisson(0.1):
+    P = 1.5e-4), which would mean the se understates the error."""
+    failed, refused = [], []
+    for c in (c for c in MC_CASES if c[:3] == _PAPER):
+        for seed in range(20):
+            try:
+                if not _mc_within_tolerance(*c, seed=seed)[0]:
+                    failed.append((c, seed))
+            except ValueError as e:  # the se refused at the smallest noise scales
+                assert "larger K" in str(e)
+                refused.append((c, seed))
+    print(f"{len(failed)} failed, {len(refused)} refused of 600")
+    assert len(failed) < 3, failed
 
 
 def test_total_se_is_calibrated_and_outer_se_is_not():

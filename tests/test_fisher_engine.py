@@ -45,6 +45,7 @@ def test_engine_agrees_with_numpy_oracle(fam, mech, theta, case):
     assert np.all(z < 4.0), z
 
 
+@pytest.mark.slow
 def test_user_family_compiles_and_matches_its_numpy_primitives(monkeypatch):
     """The logistic's base_ppf and base_dlogpdf compile; on the same keyed uniforms the
     numpy primitives give the same estimates to rounding (shared and fresh)."""

@@ -44,6 +44,7 @@ def _student_t_fisher_x(df):
     return np.array([(df + 1) / (df + 3), 2 * df / (df + 3)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("df", STUDENT_DFS)
 @pytest.mark.parametrize("half", [1e6, 1e3])
 @pytest.mark.parametrize("mech", MECHANISMS)
@@ -112,6 +113,7 @@ def test_a_vanishing_interval_tends_to_the_information_of_a_coin(name, kw, mech)
     assert 0 < Fs[1][0, 0] <= grad ** 2 / (P * (1 - P)) * (1 + 1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kw", [f for f in FAMILIES if f[0] != "poisson"])
 @pytest.mark.parametrize("mech", MECHANISMS)
 def test_a_growing_interval_loses_its_information(name, kw, mech):

@@ -39,6 +39,7 @@ def _cases(mech, n=40, seed=0):
     return y, l, r, eps, m, c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
 def test_compiled_score_is_the_quadrature_score(fam, mech):

@@ -93,6 +93,7 @@ def _close(est, ref, rtol):
 # eq. (8) against eq. (7) for every family and mechanism: test_fisher.test_mc_agrees_with_exact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["student_t", "poisson"])
 def test_shared_and_fresh_samples_agree(name):
     fam = shipped_family(name)
@@ -214,6 +215,7 @@ def test_best_interval_mc_near_exact(mech):
 # ---------------------------------------------------------------- theta grids, policies
 
 
+@pytest.mark.slow
 def test_theta_grid_intervals_poisson():
     """Interpolated eq. (9) vs re-optimising from scratch at an off-grid lambda."""
     tg = ThetaGridIntervals("poisson", 2.0, centre=10.0, span=2.0, points=7, grid=25)

@@ -38,6 +38,7 @@ def _se(kept):
     return np.array([batch_means_se(kept[:, j], BATCHES) for j in range(kept.shape[1])])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["logistic", "laplace-gaussian"])
 def test_engine_agrees_with_numpy_oracle(model):
     """The engine and the old numpy sampler (same algorithm, other random numbers)
@@ -56,6 +57,7 @@ def test_engine_agrees_with_numpy_oracle(model):
         assert np.all(np.abs(ma - mb) < 4 * np.hypot(sa, sb)), (model, ma, mb, sa, sb)
 
 
+@pytest.mark.slow
 def test_uncompilable_family_runs_the_same_chain_with_one_warning():
     """A family whose base_ppf calls scipy runs the Python path, after one warning
     naming the primitive; its chain is the compiled one's up to rounding (same keyed

@@ -43,6 +43,7 @@ def test_compiled_loglik_is_the_quadrature_density(fam, mech):
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fam, mech", [*MODELS[:3], (get_family("student_t", df=3.0), "laplace")],
                          ids=lambda v: getattr(v, "name", v))
 def test_posterior_agrees_with_the_oracle(fam, mech):
