@@ -42,7 +42,11 @@ def _se(kept):
 @pytest.mark.parametrize("model", ["logistic", "laplace-gaussian"])
 def test_engine_agrees_with_numpy_oracle(model):
     """The engine and the old numpy sampler (same algorithm, other random numbers)
-    agree within 4 combined standard errors of the means over 4 seeds each."""
+    agree within 4 combined standard errors of the means over 4 seeds each.
+
+    False failures: P(|z| > 4) = 6e-5 per comparison (the batch-means se of 4 x 40
+    batches is well estimated), 2 per model: about 1e-4 per model.  Smallest difference
+    detected: 4 combined se half the time, 7 se almost always."""
     fam, mechanism = MODELS[model]
     y, l, r = _data(fam, mechanism, seed=9)
     eng = [mhaar(y, l, r, EPS, family=fam, mechanism=mechanism, n_iter=ITERS, seed=s,

@@ -93,9 +93,9 @@ def test_smc_matches_exact_posterior():
     False failures: (average - exact)/se is ~t_7, P(|t_7| > 4) = 0.5% per comparison,
     6 comparisons: at most 3% per run if the runs were unbiased; measured 2 of 20 sets
     of seeds (test_smc_tolerance_false_failure_rate_over_20_seeds), so about 10%: the
-    O(1/N) bias, which the runs' spread does not reveal, is not negligible here.  Smallest error detected: a
-    bias of 4 se + 1% of the spread, where se is the Monte Carlo sd of one run / sqrt(8)
-    (a few hundredths of a posterior sd at N = 2000)."""
+    O(1/N) bias, which the runs' spread does not reveal, is not negligible here.
+    Smallest error detected: a bias of 4 se + 1% of the posterior spread half the time,
+    8 se almost always, se being one run's Monte Carlo sd / sqrt(8)."""
     bad = _smc_within_tolerance(0)
     assert not bad, bad
 
