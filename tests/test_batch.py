@@ -116,6 +116,7 @@ def _drop_timing(df):
     return df.drop(columns="seconds").reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_a_store_of_two_batch_sizes_is_the_stores_of_each_alone(stores):
     """Task for task, bit for bit: a task's streams do not depend on the other batch sizes
     of its store, and the store of B = 1 alone is today's unbatched store."""
@@ -219,6 +220,7 @@ def test_experiment_cli_several_batch_sizes(tmp_path, capsys):
         assert err.startswith("dpbook: error: ") and err.count("\n") == 1 and msg in err
 
 
+@pytest.mark.slow
 def test_stream_cli_batch(tmp_path, capsys):
     from dpbook.cli import main
 

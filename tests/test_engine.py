@@ -265,6 +265,7 @@ def test_engine_agrees_with_numpy_reference_longer_stream():
         assert np.all(np.abs(ma.mean(axis=0) - mb.mean(axis=0)) < Z * se), (subset, ma, mb)
 
 
+@pytest.mark.slow
 def test_engine_bits_do_not_depend_on_threads():
     fam = Logistic()
     y, l, r = _data(fam, "laplace", n=40)  # N t above _PARALLEL_WORK: threads are used

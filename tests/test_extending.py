@@ -164,6 +164,7 @@ def test_a_new_policy_drives_the_online_loop():
 
 
 # --------------------------------------------------------------------- a backend
+@pytest.mark.slow
 def test_a_new_backend_is_chosen_by_the_public_entry_point():
     calls = []
 
@@ -186,3 +187,15 @@ def test_a_new_backend_is_chosen_by_the_public_entry_point():
         backends.unregister("posterior", Logistic, LaplaceMechanism)
     exact_posterior(y, l, r, 2.0, family=Logistic(), grid=(30, 30))
     assert calls == [3]
+
+
+def test_check_family_passes_a_right_family_and_fails_a_wrong_score():
+    """dpbook.model.checks.check_family: the logistic passes every self-check; the same
+    family with its score's sign flipped fails one."""
+    assert check_family(Logistic(), rng=0)["passed"].all()
+
+    class WrongScore(Logistic):
+        def base_dlogpdf(self, z):
+            return -super().base_dlogpdf(z)
+
+    assert not check_family(WrongScore(), rng=0)["passed"].all()

@@ -49,6 +49,7 @@ def test_bad_family_arguments(args, needle, capsys):
     assert err.startswith("dpbook: error: ") and err.count("\n") == 1 and needle in err
 
 
+@pytest.mark.slow
 def test_fisher_for_other_families_and_mechanisms(capsys):
     from dpbook.likelihood.fisher_quadrature import fisher_exact
 

@@ -26,6 +26,7 @@ MODELS = [
 SEEDS = range(4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fam, mech, theta, case", MODELS,
                          ids=lambda p: getattr(p, "name", str(p)))
 def test_engine_agrees_with_numpy_oracle(fam, mech, theta, case):

@@ -112,6 +112,7 @@ def test_shared_and_fresh_samples_agree(name):
         assert np.all(np.abs(a.F - b.F) <= 4.0 * np.hypot(a.se, b.se))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["laplace", "student_t", "poisson"])
 def test_sorted_kernel_equals_dense_path(name):
     """The sorted-prefix-sum kernel (_cell) and direct summation on the same draws."""

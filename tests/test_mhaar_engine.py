@@ -78,6 +78,7 @@ def test_uncompilable_family_runs_the_same_chain_with_one_warning():
     assert a.step_coords == ("loc", "log_scale")
 
 
+@pytest.mark.slow
 def test_dispatch_and_paper_kernel_untouched():
     """The paper's model keeps its kernel; every other model goes to the engine, and
     generic=True sends the normal family there too (its own streams)."""

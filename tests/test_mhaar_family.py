@@ -129,6 +129,7 @@ def test_run_mhaar_dispatch():
         mhaar(y, l, r, eps, mechanism="cauchy")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["poisson", "student_t"])
 def test_same_seed_bit_identical(name):
     fam = shipped_family(name)

@@ -289,3 +289,20 @@ def _two_updates(s):
 def test_bad_input(call, msg):
     with pytest.raises(ValueError, match=msg):
         call()
+
+
+@pytest.mark.parametrize("mech", ["laplace", "gaussian"])
+def test_compiled_weights_are_the_mechanism_density(mech):
+    """Step 4 of Algorithm 2 in the compiled sweep (dpbook.smc.sweep.log_weights) is
+    log g_b(y - T_l^r(x)) of the mechanism, compiled and as plain Python."""
+    from dpbook.model.mechanisms import KIND, get_mechanism
+    from dpbook.smc import sweep
+
+    m, b, (y, l, r) = get_mechanism(mech), 0.7, (0.3, -1.0, 1.5)
+    kind = KIND[type(m)]
+    x = np.linspace(-3.0, 3.0, 13)
+    want = m.logpdf(y - np.clip(x, l, r), b)
+    for f in (sweep.log_weights, sweep.log_weights.py_func):
+        out = np.empty_like(x)
+        f(kind, x, y, l, r, 1.0 / b, float(m.logpdf(0.0, b)), out)
+        np.testing.assert_allclose(out, want, rtol=1e-12)
