@@ -282,6 +282,7 @@ def test_engine_bits_do_not_depend_on_threads():
         assert a.tobytes() == b.tobytes()
 
 
+@pytest.mark.slow
 def test_engine_same_seed_same_bits_and_history():
     fam = Logistic()
     y, l, r = _data(fam, "gaussian", n=25)

@@ -75,6 +75,7 @@ class ScipyCdfLogistic(Logistic):
         return stats.logistic.cdf(z)
 
 
+@pytest.mark.slow
 def test_the_backend_chooses_closed_form_engine_or_numpy():
     assert backend("score", "normal", "laplace") is normal_laplace.compiled_score
     for fam, mech in (("normal", "gaussian"), ("laplace", "laplace")):
@@ -103,6 +104,7 @@ def _stream(eps, n=120, seed=3):
     return y, l, r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["normal", "laplace"])
 def test_update_many_is_update_in_turn(family):
     """The estimates and history bit for bit: the closed form (with its fallback) and

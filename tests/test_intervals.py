@@ -124,6 +124,7 @@ def test_sorted_kernel_equals_dense_path(name):
         _close(a, (b.F, b.se, b.se_trace, b.se_outer, b.se_outer_trace), 1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 @pytest.mark.parametrize("name", ["student_t", "poisson"])
 def test_paths_equal_literal_algorithm4(name, mech):

@@ -190,6 +190,7 @@ def test_the_engine_resolves_a_narrow_peak_between_panel_ends():
         assert np.all(np.abs(got_s - want_s) < 1e-7 * (1.0 + np.abs(want_s)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 def test_the_engine_follows_a_power_law_tail(mech):
     """Student-t (df 3) tails fall as a power: between its 1e-9 and 1e-4 quantiles |z|
