@@ -38,6 +38,7 @@ def test_data_file_problems_are_named(tmp_path, capsys, kind):
     assert str(path) in err and want in err
 
 
+@pytest.mark.slow
 def test_utf8_with_byte_order_mark_is_read(tmp_path, capsys):
     path = tmp_path / "bom.csv"
     path.write_bytes("\ufeffy,l,r\n1,0,2\n0.5,0,2\n".encode("utf-8"))
@@ -131,6 +132,7 @@ def test_a_family_defined_outside_dpbook_is_checked_too():
         Logistic().logpdf(0.3, 0.0)
 
 
+@pytest.mark.slow
 def test_collapsed_smc_and_frozen_mhaar_are_reported(capsys):
     """Near-noiseless releases (eps = 1e6) of two individuals: the SMC weights collapse
     and the MHAAR chain never moves; both say so instead of printing sd 0 silently."""

@@ -29,6 +29,7 @@ def _run(n, batch, seed=3):
                       batch=batch)
 
 
+@pytest.mark.slow
 def test_one_interval_per_batch_and_a_shorter_last_batch():
     run = _run(230, 50)
     l, r = run.l.reshape(-1), run.r.reshape(-1)
@@ -49,6 +50,7 @@ def test_batch_of_one_is_the_unbatched_loop():
         assert np.array_equal(a.smc.theta, x.smc.theta)
 
 
+@pytest.mark.slow
 def test_batched_posterior_is_the_exact_posterior_of_its_releases():
     run = _run(300, 30)
     exact = exact_posterior(run.y, run.l, run.r, 5.0, grid=(61, 61))
@@ -114,6 +116,7 @@ def _drop_timing(df):
     return df.drop(columns="seconds").reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_a_store_of_two_batch_sizes_is_the_stores_of_each_alone(stores):
     """Task for task, bit for bit: a task's streams do not depend on the other batch sizes
     of its store, and the store of B = 1 alone is today's unbatched store."""
@@ -217,6 +220,7 @@ def test_experiment_cli_several_batch_sizes(tmp_path, capsys):
         assert err.startswith("dpbook: error: ") and err.count("\n") == 1 and msg in err
 
 
+@pytest.mark.slow
 def test_stream_cli_batch(tmp_path, capsys):
     from dpbook.cli import main
 
@@ -238,6 +242,7 @@ def test_stream_cli_batch(tmp_path, capsys):
     assert len(err) == 1 and "batch" in err[0]
 
 
+@pytest.mark.slow
 def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
     """Many batched streams of the long-stream methods at once (issue 28, item 3), two
     batch sizes in one store: on a Dask cluster, the estimates of the local pool, row for

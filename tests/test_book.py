@@ -183,6 +183,7 @@ def _ran(capsys):
     return sorted(re.findall(r"^  (\d\d)_\w+\s+ok", out, re.M)), out
 
 
+@pytest.mark.slow
 def test_run_chapters_reexecutes_only_what_changed(tmp_path, monkeypatch, capsys):
     _two_chapters(tmp_path, monkeypatch)
     argv = ["--jobs", "1", "--heartbeat", "0"]
@@ -206,6 +207,7 @@ def test_run_chapters_reexecutes_only_what_changed(tmp_path, monkeypatch, capsys
     assert _ran(capsys)[0] == ["98", "99"]
 
 
+@pytest.mark.slow
 def test_executed_chapter_has_provenance_and_hidden_parameters(tmp_path, monkeypatch,
                                                               capsys):
     _two_chapters(tmp_path, monkeypatch)

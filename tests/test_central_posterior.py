@@ -116,6 +116,7 @@ def test_noise_aware_posterior_is_wider_than_the_naive_one():
     assert aware.cdf((50.0, 10**0.5)).min() > 0.01
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps, n", [(0.1, 10_000), (1.0, 3000), (5.0, 10)])
 def test_narrow_and_wide_posteriors_are_found(eps, n):
     """A posterior far narrower than the first scan's spacing (large n, an interval at

@@ -63,6 +63,7 @@ def test_missing_file(capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_posterior_json_and_reproducible(write_csv):
     path = write_csv(GOOD)
     code, out, err = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
@@ -79,6 +80,7 @@ def test_posterior_json_and_reproducible(write_csv):
     assert strip(out) == strip(out2)
 
 
+@pytest.mark.slow
 def test_fisher_json():
     code, out, err = run("fisher", "--eps", "2", "--a", "-1", "--b", "1", "--json")
     assert code == 0, err
@@ -86,6 +88,7 @@ def test_fisher_json():
     assert len(F) == 2 and len(F[0]) == 2 and F[0][0] > 0 and abs(F[0][1] - F[1][0]) < 1e-12
 
 
+@pytest.mark.slow
 def test_best_interval_json():
     code, out, err = run("best-interval", "--eps", "5", "--grid", "20", "--json")
     assert code == 0, err
@@ -134,6 +137,7 @@ def test_every_option_has_help():
     assert not missing, f"options without help: {missing}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["exact", "smc", "mhaar"])
 def test_posterior_reports_quantiles(write_csv, capsys, method):
     """Quantiles besides mean and sd (sd is no safe summary of a scale under clipping);

@@ -52,6 +52,7 @@ def test_a_family_module_on_fisher(capsys, monkeypatch):
     assert code == 0 and json.loads(out)["family"] == "hypsecant", err
 
 
+@pytest.mark.slow
 def test_a_family_file_on_posterior_and_stream(capsys, releases, values):
     code, out, err = _run(capsys, "posterior", "--family", FAMILY, "--method", "exact",
                           "--eps", 2, "--range", 30, 70, "--json", releases)
@@ -65,6 +66,7 @@ def test_a_family_file_on_posterior_and_stream(capsys, releases, values):
     assert 45 < res["posterior"]["loc"]["median"] < 55
 
 
+@pytest.mark.slow
 def test_a_family_file_in_the_experiment_s_worker_processes(capsys, tmp_path):
     """The pool's spawned workers get the class by value: no __main__ guard, no file."""
     code, out, err = _run(capsys, "experiment", "--family", FAMILY, "--eps", 5, "--runs", 2,

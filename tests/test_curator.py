@@ -167,6 +167,7 @@ def test_deployed_population_and_stream(tmp_path, capsys):
     assert outs[0]["noise"] == "opendp" and outs[0]["posterior"] != outs[1]["posterior"]
 
 
+@pytest.mark.slow
 def test_release_limit_is_the_moments_for_normal_values_and_not_for_heavy_tails():
     """Normal values through a wide interval: the KL limit is their mean and sd (within
     their own sampling error); Student-t(3) values: sigma* is not their sd, and the

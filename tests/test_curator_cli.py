@@ -27,6 +27,7 @@ def _csv(path, rows):
     return path
 
 
+@pytest.mark.slow
 def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     """init, two published batches, their releases back late and interleaved, one
     individual who never answers: the intervals and the posterior of the same calls on
@@ -100,6 +101,7 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
     assert state.read_bytes() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["smc-marginal", "online-gradient"])
 def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
     state = tmp_path / "c.pkl"

@@ -63,6 +63,7 @@ def test_mhaar_started_far_from_the_data_says_so():
 MHAAR_CHAINS, MHAAR_ITERS = 8, 20_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["far", "eps=1e-4"])
 def test_mhaar_starts_where_the_data_are_when_the_guess_is_poor(case):
     """The two cases where MHAAR stayed at its moment guess (mu_0 = 1e11; eps = 1e-4:
@@ -115,6 +116,7 @@ def test_mhaar_between_the_references_is_found_by_the_climb():
     assert res.lost is None and "a mode of the posterior" in res.moved_start["name"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["normal", "student_t"])
 def test_an_smc_whose_particles_never_leave_the_prior_says_so(family):
     from dpbook.smc import smc_posterior

@@ -340,6 +340,7 @@ def test_posterior_huge_eps_is_raw_data_posterior():
     assert abs(sd[0] - x.std() / math.sqrt(len(x))) < 0.02 * sd[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, eps, width", [(150, 5.0, None), (150, 10.0, 6 * math.sqrt(10))])
 def test_posterior_stable_under_grid_refinement(n, eps, width):
     # The trapezoid rule on the sinh-mapped grids converges faster than any power of

@@ -152,6 +152,7 @@ def test_process_pool_matches_serial(ref, tmp_path):
     _same_tasks(ref[0], out)
 
 
+@pytest.mark.slow
 def test_dask_cluster_matches_local(ref, tmp_path):
     import distributed
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

@@ -5,6 +5,7 @@ and a backend, each defined in this file alone and run through the public entry 
 import json
 
 import numpy as np
+import pytest
 from scipy import special, stats
 
 from dpbook import backends
@@ -55,6 +56,7 @@ def _agree(exact, est, k=5.0):
     assert np.all(np.abs(est.F - exact) <= k * est.se + 1e-12), (exact, est.F, est.se)
 
 
+@pytest.mark.slow
 def test_a_new_family_runs_everywhere():
     fam = Logistic()
     assert check_family(fam, rng=0)["passed"].all()
@@ -162,6 +164,7 @@ def test_a_new_policy_drives_the_online_loop():
 
 
 # --------------------------------------------------------------------- a backend
+@pytest.mark.slow
 def test_a_new_backend_is_chosen_by_the_public_entry_point():
     calls = []
 
@@ -184,3 +187,15 @@ def test_a_new_backend_is_chosen_by_the_public_entry_point():
         backends.unregister("posterior", Logistic, LaplaceMechanism)
     exact_posterior(y, l, r, 2.0, family=Logistic(), grid=(30, 30))
     assert calls == [3]
+
+
+def test_check_family_passes_a_right_family_and_fails_a_wrong_score():
+    """dpbook.model.checks.check_family: the logistic passes every self-check; the same
+    family with its score's sign flipped fails one."""
+    assert check_family(Logistic(), rng=0)["passed"].all()
+
+    class WrongScore(Logistic):
+        def base_dlogpdf(self, z):
+            return -super().base_dlogpdf(z)
+
+    assert not check_family(WrongScore(), rng=0)["passed"].all()

@@ -1,5 +1,6 @@
 """Extreme but legal numbers (issue #13): the exact Fisher information stays right over
-the whole supported eps range, and values outside the supported ranges are refused with
+the whole supported eps range (against Monte Carlo: test_fisher.test_mc_agrees_with_exact;
+here against the noiseless limit), and values outside the supported ranges are refused with
 a message that names the range."""
 
 import numpy as np
@@ -8,20 +9,6 @@ from scipy import integrate, stats
 
 from dpbook.fisher import best_interval, fisher_exact, fisher_mc
 from dpbook.validation import EPS_RANGE, MAX_ABS
-
-EPS_GRID = [1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]
-
-
-@pytest.mark.parametrize("eps", EPS_GRID)
-@pytest.mark.parametrize("l, r", [(-1.0, 1.0), (-0.2, 2.5)])
-def test_exact_fisher_agrees_with_monte_carlo_over_the_eps_range(eps, l, r):
-    if (r - l) / eps < 4e-6:
-        eps = (r - l) / 4e-6  # the smallest noise scale the MC se resolves with K = 40000
-    exact = fisher_exact(l, r, eps)
-    mc = fisher_mc(l, r, eps, M=20_000, K=40_000, rng=7)
-    # 5 standard errors, plus Algorithm 4's O(1/K) bias (module docstring of fisher.mc)
-    tol = 5 * mc.se + 3.0 / 40_000 * np.abs(exact).max()
-    assert np.all(np.abs(mc.F - exact) <= tol), (exact, mc.F, mc.se)
 
 
 def test_monte_carlo_standard_error_that_overflows_is_an_error():
@@ -107,30 +94,6 @@ def test_cli_names_the_supported_range(capsys, args, what):
     assert main(["fisher", "--eps", "1", *args, "--json"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("dpbook: error: ") and what in err and err.count("\n") == 1
-
-
-def test_student_t_df_range_ends_agree_with_monte_carlo():
-    from dpbook.families import get_family
-    from dpbook.model.families.student_t import DF_RANGE
-
-    for df in DF_RANGE:
-        fam = get_family("student_t", df=df)
-        exact = fisher_exact(-1.0, 1.0, 2.0, family=fam)
-        mc = fisher_mc(-1.0, 1.0, 2.0, family=fam, M=20_000, K=5_000, rng=3)
-        assert np.all(np.abs(mc.F - exact) <= 5 * mc.se + 3.0 / 5_000 * np.abs(exact).max())
-
-
-@pytest.mark.parametrize("family, mechanism", [("normal", "gaussian"), ("laplace", "gaussian"),
-                                               ("student_t", "laplace"), ("laplace", "laplace")])
-@pytest.mark.parametrize("eps", [1e3, 1e4, 1e6])
-def test_generic_exact_fisher_agrees_with_monte_carlo_at_large_eps(family, mechanism, eps):
-    """The quadrature for any family and mechanism switches to its small-noise rule where
-    the uniform panels would need more than their cap (eps ~ 800 for the Gaussian
-    mechanism here, ~4e4 for the Laplace one)."""
-    exact = fisher_exact(-1.0, 1.0, eps, (0.0, 1.0), family, mechanism)
-    mc = fisher_mc(-1.0, 1.0, eps, (0.0, 1.0), family, mechanism, M=20_000, K=20_000, rng=5)
-    tol = 5 * mc.se + 3.0 / 20_000 * np.abs(exact).max()
-    assert np.all(np.abs(mc.F - exact) <= tol), (exact, mc.F, mc.se)
 
 
 @pytest.mark.parametrize("eps", [1e5, 1e6])

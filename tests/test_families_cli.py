@@ -49,6 +49,7 @@ def test_bad_family_arguments(args, needle, capsys):
     assert err.startswith("dpbook: error: ") and err.count("\n") == 1 and needle in err
 
 
+@pytest.mark.slow
 def test_fisher_for_other_families_and_mechanisms(capsys):
     from dpbook.likelihood.fisher_quadrature import fisher_exact
 
@@ -67,6 +68,7 @@ def test_fisher_for_other_families_and_mechanisms(capsys):
     assert abs(got["F"][0][0] - exact[0, 0]) < 5 * got["se"][0][0]
 
 
+@pytest.mark.slow
 def test_best_interval_and_posterior_for_other_families(capsys, tmp_path):
     code, out, _ = call(capsys, "best-interval", "--eps", "2", "--family", "poisson", "--theta",
                         "10", "--grid", "12", "--json")
@@ -107,6 +109,7 @@ class Gumbel(LocationScaleFamily):
         return rng.gumbel(0.0, 1.0, size)
 
 
+@pytest.mark.slow
 def test_experiment_with_other_families(tmp_path):
     """Shipped (Poisson, Gaussian mechanism: theta-grid intervals) and unshipped families
     run, store per-parameter columns, and give the same results on 1 and 2 workers (the

@@ -1,7 +1,7 @@
 """One engine for eq. (8) with Algorithm 4 (dpbook.fisher.mc), compiled for any
 location-scale family: a user's family runs compiled, agrees with the numpy oracle
-(tests/fisher_oracle.py) and with the exact Fisher information (eq. 7) within Monte
-Carlo standard errors, and one that cannot compile runs on numpy with one warning."""
+(tests/fisher_oracle.py) within Monte Carlo standard errors, and one that cannot compile
+runs on numpy with one warning."""
 
 import warnings
 
@@ -10,7 +10,7 @@ import pytest
 from fisher_oracle import fisher_mc_oracle
 from test_engine import Logistic, ScipyLogistic
 
-from dpbook.fisher import fisher_exact, fisher_grid, fisher_mc
+from dpbook.fisher import fisher_grid, fisher_mc
 from dpbook.fisher import mc_primitives as engine
 from dpbook.model.families import get_family
 
@@ -26,12 +26,14 @@ MODELS = [
 SEEDS = range(4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fam, mech, theta, case", MODELS,
                          ids=lambda p: getattr(p, "name", str(p)))
-def test_engine_agrees_with_numpy_oracle_and_exact(fam, mech, theta, case):
+def test_engine_agrees_with_numpy_oracle(fam, mech, theta, case):
     """Means over 4 seeds (M = 300, K = 3000): engine vs oracle within 4 standard
-    errors of their difference, each entry; the engine vs eq. (7) within 4 se of its
-    mean (the O(1/K) bias of self-normalised importance sampling is ~1e-3 of F here)."""
+    errors of their difference, each entry (against eq. (7):
+    test_fisher.test_mc_agrees_with_exact).  False failures: P(|z| > 4) = 6.3e-5 per
+    entry, ~1e-3 over the 6 models; detects an engine-oracle difference of ~4-6 se."""
     l, r, eps = case
     est = [fisher_mc(l, r, eps, theta, fam, mech, M=300, K=3000, rng=s) for s in SEEDS]
     ora = [fisher_mc_oracle(l, r, eps, theta, fam, mech, 300, 3000, 100 + s) for s in SEEDS]
@@ -42,10 +44,9 @@ def test_engine_agrees_with_numpy_oracle_and_exact(fam, mech, theta, case):
     seo = np.sqrt(np.sum([o[1] ** 2 for o in ora], 0)) / n
     z = np.abs(Fe - Fo) / np.hypot(see, seo)
     assert np.all(z < 4.0), z
-    F = np.asarray(fisher_exact(l, r, eps, theta, fam, mech))
-    assert np.all(np.abs(Fe - F) / see < 4.0), (Fe, F, see)
 
 
+@pytest.mark.slow
 def test_user_family_compiles_and_matches_its_numpy_primitives(monkeypatch):
     """The logistic's base_ppf and base_dlogpdf compile; on the same keyed uniforms the
     numpy primitives give the same estimates to rounding (shared and fresh)."""

@@ -44,6 +44,7 @@ def _student_t_fisher_x(df):
     return np.array([(df + 1) / (df + 3), 2 * df / (df + 3)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("df", STUDENT_DFS)
 @pytest.mark.parametrize("half", [1e6, 1e3])
 @pytest.mark.parametrize("mech", MECHANISMS)
@@ -64,6 +65,7 @@ def test_heavy_tails_fall_with_eps_or_are_refused(df, half, mech):
                 assert np.all(np.diag(F) <= bound * (1 + 1e-9)), (e, F, bound)
 
 
+@pytest.mark.slow
 def test_the_issue_case_is_refused_in_one_line(capsys):
     assert main(["fisher", "--family", "student_t", "--df", "0.1", "--eps", "1e-4",
                  "--a", "-1e6", "--b", "1e6"]) == 2
@@ -76,6 +78,7 @@ def _theta_interval(name):
     return ((10.0,), (0.0, 30.0)) if name == "poisson" else (None, (-3.0, 3.0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kw", FAMILIES)
 @pytest.mark.parametrize("mech", MECHANISMS)
 def test_fisher_grows_with_eps_to_the_clipped_values_information(name, kw, mech):
@@ -112,6 +115,7 @@ def test_a_vanishing_interval_tends_to_the_information_of_a_coin(name, kw, mech)
     assert 0 < Fs[1][0, 0] <= grad ** 2 / (P * (1 - P)) * (1 + 1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kw", [f for f in FAMILIES if f[0] != "poisson"])
 @pytest.mark.parametrize("mech", MECHANISMS)
 def test_a_growing_interval_loses_its_information(name, kw, mech):
@@ -152,6 +156,7 @@ def test_the_closed_form_on_a_very_wide_interval_is_right_or_refused(half, eps):
         assert half > 1e3  # the ordinary case is computed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("half, eps", [(1e2, 1e3), (1e3, 1e3), (1e4, 100.0), (30.0, 10.0)])
 def test_gaussian_noise_on_a_wide_interval_is_right_or_refused(half, eps):
     """Normal family, Gaussian mechanism, clip far beyond the values: Y ~ N(mu, 1 + b^2)
@@ -208,6 +213,7 @@ def test_the_closed_form_refused_by_its_panels_is_computed_adaptively(half, eps)
     assert F[0, 0] == pytest.approx(_normal_plus_laplace(2 * half / eps), rel=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, mech", [("normal", "gaussian"), ("laplace", "laplace")])
 def test_the_quadrature_refused_by_its_panels_is_computed_adaptively(name, mech):
     """[-1e4, 1e4] at eps = 2000 (b = 10): the quadrature rules lost mass (the Laplace
@@ -225,6 +231,7 @@ def test_the_quadrature_refused_by_its_panels_is_computed_adaptively(name, mech)
         np.testing.assert_allclose(np.diag(F), np.diag(_laplace_plus_laplace(b)), rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kw, mech", [("laplace", {}, "laplace"),
                                             ("student_t", {"df": 3.0}, "gaussian"),
                                             ("normal", {}, "gaussian")])

@@ -32,6 +32,7 @@ def same_machine():
     return META["signature"] == math_signature()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_golden_case(name, same_machine):
     uses, _ = CASES[name]

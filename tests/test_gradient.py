@@ -89,6 +89,7 @@ def test_compiled_score_matches_fishers_identity():
     assert checked > 2000
 
 
+@pytest.mark.slow
 def test_posterior_cli_online_gradient(write_csv, capsys):
     import json
 

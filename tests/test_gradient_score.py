@@ -39,6 +39,7 @@ def _cases(mech, n=40, seed=0):
     return y, l, r, eps, m, c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
 def test_compiled_score_is_the_quadrature_score(fam, mech):
@@ -74,6 +75,7 @@ class ScipyCdfLogistic(Logistic):
         return stats.logistic.cdf(z)
 
 
+@pytest.mark.slow
 def test_the_backend_chooses_closed_form_engine_or_numpy():
     assert backend("score", "normal", "laplace") is normal_laplace.compiled_score
     for fam, mech in (("normal", "gaussian"), ("laplace", "laplace")):
@@ -102,6 +104,7 @@ def _stream(eps, n=120, seed=3):
     return y, l, r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["normal", "laplace"])
 def test_update_many_is_update_in_turn(family):
     """The estimates and history bit for bit: the closed form (with its fallback) and

@@ -8,7 +8,7 @@ import pytest
 from conftest import shipped_family
 
 from dpbook.fisher import ThetaGridIntervals, best_interval, fisher_grid, fisher_mc
-from dpbook.model.families import available, get_family
+from dpbook.model.families import get_family
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.online.methods import adaptive_policy
 from dpbook.privacy.policies import AdaptivePolicy, ThetaGridPolicy
@@ -90,27 +90,17 @@ def _close(est, ref, rtol):
 # ---------------------------------------------------------------- the estimator
 
 
-@pytest.mark.parametrize("mech", ["laplace", "gaussian"])
-@pytest.mark.parametrize("name", list(available()))
-def test_mc_agrees_with_exact(name, mech):
-    """eq. (8) with Algorithm 4 vs eq. (7) by quadrature, every entry within 4.5 total se.
-
-    M = 500, K = 5000: F has a relative se of a few per cent, while the O(1/K) upward
-    bias of self-normalised importance sampling (E Var(s_hat | y), about 2/K of F at
-    worst for these intervals) is ~1e-3 relative, far below the se.
-    """
-    fam = shipped_family(name)
-    for seed, (theta, (l, r, eps)) in enumerate(_cases(name)):
-        est = fisher_mc(l, r, eps, theta, fam, mech, M=500, K=5000, rng=seed)
-        F = _exact(l, r, eps, theta, fam, mech)
-        assert est.F.shape == F.shape == (fam.dim, fam.dim)
-        z = np.abs(est.F - F) / est.se
-        assert np.all(z < 4.5), (name, mech, l, r, eps, z)
-        assert abs(est.trace - np.trace(F)) < 4.5 * est.se_trace
+# eq. (8) against eq. (7) for every family and mechanism: test_fisher.test_mc_agrees_with_exact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["student_t", "poisson"])
 def test_shared_and_fresh_samples_agree(name):
+    """Shared and fresh samples (independent estimates) agree within 4 combined se.
+
+    False failures: P(|z| > 4) = 6e-5 per entry, up to 3 entries x 2 mechanisms: 4e-4
+    per family.  Smallest difference detected: 4 combined se (2-5% of F at M = 300,
+    K = 2000) half the time."""
     fam = shipped_family(name)
     theta, (l, r, eps) = _cases(name)[0]
     for mech in ("laplace", "gaussian"):
@@ -122,6 +112,7 @@ def test_shared_and_fresh_samples_agree(name):
         assert np.all(np.abs(a.F - b.F) <= 4.0 * np.hypot(a.se, b.se))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["laplace", "student_t", "poisson"])
 def test_sorted_kernel_equals_dense_path(name):
     """The sorted-prefix-sum kernel (_cell) and direct summation on the same draws."""
@@ -133,6 +124,7 @@ def test_sorted_kernel_equals_dense_path(name):
         _close(a, (b.F, b.se, b.se_trace, b.se_outer, b.se_outer_trace), 1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 @pytest.mark.parametrize("name", ["student_t", "poisson"])
 def test_paths_equal_literal_algorithm4(name, mech):
@@ -218,7 +210,12 @@ def test_best_interval_normal_matches_fisher():
 
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 def test_best_interval_mc_near_exact(mech):
-    """The MC maximiser's exact score is within a few se of the exact maximum."""
+    """The MC maximiser's exact score is within a few se of the exact maximum.
+
+    False failures: one-sided P(z > 4) = 3e-5 and two-sided P(|z| > 4.5) = 7e-6 per
+    mechanism if the se is right (the maximum over the grid's cells biases the MC score
+    upwards by its winner's curse, which the 4.5 se absorbs).  Smallest error detected:
+    an interval whose exact score is 4 se of the MC score below the exact maximum."""
     fam = shipped_family("student_t")
     ex = best_interval(5.0, fam, mech, grid=12)
     mc = best_interval(5.0, fam, mech, method="mc", grid=12, M=400, K=3000)
@@ -230,6 +227,7 @@ def test_best_interval_mc_near_exact(mech):
 # ---------------------------------------------------------------- theta grids, policies
 
 
+@pytest.mark.slow
 def test_theta_grid_intervals_poisson():
     """Interpolated eq. (9) vs re-optimising from scratch at an off-grid lambda."""
     tg = ThetaGridIntervals("poisson", 2.0, centre=10.0, span=2.0, points=7, grid=25)

@@ -74,6 +74,7 @@ def test_compiled_likelihood_sums_match_the_closed_form():
     assert np.array_equal(whole, np.concatenate(parts))
 
 
+@pytest.mark.slow
 def test_adaptive_online_run_with_the_marginal_smc():
     from dpbook.online import run_online
     from dpbook.privacy.policies import AdaptivePolicy
@@ -89,6 +90,7 @@ def test_adaptive_online_run_with_the_marginal_smc():
     assert abs(m["mean"] - 50.0) < 5 * m["sd"]
 
 
+@pytest.mark.slow
 def test_long_stream_methods_run_through_the_experiment(tmp_path):
     from dpbook.experiment import run_experiment
 
@@ -121,6 +123,7 @@ def test_posterior_cli_smc_marginal(write_csv, capsys):
     assert out["method"] == "smc-marginal" and post["mu"]["q25"] < post["mu"]["q75"]
 
 
+@pytest.mark.slow
 def test_independent_kernel_matches_the_exact_posterior():
     # Chopin's (2002) independent Gaussian proposal; tolerance as in the first test
     y, l, r = releases("normal", (50.0, 10**0.5), 200, 5.0, 37.0, 63.0, seed=3)

@@ -3,7 +3,6 @@ family written as a user writes one runs compiled, and its chains agree with the
 grid posterior (eq. 5) and with the old numpy sampler (tests/mhaar_oracle.py), in Monte
 Carlo standard errors over several seeds."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from dpbook.mhaar import compiled_chain as me
 from dpbook.model import compiler as model_compiled
 from dpbook.model.families import get_family
 from dpbook.model.mechanisms import release
-from dpbook.posterior import exact_posterior
 
 N, EPS, ITERS, BURN, BATCHES = 40, 5.0, 20_000, 0.2, 40
 SEEDS = (1, 2, 3, 4)
@@ -36,51 +34,19 @@ def _data(fam, mechanism, n=N, seed=5):
     return release(x, l, r, EPS, rng, mechanism=mechanism), l, r
 
 
-def _exact(fam, mechanism, y, l, r, kept):
-    m, s = kept.mean(axis=0), kept.std(axis=0)
-    for k in (10, 20):  # 20 posterior sds for a heavier tail (Student-t's scale)
-        box = [(m[0] - k * s[0], m[0] + k * s[0]), (max(m[1] - k * s[1], 0.05 * m[1]),
-                                                    m[1] + k * s[1])]
-        ref = exact_posterior(y, l, r, EPS, family=fam, mechanism=mechanism, generic=True,
-                              grid=(61, 61), bounds=box)
-        if ref.edge < -8.0:
-            break
-    assert ref.edge < -8.0, ("box too small", ref.edge)
-    return ref.mean(), ref.sd()
-
-
 def _se(kept):
     return np.array([batch_means_se(kept[:, j], BATCHES) for j in range(kept.shape[1])])
 
 
-@pytest.mark.parametrize("model", list(MODELS))
-def test_engine_matches_exact_posterior_over_seeds(model):
-    """Posterior means of (loc, scale) from 4 chains of 2 x 10^4 iterations (16 000
-    kept): each within 4 batch-means standard errors of the exact grid posterior's (plus
-    0.01 posterior sd for the grid), and their average within 3 standard errors of the
-    average (sqrt(sum se^2)/4); the tolerance is below 0.3 posterior sd."""
-    fam, mechanism = MODELS[model]
-    y, l, r = _data(fam, mechanism)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # compiled: no fallback warning
-        runs = [mhaar(y, l, r, EPS, family=fam, mechanism=mechanism, n_iter=ITERS, seed=s,
-                      burn_fraction=BURN) for s in SEEDS]
-    ref_m, ref_s = _exact(fam, mechanism, y, l, r, np.vstack([x.kept() for x in runs]))
-    means = np.array([x.mean() for x in runs])
-    ses = np.array([_se(x.kept()) for x in runs])
-    for x, m, se in zip(runs, means, ses):
-        assert 0.05 < x.acceptance_kept < 0.2
-        assert np.all(np.abs(m - ref_m) < 4 * se + 0.01 * ref_s), (model, m, ref_m, se)
-        assert np.all(4 * se < 0.3 * ref_s), (se, ref_s)
-    pooled = np.sqrt((ses ** 2).sum(axis=0)) / len(SEEDS)
-    assert np.all(np.abs(means.mean(axis=0) - ref_m) < 3 * pooled + 0.01 * ref_s), \
-        (model, means.mean(axis=0), ref_m, pooled)
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["logistic", "laplace-gaussian"])
 def test_engine_agrees_with_numpy_oracle(model):
     """The engine and the old numpy sampler (same algorithm, other random numbers)
-    agree within 4 combined standard errors of the means over 4 seeds each."""
+    agree within 4 combined standard errors of the means over 4 seeds each.
+
+    False failures: P(|z| > 4) = 6e-5 per comparison (the batch-means se of 4 x 40
+    batches is well estimated), 2 per model: about 1e-4 per model.  Smallest difference
+    detected: 4 combined se half the time, 7 se almost always."""
     fam, mechanism = MODELS[model]
     y, l, r = _data(fam, mechanism, seed=9)
     eng = [mhaar(y, l, r, EPS, family=fam, mechanism=mechanism, n_iter=ITERS, seed=s,
@@ -95,6 +61,7 @@ def test_engine_agrees_with_numpy_oracle(model):
         assert np.all(np.abs(ma - mb) < 4 * np.hypot(sa, sb)), (model, ma, mb, sa, sb)
 
 
+@pytest.mark.slow
 def test_uncompilable_family_runs_the_same_chain_with_one_warning():
     """A family whose base_ppf calls scipy runs the Python path, after one warning
     naming the primitive; its chain is the compiled one's up to rounding (same keyed
@@ -111,6 +78,7 @@ def test_uncompilable_family_runs_the_same_chain_with_one_warning():
     assert a.step_coords == ("loc", "log_scale")
 
 
+@pytest.mark.slow
 def test_dispatch_and_paper_kernel_untouched():
     """The paper's model keeps its kernel; every other model goes to the engine, and
     generic=True sends the normal family there too (its own streams)."""

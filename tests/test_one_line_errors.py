@@ -199,6 +199,7 @@ def test_a_column_of_booleans_is_refused(write_csv, capsys):
                                                     "--eps", "1", path)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(spell=st.lists(st.sampled_from([lambda v: v, lambda v: f" {v} ", lambda v: f"+{v}"
                                        if not v.startswith("-") else v,
@@ -445,6 +446,7 @@ def _group(pgid: int) -> list[str]:
             if line.split()[1] == str(pgid) and not line.split()[2].startswith("Z")]
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_experiment_and_leaves_nothing_running(tmp_path):
     """SIGTERM to `dpbook experiment` exited 143 but left two pool workers and the
     resource tracker running ('5 leaked semaphores')."""
@@ -502,6 +504,7 @@ sys.exit(main(["experiment", "--eps", "1", "--runs", "3", "--n", "20", "--partic
 """
 
 
+@pytest.mark.slow
 def test_a_repeated_sigint_does_not_break_the_clean_up(tmp_path):
     """SIGINT delivered twice (as `timeout` does: to the process and to its group) was a
     39-line 'RuntimeError: release unlocked lock'; the second one is now ignored while

@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 SCRIPT = textwrap.dedent("""
@@ -38,6 +40,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_the_kept_pool_is_shut_down_before_the_interpreter_finalizes(tmp_path):
     script = tmp_path / "use_pool.py"
     script.write_text(SCRIPT)
@@ -84,6 +87,7 @@ def _alive(pid):
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_pool_workers_die_with_a_killed_parent(tmp_path):
     # issue 40: SIGKILL of the parent (no handler runs) left the pool's workers and
     # the resource tracker running; now every child is gone within 5 s

@@ -43,6 +43,7 @@ def test_compiled_loglik_is_the_quadrature_density(fam, mech):
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fam, mech", [*MODELS[:3], (get_family("student_t", df=3.0), "laplace")],
                          ids=lambda v: getattr(v, "name", v))
 def test_posterior_agrees_with_the_oracle(fam, mech):
@@ -189,6 +190,7 @@ def test_the_engine_resolves_a_narrow_peak_between_panel_ends():
         assert np.all(np.abs(got_s - want_s) < 1e-7 * (1.0 + np.abs(want_s)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["laplace", "gaussian"])
 def test_the_engine_follows_a_power_law_tail(mech):
     """Student-t (df 3) tails fall as a power: between its 1e-9 and 1e-4 quantiles |z|

@@ -174,6 +174,7 @@ def test_range_family_refused(family, lo, match):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_range_prior_scales_with_the_data():
     """Scaling the releases, the intervals and the range by 100 scales the exact
     posterior's quantiles and means by 100, to 1e-9 relative (the automatic grid is

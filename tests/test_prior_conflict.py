@@ -160,6 +160,7 @@ def test_bad_releases_refused(y, l, r, eps, match):
         prior_data_conflict(get_family("normal"), y, l, r, eps)
 
 
+@pytest.mark.slow
 def test_many_releases_use_a_subset():
     """Beyond 2000 releases the p-value is that of a random subset's mean (bounded cost):
     2500 incomes still conflict with the paper's prior and not with the range prior."""

@@ -47,6 +47,7 @@ def test_no_progress_off_a_terminal(write_csv, capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, note", [(cli.LATENT_NOTE_N, False), (cli.LATENT_NOTE_N + 1, True)])
 def test_beyond_a_few_thousand_releases_the_latent_smc_names_the_faster_method(
         write_csv, capsys, n, note):
@@ -70,6 +71,7 @@ sys.exit(dpbook.cli.main())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code, word", [("SIGTERM", 143, "terminated"),
                                              ("SIGINT", 130, "interrupted")])
 def test_a_signal_before_main_installed_its_handlers_is_one_line(sig, code, word):
@@ -84,6 +86,7 @@ def test_a_signal_before_main_installed_its_handlers_is_one_line(sig, code, word
     assert p.stdout == ""
 
 
+@pytest.mark.slow
 def test_importing_the_command_line_changes_no_signal_handler():
     code = ("import signal; before = signal.getsignal(signal.SIGTERM); import dpbook.cli; "
             "assert signal.getsignal(signal.SIGTERM) is before; "
@@ -106,6 +109,7 @@ def test_a_poisson_theta_beyond_its_quantile_function_is_named(capsys, argv):
                    "outside what dpbook computes\n")
 
 
+@pytest.mark.slow
 def test_the_real_entry_point_answers_a_signal_at_any_moment(write_csv):
     """The real command (a latent SMC of about 20 s), SIGTERM after 0.05 to 6 s: every run
     ends with one line and exit 143, or, for a signal during Python's own start-up

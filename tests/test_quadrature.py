@@ -388,6 +388,7 @@ def test_grid_posterior_api():
     assert exact_posterior([3.0, 5.0], 0.0, 20.0, 2.0, "poisson").axes[0].size == 201
 
 
+@pytest.mark.slow
 def test_posterior_deterministic():
     y, l, r = _normal_data(20, 5.0, 4.0, seed=3)
     a = exact_posterior(y, l, r, 5.0, "laplace", grid=(21, 21))
@@ -452,6 +453,7 @@ def test_posterior_grid_converges_when_the_box_is_wide():
     assert np.all(np.abs(coarse.quantile(q) - fine.quantile(q)) < 1e-2 * spread)
 
 
+@pytest.mark.slow
 def test_automatic_box_finds_a_narrow_peak_beside_a_long_ridge():
     # Found while testing subset rejuvenation: 40 clipped Laplace(0, 1) releases through
     # [-4, 4] at eps = 3.  Clipping makes the likelihood flat far out (every x clipped),

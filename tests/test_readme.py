@@ -45,6 +45,7 @@ def test_the_readme_is_short_and_its_quick_start_sets_up_and_puts_dpbook_on_path
     assert len(sessions()) >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command, shown", sessions(), ids=lambda v: str(v)[:40])
 def test_each_quick_start_command_prints_what_the_readme_shows(command, shown):
     argv = shlex.split(command)

@@ -6,7 +6,7 @@ import pytest
 
 from dpbook.model.mechanisms import release
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.resampling import systematic_keyed, thompson_index
+from dpbook.smc.resampling import systematic, systematic_keyed, thompson_index
 
 
 def _data(n=30, eps=2.0, seed=0, width=8.0):
@@ -51,7 +51,9 @@ def _weighted_quantiles(x, w, qs):
 QS = (0.25, 0.5, 0.75)
 
 
-def test_smc_matches_exact_posterior():
+def _smc_within_tolerance(first_seed):
+    """The check of test_smc_matches_exact_posterior with runs seeded first_seed, ..., +7:
+    a list of the comparisons that fail."""
     from dpbook.posterior import exact_posterior
 
     y, l, r, eps = _data(30, eps=2.0, seed=5)
@@ -68,15 +70,44 @@ def test_smc_matches_exact_posterior():
     # (this includes the O(1/N) bias only as far as the runs' spread reveals it, so N is
     # large enough for the bias to be small against the posterior sd) plus 1% of the
     # posterior spread for the grid
-    runs = [smc_posterior(y, l, r, eps, n_particles=2000, seed=s) for s in range(8)]
+    runs = [smc_posterior(y, l, r, eps, n_particles=2000, seed=s)
+            for s in range(first_seed, first_seed + 8)]
+    bad = []
     for (p, stat), target in targets.items():
         v = np.array([run.summary()[p][stat] for run in runs])
         se = v.std(ddof=1) / np.sqrt(len(v))
-        assert abs(v.mean() - target) < 4 * se + grid_tol[p], (p, stat, v.mean(), target)
+        if not abs(v.mean() - target) < 4 * se + grid_tol[p]:
+            bad.append((p, stat, v.mean(), target, se))
     v = np.array([_weighted_quantiles(run.sigma, run.w, QS) for run in runs])
     se = v.std(axis=0, ddof=1) / np.sqrt(len(v))
-    assert np.all(np.abs(v.mean(axis=0) - q_sigma) < 4 * se + grid_tol["sigma"]), \
-        (v.mean(axis=0), q_sigma, se)
+    if not np.all(np.abs(v.mean(axis=0) - q_sigma) < 4 * se + grid_tol["sigma"]):
+        bad.append(("sigma quartiles", v.mean(axis=0), q_sigma, se))
+    return bad
+
+
+def test_smc_matches_exact_posterior():
+    """The paper kernel's posterior mean and sd of mu, mean and quartiles of sigma (n =
+    30, eps = 2, N = 2000) against the exact grid posterior, within 4 standard errors of
+    the average of 8 runs (from their spread) plus 1% of the posterior spread.
+
+    False failures: (average - exact)/se is ~t_7, P(|t_7| > 4) = 0.5% per comparison,
+    6 comparisons: at most 3% per run if the runs were unbiased; measured 2 of 20 sets
+    of seeds (test_smc_tolerance_false_failure_rate_over_20_seeds), so about 10%: the
+    O(1/N) bias, which the runs' spread does not reveal, is not negligible here.
+    Smallest error detected: a bias of 4 se + 1% of the posterior spread half the time,
+    8 se almost always, se being one run's Monte Carlo sd / sqrt(8)."""
+    bad = _smc_within_tolerance(0)
+    assert not bad, bad
+
+
+@pytest.mark.slow
+def test_smc_tolerance_false_failure_rate_over_20_seeds():
+    """test_smc_matches_exact_posterior's check over 20 disjoint sets of 8 seeds: at most
+    3% false failures each if unbiased, so 0.6 expected; measured 2 (seeds 24-31 and
+    120-127).  Fails at 4 or more (P = 0.3% at a 3% rate, 13% at the measured 10%)."""
+    failed = [k for k in range(20) if _smc_within_tolerance(8 * (k + 1))]
+    print(f"{len(failed)} of 20 failed: {failed}")
+    assert len(failed) < 4, failed
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -177,6 +208,25 @@ def test_exp_approx_accuracy():
     rel = np.abs(got / np.exp(d) - 1)
     assert rel.max() < S.EXP_TOL / 5, rel.max()
     assert S.exp_approx(0.0) == 1.0  # so u < 1 = e accepts every d >= 0
+
+
+@pytest.mark.parametrize("n", [5, 64])
+def test_systematic_resampling_counts_are_floor_or_ceil(n):
+    """Systematic resampling (Algorithm 2, step 1) gives particle i floor(N w_i) or
+    ceil(N w_i) copies, N in all, in index order, for any uniform: checked for both
+    implementations on fixed weights (one heavy first particle, a tail of light ones)
+    over 200 uniforms.  Deterministic: an off-by-one in the grid u + i moves one copy
+    from the first particle to the last and fails here for every uniform."""
+    w = np.r_[0.4, np.linspace(1.0, 0.05, n - 1)]
+    w[1:] *= 0.6 / w[1:].sum()
+    lo, hi = np.floor(n * w), np.ceil(n * w)
+    for k in range(200):
+        keyed = np.empty(n, np.int64)
+        systematic_keyed(k, 3, 1, w, keyed)
+        for anc in (keyed, systematic(np.random.default_rng(k), w)):
+            counts = np.bincount(anc, minlength=n)
+            assert np.all(np.diff(anc) >= 0) and counts.sum() == n
+            assert np.all((counts >= lo) & (counts <= hi)), (k, counts, n * w)
 
 
 def test_thompson_index_is_rng_choice_bit_for_bit():

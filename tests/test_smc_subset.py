@@ -29,6 +29,7 @@ def _run(y, l, r, eps, **kw):
     return smc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [dict(), dict(generic=True),
                                 dict(family="student_t", mechanism="gaussian")])
 def test_subset_of_all_is_the_full_algorithm(kw):
@@ -46,6 +47,7 @@ def test_subset_of_all_is_the_full_algorithm(kw):
     assert 0 < a.history.acceptance[-1] <= 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family, kw", [("normal", dict()),
                                         ("laplace", dict(family="laplace"))])
 def test_subset_matches_the_exact_posterior(family, kw):

@@ -142,6 +142,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_two_concurrent_writers_lose_no_manifest_update(ref, tmp_path):
     out = tmp_path / "shared"
     script = tmp_path / "writer.py"
@@ -158,6 +159,7 @@ def test_two_concurrent_writers_lose_no_manifest_update(ref, tmp_path):
     assert not list((out / "tasks").glob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_server_that_is_not_a_dask_scheduler_fails_within_the_timeout(tmp_path):
     """A server that accepts connections and never answers (the Dask client alone would
     wait forever)."""

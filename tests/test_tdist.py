@@ -144,6 +144,7 @@ def test_the_family_compiles_its_own_primitives():
         np.testing.assert_array_equal(got, getattr(fam, name)(args))
 
 
+@pytest.mark.slow
 def test_student_t_runs_every_engine_compiled_without_a_warning():
     """MHAAR, Algorithm 4, the exact posterior's grid and the marginal SMC's likelihood:
     each picks its compiled path for the Student-t (each warned and fell back to numpy
