@@ -197,7 +197,8 @@ def central_posterior(release, prior=SECTION6, naive=False, grid=101, nodes=16):
     axis, mode + 2 sd sinh(t) with t uniform, as the exact posterior's: dense at the mode
     and geometric in the tails, which are long (the Laplace noise makes the log density
     fall linearly, not quadratically, and a large sigma clips everything, so that mu is
-    then barely identified).  Returns a :class:`~dpbook.posterior.grid_density.NodeGridPosterior`."""
+    then barely identified).  Returns a
+    :class:`~dpbook.posterior.grid_density.NodeGridPosterior`."""
     if not isinstance(prior, LocationScalePrior):
         raise ValueError(f"prior must be a LocationScalePrior, got {prior!r}")
     grid = check_count("grid", grid, 5)

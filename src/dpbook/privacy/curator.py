@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import pickle
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
