@@ -249,3 +249,34 @@ def test_decimal_commas_extra_fields_and_blank_lines_are_refused_by_line(capsys,
     code, _, err = _run(capsys, "stream", path, "--column", "v", "--eps", 2, "--range", 30,
                         70, "--method", "smc-marginal", "--particles", 50)
     assert code == 2 and err.count("\n") == 1 and says in err, err
+
+
+def test_compressed_input_is_read_and_a_damaged_one_or_a_fifo_is_one_line(capsys, tmp_path):
+    """gzip, bz2, xz and zip as pandas reads them (each failed with a traceback, or as
+    a binary file); a damaged archive and a FIFO (which waited forever) in one line."""
+    import bz2
+    import gzip
+    import lzma
+    import os
+    import zipfile
+
+    from dpbook.data import read_csv_columns
+
+    text = b"v\n41.5\n47\n52.25\n"
+    (tmp_path / "v.csv").write_bytes(text)
+    for ext, pack in ((".gz", gzip.compress), (".bz2", bz2.compress), (".xz", lzma.compress)):
+        (tmp_path / f"v.csv{ext}").write_bytes(pack(text))
+    with zipfile.ZipFile(tmp_path / "v.csv.zip", "w") as z:
+        z.writestr("v.csv", text)
+    plain = read_csv_columns(tmp_path / "v.csv", ("v",))[0]["v"]
+    for ext in (".gz", ".bz2", ".xz", ".zip"):
+        got = read_csv_columns(tmp_path / f"v.csv{ext}", ("v",))[0]["v"]
+        np.testing.assert_array_equal(got, plain)
+    (tmp_path / "cut.csv.xz").write_bytes(lzma.compress(text)[:25])
+    (tmp_path / "junk.csv.zip").write_bytes(b"PK junk")
+    os.mkfifo(tmp_path / "pipe.csv")
+    for name, says in (("cut.csv.xz", "EOFError"), ("junk.csv.zip", "BadZipFile"),
+                       ("pipe.csv", "is a FIFO")):
+        code, _, err = _run(capsys, "posterior", "--method", "exact", "--eps", 1,
+                            tmp_path / name)
+        assert code == 2 and err.count("\n") == 1 and says in err, err

@@ -1,7 +1,8 @@
 """Reading the command line's CSV input: released data (y, l, r) and columns of values.
 
 One reader for ``dpbook posterior`` and ``curator take`` (releases) and ``dpbook stream``
-(a column of sensitive values): pandas reads the file, and every cell is checked to be
+(a column of sensitive values): pandas reads the file (or its gzip, bz2, xz, zip, tar or
+zstd-compressed form, by its extension), and every cell is checked to be
 an ASCII decimal number, so a boolean, digits of another script or other text is refused
 with its line and column.  A missing cell (empty, or a blank line) is refused, or with
 ``missing="skip"`` its row is dropped and counted.
@@ -9,7 +10,13 @@ with its line and column.  A missing cell (empty, or a blank line) is refused, o
 
 from __future__ import annotations
 
+import contextlib
+import lzma
+import os
 import re
+import tarfile
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -29,7 +36,19 @@ def read_releases(path, missing="error"):
     return check_observations(cols["y"], cols["l"], cols["r"]), skipped
 
 
+# compressed input that pandas reads by the file's extension
+COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst", ".tar", ".tgz")
+
+
 def _open_check(path):
+    import stat
+
+    with contextlib.suppress(OSError):  # a FIFO without a writer would block forever
+        if stat.S_ISFIFO(os.stat(path).st_mode):
+            raise ValueError(f"{path} is a FIFO: dpbook reads regular files (write the "
+                             f"data to a file first)")
+    if str(path).lower().endswith(COMPRESSED):
+        return  # binary by nature: pandas decompresses it, and says what is wrong
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -70,6 +89,10 @@ def read_csv_columns(path, columns, expected=None, missing="error"):
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty") from None
+    except (ImportError, EOFError, zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError,
+            zlib.error) as e:  # a compressed file that is damaged, or needs a package
+        raise ValueError(f"cannot read {path}: {type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'damaged'}") from None
     except pd.errors.ParserError as e:
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(e))
         if m:
