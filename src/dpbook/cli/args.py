@@ -40,20 +40,21 @@ def finite_float(text):
     return v
 
 
-def any_float(text):
-    _ascii(text)
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+def _parser(convert, what):
+    """An argparse type: ``convert`` of an ASCII text, or an error naming ``what``."""
+
+    def parse(text):
+        _ascii(text)
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+    return parse
 
 
-def integer(text):
-    _ascii(text)
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+any_float = _parser(float, "a number")
+integer = _parser(int, "an integer")
 
 
 def seed(text):
