@@ -1,0 +1,291 @@
+"""The ledger of the paper's claims: each statement of the paper, the numbers this build
+computes for it, the rule that decides it and the verdict ("Does the paper hold?").
+
+Every number comes from the package, the experiment stores or the executed chapters
+when the ledger is built (notebooks/13_claims.py, after the other chapters); nothing is
+typed.  A claim is a function registered with :func:`claim`; it returns a
+:class:`Result`.  Statements with several parts (Fig. 3: 16 cells) give one cell each,
+Holm-adjusted within the statement.  The ledger is written to ``build/claims.json``.
+
+    python book/ledger.py check build/claims.json       # parses, every claim decided
+    python book/ledger.py compare OLD.json NEW.json     # rules and verdicts that changed
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import sys
+import zlib
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+HOLDS, DEPARTS, FAILS = "holds", "holds with a departure", "does not hold"
+UNDECIDED, NOT_CHECKED = "inconclusive", "not checked in this mode"
+VERDICTS = (HOLDS, DEPARTS, FAILS, UNDECIDED, NOT_CHECKED)
+CATEGORIES = ("Theorems", "Algorithms", "Section 5", "Section 6", "Cost", "Beyond the paper")
+SCHEMA = 1
+# the paper's Section 6 numbers (the claims under test, not results of this build)
+PAPER_EPS = (1.0, 2.0, 5.0, 10.0)
+PAPER_B = {1.0: 0.06, 2.0: 0.12, 5.0: 0.54, 10.0: 0.96}
+
+
+def ev(value, se=None, n=None) -> dict:
+    """One piece of evidence: a value with its Monte Carlo error and sample size."""
+    cast = (lambda v: None if v is None else (v.item() if hasattr(v, "item") else v))
+    return {"value": cast(value), "se": cast(se), "n": cast(n)}
+
+
+@dataclass
+class Result:
+    verdict: str
+    evidence: dict
+    parameters: dict = field(default_factory=dict)
+    cells: list = field(default_factory=list)  # [{"cell", "verdict", "evidence"}]
+    note: str = ""
+
+
+@dataclass
+class Claim:
+    id: str
+    paper_ref: str
+    claim: str
+    category: str
+    chapter: str  # the book page (its MyST label) that shows it
+    check: str  # how this build checks it
+    rule: str  # text, formatted with the parameters (the rule's and the result's)
+    params: dict = field(default_factory=dict)  # the rule's parameters, passed to the check
+    verdict: str = NOT_CHECKED
+    evidence: dict = field(default_factory=dict)
+    cells: list = field(default_factory=list)
+    note: str = ""
+
+
+REGISTRY: list[tuple[Claim, object]] = []
+
+
+def claim(**meta):
+    """Register a check ``fn(ctx, **params) -> Result`` for the claim described by
+    ``meta`` (the fields of :class:`Claim`); its rule is rendered from the same
+    ``params`` the check receives."""
+    def register(fn):
+        REGISTRY.append((Claim(**meta), fn))
+        return fn
+    return register
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values."""
+    p = np.asarray(p, float)
+    order = np.argsort(p)
+    adj = np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order])
+    out = np.empty_like(p)
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def all_verdict(cells) -> str:
+    """A statement holds when every cell holds, fails when one fails, else undecided."""
+    verdicts = [c["verdict"] for c in cells]
+    if FAILS in verdicts:
+        return FAILS
+    if verdicts and all(v == HOLDS for v in verdicts):
+        return HOLDS
+    return NOT_CHECKED if verdicts and all(v == NOT_CHECKED for v in verdicts) else UNDECIDED
+
+
+class Context:
+    """What the checks read: the mode, seeded generators, the stores and the chapters."""
+
+    def __init__(self, mode="quick", root=ROOT, stores=None):
+        if mode not in ("quick", "full"):
+            raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
+        self.mode, self.root = mode, Path(root)
+        self.fingerprints = {}
+        self._stores = dict(stores or {})
+
+    def rng(self, name) -> np.random.Generator:
+        return np.random.default_rng([20231, zlib.crc32(name.encode())])
+
+    def store(self, name):
+        """(estimates, trajectories or None) of the experiment store ``name``: 'paper'
+        (Section 6's, results/paper or results/quick) or 'original-code'; None if it
+        was not computed in this build."""
+        if name not in self._stores:
+            from dpbook.experiment import load_results
+
+            base = "paper" if self.mode == "full" else "quick"
+            path = self.root / "results" / (base if name == "paper" else f"{base}-{name}")
+            try:
+                self._stores[name] = load_results(path)
+                self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
+            except ValueError:
+                self._stores[name] = None
+        return self._stores[name]
+
+    def calibration(self):
+        """The replications of chapter 8's study (its store's table), or None."""
+        if "calibration" not in self._stores:
+            import pandas as pd
+
+            from dpbook.experiment.results import note_store_read
+
+            path = self.root / "results" / ("calibration" if self.mode == "full"
+                                            else "calibration-quick")
+            table = path / "estimates.parquet"
+            self._stores["calibration"] = pd.read_parquet(table) if table.exists() else None
+            if table.exists():
+                note_store_read(path)
+                self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
+        return self._stores["calibration"]
+
+    def glued(self, chapter: str, key: str):
+        """A number a chapter glued (myst-nb) when it ran, or None."""
+        nb = self.root / "build" / "chapters" / f"{chapter}.ipynb"
+        try:
+            cells = json.loads(nb.read_text())["cells"]
+        except (OSError, ValueError, KeyError):
+            return None
+        for cell in cells:
+            for out in cell.get("outputs", []):
+                if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
+                    try:
+                        return float(out["data"]["text/plain"])
+                    except (KeyError, ValueError):
+                        return None
+        return None
+
+    @cached_property
+    def full_only(self) -> bool:
+        return self.mode != "full"
+
+
+def fingerprint(path: Path) -> str:
+    """SHA-256 of a store's manifest and task files' names and sizes."""
+    h = hashlib.sha256((path / "manifest.json").read_bytes())
+    for p in sorted((path / "tasks").glob("*")):
+        h.update(f"{p.name}:{p.stat().st_size}".encode())
+    return h.hexdigest()[:16]
+
+
+def build(mode="quick", root=ROOT, stores=None, only=None) -> dict:
+    """Run every registered check; the ledger as a dict (the content of claims.json)."""
+    from dpbook import __version__
+    from dpbook.figures import commit
+
+    import claims  # noqa: F401 - registers the checks
+
+    ctx = Context(mode, root, stores)
+    rows = []
+    for meta, fn in REGISTRY:
+        if only and meta.id not in only:
+            continue
+        res = fn(ctx, **meta.params)
+        if res.verdict not in VERDICTS:
+            raise ValueError(f"claim {meta.id}: unknown verdict {res.verdict!r}")
+        values = {**meta.params, **res.parameters}
+        row = {**asdict(meta), "verdict": res.verdict, "evidence": res.evidence,
+               "cells": res.cells, "note": res.note,
+               "rule": {"text": render(meta.rule, values), "parameters": values},
+               "check": render(meta.check, values)}
+        del row["params"]
+        rows.append(row)
+    return {"schema": SCHEMA, "mode": mode, "commit": commit(root) or None,
+            "dpbook": __version__,
+            "built": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "stores": ctx.fingerprints, "claims": rows}
+
+
+class _Unknown:
+    def __format__(self, spec):
+        return "N"
+
+
+class _Values(dict):
+    def __missing__(self, key):
+        return _Unknown()
+
+
+def render(text: str, values: dict) -> str:
+    """``text`` with its ``{name:spec}`` fields filled from ``values`` ("N" where a
+    value is known only once the check has run on its data, and it did not)."""
+    return text.format_map(_Values(values))
+
+
+def counts(ledger: dict) -> dict:
+    """{category: {verdict: count}} of the paper's claims and of dpbook's own."""
+    out = {cat: dict.fromkeys(VERDICTS, 0) for cat in CATEGORIES}
+    for c in ledger["claims"]:
+        out[c["category"]][c["verdict"]] += 1
+    return out
+
+
+def check(ledger: dict) -> list[str]:
+    """Problems of a ledger: unknown verdicts or categories, claims without a rule."""
+    problems = []
+    if ledger.get("schema") != SCHEMA:
+        problems.append(f"schema {ledger.get('schema')!r}, expected {SCHEMA}")
+    ids = [c.get("id") for c in ledger.get("claims", [])]
+    if len(set(ids)) != len(ids):
+        problems.append("repeated claim ids")
+    for c in ledger.get("claims", []):
+        if c.get("verdict") not in VERDICTS:
+            problems.append(f"{c.get('id')}: verdict {c.get('verdict')!r}")
+        if c.get("category") not in CATEGORIES:
+            problems.append(f"{c.get('id')}: category {c.get('category')!r}")
+        if not c.get("rule", {}).get("text") or not c.get("paper_ref"):
+            problems.append(f"{c.get('id')}: no rule or paper reference")
+    if not ids:
+        problems.append("no claims")
+    return problems
+
+
+def compare(old: dict, new: dict) -> list[str]:
+    """Lines on what changed between two ledgers: rules apart from verdicts."""
+    a = {c["id"]: c for c in old["claims"]}
+    b = {c["id"]: c for c in new["claims"]}
+    lines = [f"added: {k}" for k in b if k not in a] + [f"removed: {k}" for k in a if k not in b]
+    for k in a.keys() & b.keys():
+        if a[k]["rule"] != b[k]["rule"]:
+            lines.append(f"rule changed: {k}: {a[k]['rule']!r} -> {b[k]['rule']!r}")
+    for k in a.keys() & b.keys():
+        if a[k]["verdict"] != b[k]["verdict"]:
+            lines.append(f"verdict changed: {k}: {a[k]['verdict']} -> {b[k]['verdict']}")
+    return sorted(lines, key=lambda s: not s.startswith("rule"))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("check", help="a ledger parses and decides every claim").add_argument("file")
+    cmp_ = sub.add_parser("compare", help="rules and verdicts changed between two ledgers")
+    cmp_.add_argument("old")
+    cmp_.add_argument("new")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "check":
+            ledger = json.loads(Path(args.file).read_text())
+            problems = check(ledger)
+            for line in problems:
+                print(f"{args.file}: {line}", file=sys.stderr)
+            if not problems:
+                total = sum(sum(v.values()) for v in counts(ledger).values())
+                print(f"{args.file}: {total} claims, each with a verdict")
+            return 1 if problems else 0
+        lines = compare(json.loads(Path(args.old).read_text()),
+                        json.loads(Path(args.new).read_text()))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"ledger: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines) if lines else "no rule or verdict changed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
