@@ -51,6 +51,7 @@ test: setup  ## ruff, pytest, quick chapters, strict book build, browser check
 	$(call timed,ruff,$(VENV)/bin/ruff check $(LINT_PATHS))
 	$(call timed,pytest,$(PYTEST) --durations=25 --junitxml=$(DURATIONS))
 	$(call timed,chapters (MODE=quick),$(PY) book/tools/run_chapters.py --mode quick $(if $(FORCE),--force))
+	$(PY) book/ledger.py check build/claims.json
 	$(call timed,book build,$(JB) build . $(JB_FLAGS))
 	@$(MAKE) --no-print-directory browser
 	$(call timed,browser check,$(PY) book/tools/check_pages.py)

@@ -38,8 +38,10 @@ PAPER_B = {1.0: 0.06, 2.0: 0.12, 5.0: 0.54, 10.0: 0.96}
 
 def ev(value, se=None, n=None) -> dict:
     """One piece of evidence: a value with its Monte Carlo error and sample size."""
-    cast = (lambda v: None if v is None else (v.item() if hasattr(v, "item") else v))
-    return {"value": cast(value), "se": cast(se), "n": cast(n)}
+    def plain(v):  # numpy scalars as Python numbers (for JSON)
+        return v.item() if hasattr(v, "item") else v
+
+    return {"value": plain(value), "se": plain(se), "n": plain(n)}
 
 
 @dataclass
@@ -154,9 +156,10 @@ class Context:
             return None
         for cell in cells:
             for out in cell.get("outputs", []):
-                if out.get("metadata", {}).get("scrapbook", {}).get("name") == key:
+                book = out.get("metadata", {}).get("scrapbook", {})
+                if book.get("name") == key:
                     try:
-                        return float(out["data"]["text/plain"])
+                        return float(out["data"][book.get("mime_prefix", "") + "text/plain"])
                     except (KeyError, ValueError):
                         return None
         return None
@@ -176,14 +179,14 @@ def fingerprint(path: Path) -> str:
 
 def build(mode="quick", root=ROOT, stores=None, only=None) -> dict:
     """Run every registered check; the ledger as a dict (the content of claims.json)."""
+    from claims import REGISTRY as registry  # the checks, registered as they are defined
+
     from dpbook import __version__
     from dpbook.figures import commit
 
-    import claims  # noqa: F401 - registers the checks
-
     ctx = Context(mode, root, stores)
     rows = []
-    for meta, fn in REGISTRY:
+    for meta, fn in registry:
         if only and meta.id not in only:
             continue
         res = fn(ctx, **meta.params)
@@ -252,8 +255,10 @@ def compare(old: dict, new: dict) -> list[str]:
     b = {c["id"]: c for c in new["claims"]}
     lines = [f"added: {k}" for k in b if k not in a] + [f"removed: {k}" for k in a if k not in b]
     for k in a.keys() & b.keys():
-        if a[k]["rule"] != b[k]["rule"]:
-            lines.append(f"rule changed: {k}: {a[k]['rule']!r} -> {b[k]['rule']!r}")
+        ra, rb = a[k]["rule"], b[k]["rule"]
+        if ra != rb:
+            what = ("text", "parameters")[ra["text"] == rb["text"]]
+            lines.append(f"rule changed: {k}: {ra[what]!r} -> {rb[what]!r}")
     for k in a.keys() & b.keys():
         if a[k]["verdict"] != b[k]["verdict"]:
             lines.append(f"verdict changed: {k}: {a[k]['verdict']} -> {b[k]['verdict']}")

@@ -82,9 +82,31 @@ glue_phrase("finding",
             f"({size}), the root mean squared error of the adaptive interval's posterior "
             f"means is {parts[0]} and {parts[1]}.")
 
+# the ledger of the paper's claims (run just before this page): its counts
+import json  # noqa: E402
+
+from dpbook.figures import repo_root  # noqa: E402
+
+try:
+    ledger = json.loads((repo_root() / "build" / "claims.json").read_text())
+    paper = [c for c in ledger["claims"] if c["category"] != "Beyond the paper"]
+    tally = {v: sum(c["verdict"] == v for c in paper) for v in
+             ("holds", "holds with a departure", "does not hold", "inconclusive",
+              "not checked in this mode")}
+    glue_phrase("ledger", f"Of the paper's {len(paper)} statements that this build checks "
+                + ", ".join(f"{n} {'is' if n == 1 else 'are'} *{v}*" if v.startswith("not")
+                            or v == "inconclusive" else f"{n} *{v}*"
+                            for v, n in tally.items() if n)
+                + f" ({ledger['mode']} mode): see {{ref}}`ch-claims`.")
+except (OSError, ValueError, KeyError):
+    glue_phrase("ledger", "The ledger of the paper's claims ({ref}`ch-claims`) was not "
+                "built with this page.")
+
 # %% [markdown]
 # {glue:md}`finding` {ref}`ch-four-eps` and {ref}`ch-boxplots` show the runs behind
 # these numbers, and the paper's Figures 2 and 3.
+#
+# {glue:md}`ledger`
 #
 # ## What the paper does
 #
@@ -142,6 +164,9 @@ glue_phrase("finding",
 #     adds noise once, on the same people at the same ε.
 # 12. {ref}`ch-batches`: one published interval for a batch of devices, as a deployment
 #     needs, and what larger batches cost.
+#
+# {ref}`ch-claims` is the ledger: each statement of the paper, the numbers this build
+# computes for it, the rule that decides it and the verdict.
 #
 # Where this book departs from the paper or from the authors' code, and why, is
 # recorded in {ref}`reproduction-notes`.

@@ -168,6 +168,7 @@ glue_number("smc-measured-to", smc.n_max.iat[0])
 glue_phrase("smc-over-marginal", " and ".join(f"{ratio[e]:.0f}" for e in EPS))
 glue_phrase("eps-list", " and ".join(f"{e:g}" for e in EPS))
 glue_number("subset-slope", table[table.method == "smc-subset"].slope_wall.mean())
+glue_number("gradient-slope", table[table.method == "online-gradient"].slope_wall.mean())
 
 # %% [markdown]
 # The latent SMC's time grows as $n$ to the power {glue:text}`smc-slope:.2f`; at that

@@ -126,19 +126,38 @@ def test_store_progress_of_a_calibration_store(tmp_path):
     assert run_chapters.stores_being_filled(tmp_path, since) == [("calibration", 3, 5)]
 
 
-def test_timing_chapters_run_alone_after_the_others(tmp_path, monkeypatch):
-    names = [Path(f"0{k}_x.py") for k in (5, 8, 9)]
-    assert run_chapters.split_alone(names) == (names[:2], names[2:])
+def test_timing_chapters_run_alone_and_the_ledger_last(tmp_path, monkeypatch):
+    names = [Path(f"{k:02d}_x.py") for k in (0, 5, 8, 9, 13)]
+    assert run_chapters.split_alone(names) == (names[1:3], names[3:4], [names[4], names[0]])
     # the chapter that times itself is executed in a run of its own, one job, after the
-    # others have run side by side
-    _chapters(tmp_path, monkeypatch, **{name: "# %%\nprint(mode)\n"
-                                        for name in ("07_a", "08_b", "09_clock")})
+    # others have run side by side; then the ledger (13) and the landing page (00)
+    _chapters(tmp_path, monkeypatch, **{name: "# %%\nprint(mode)\n" for name in
+                                        ("00_landing", "07_a", "08_b", "09_clock", "13_l")})
     monkeypatch.setattr(run_chapters, "ALONE", ("09",))
     calls = []
     monkeypatch.setattr(run_chapters, "run", lambda chapters, parameters, jobs, beat:
                         calls.append(([c.stem for c in chapters], jobs)) or [])
     assert run_chapters.main(["--jobs", "2", "--heartbeat", "0"]) == 0
-    assert calls == [(["07_a", "08_b"], 2), (["09_clock"], 1)]
+    assert calls == [(["07_a", "08_b"], 2), (["09_clock"], 1), (["13_l"], 1),
+                     (["00_landing"], 1)]
+
+
+def test_the_ledger_is_stale_when_a_chapter_it_reads_changed(tmp_path, monkeypatch):
+    _chapters(tmp_path, monkeypatch, **{name: "# %%\nprint(mode)\n"
+                                        for name in ("00_landing", "07_a", "13_l")})
+    params = {"mode": "quick"}
+    monkeypatch.setattr(run_chapters, "CLAIMS", tmp_path / "claims.json")
+    assert run_chapters.main(["--jobs", "1", "--heartbeat", "0"]) == 0
+    source = {n: tmp_path / f"{n}.py" for n in ("00_landing", "07_a", "13_l")}
+    assert all(run_chapters.stale_reason(s, params) is None for s in source.values())
+    (tmp_path / "out" / "07_a.ipynb").write_text(
+        (tmp_path / "out" / "07_a.ipynb").read_text().replace("quick", "quick "))
+    assert run_chapters.stale_reason(source["13_l"], params) == \
+        "what it reads of the other chapters changed"
+    assert run_chapters.stale_reason(source["00_landing"], params) is None
+    (tmp_path / "claims.json").write_text("{}")
+    assert run_chapters.stale_reason(source["00_landing"], params) == \
+        "what it reads of the other chapters changed"
 
 
 def test_heartbeat_names_running_chapters_and_time_left(tmp_path, monkeypatch):

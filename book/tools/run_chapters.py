@@ -57,13 +57,18 @@ OUTPUT = ROOT / "build" / "chapters"
 KERNEL = "python3"
 # Submission order when chapters run side by side (longest first, so no core idles at
 # the end): chapters 5 and 7 run the experiments and take most of the time; chapter 6
-# and the landing page (00) only read chapter 5's store (they wait for it), so they go
-# last.  The results do not depend on the order.
+# only reads chapter 5's store (it waits for it), so it goes last.  The results do not
+# depend on the order.
 FIRST = ("05", "07")
-LAST = ("06", "00")
+LAST = ("06",)
 # Chapters that time their own computations (chapter 9's cost against n) run after the
 # others, one at a time, so that no other chapter shares the cores while they measure.
 ALONE = ("09",)
+# Chapters that read what the others computed run after all of them, in this order: the
+# ledger of the paper's claims (13) reads their stores and glued numbers, the landing
+# page (00) the ledger's counts.  Each is stale when what it reads changed.
+FINAL = ("13", "00")
+CLAIMS = ROOT / "build" / "claims.json"
 
 
 def all_chapters() -> list[Path]:
@@ -94,10 +99,15 @@ def schedule(chapters: list[Path]) -> list[Path]:
     return sorted(chapters, key=rank)
 
 
-def split_alone(chapters: list[Path]) -> tuple[list[Path], list[Path]]:
-    """(the chapters that may run side by side, those that run alone: see ALONE)."""
-    alone = [c for c in chapters if c.stem.split("_", 1)[0] in ALONE]
-    return [c for c in chapters if c not in alone], alone
+def split_alone(chapters: list[Path]) -> tuple[list[Path], list[Path], list[Path]]:
+    """(the chapters that may run side by side, those that run alone, those that run
+    last in FINAL's order: see ALONE and FINAL)."""
+    def num(c):
+        return c.stem.split("_", 1)[0]
+
+    alone = [c for c in chapters if num(c) in ALONE]
+    final = sorted((c for c in chapters if num(c) in FINAL), key=lambda c: FINAL.index(num(c)))
+    return [c for c in chapters if c not in alone and c not in final], alone, final
 
 
 def running_marker(name: str) -> Path:
@@ -210,9 +220,17 @@ def package_files() -> list[Path]:
 def chapter_inputs(source: Path, parameters: dict) -> dict:
     """SHA-256 of each input of a chapter except the stores it reads."""
     what = {k: v for k, v in parameters.items() if k not in EXECUTOR_PARAMETERS}
-    return {"source": _sha(source.read_bytes()),
-            "parameters": _sha(json.dumps(what, sort_keys=True).encode()),
-            "package": _tree_hash(f for f in package_files() if f.exists())}
+    inputs = {"source": _sha(source.read_bytes()),
+              "parameters": _sha(json.dumps(what, sort_keys=True).encode()),
+              "package": _tree_hash(f for f in package_files() if f.exists())}
+    num = source.stem.split("_", 1)[0]
+    if num in FINAL:  # what it reads of the other chapters (see FINAL)
+        read = [CLAIMS] if num == "00" else [
+            c for c in OUTPUT.glob("*.ipynb") if c.stem.split("_", 1)[0] not in FINAL]
+        inputs["chapters"] = _tree_hash(f for f in read if f.exists())
+        inputs["source"] = _sha(source.read_bytes(), *(
+            f.read_bytes() for f in sorted((ROOT / "book").glob("*.py")) if num == "13"))
+    return inputs
 
 
 def repo_relative(path) -> str:
@@ -262,8 +280,9 @@ def stale_reason(source: Path, parameters: dict, inputs: dict | None = None) -> 
     inputs = chapter_inputs(source, parameters) if inputs is None else inputs
     for name, what in (("source", "its source changed"),
                        ("parameters", "its parameters changed"),
-                       ("package", "the package or the environment changed")):
-        if record["inputs"].get(name) != inputs[name]:
+                       ("package", "the package or the environment changed"),
+                       ("chapters", "what it reads of the other chapters changed")):
+        if record["inputs"].get(name) != inputs.get(name):
             return what
     for store, digest in record.get("stores", {}).items():
         if store_hash(Path(store)) != digest:
@@ -590,15 +609,20 @@ def main(argv=None) -> int:
 
     print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
-    todo = stale(chapters)
-    together, alone = split_alone(todo)
-    failures = run(together, parameters, args.jobs, args.heartbeat) if together else []
+    together, alone, final = split_alone(chapters)
+    todo = stale(together + alone)
+    failures = run([c for c in todo if c in together], parameters, args.jobs,
+                   args.heartbeat) if set(todo) & set(together) else []
     # A chapter that was up to date may read a store that a chapter just run rewrote.
-    later = stale([c for c in chapters if c not in todo], quiet=True) if todo else []
+    later = stale([c for c in together if c not in todo], quiet=True) if todo else []
     if later:
         failures += run(later, parameters, args.jobs, args.heartbeat)
-    if alone:  # on idle cores (ALONE)
-        failures += run(alone, parameters, 1, args.heartbeat)
+    if set(todo) & set(alone):  # on idle cores (ALONE)
+        failures += run([c for c in todo if c in alone], parameters, 1, args.heartbeat)
+    for c in final:  # what they read is known only now (FINAL)
+        if stale([c]):
+            todo.append(c)
+            failures += run([c], parameters, 1, args.heartbeat)
     print(f"run_chapters: total {time.perf_counter() - start:.1f} s (mode={args.mode}, "
           f"{len(todo) + len(later)} executed, "
           f"{len(chapters) - len(todo) - len(later)} cached)")

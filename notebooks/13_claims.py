@@ -1,0 +1,176 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# (ch-claims)=
+# # Does the paper hold?
+#
+# This page is the ledger of {cite:t}`yildirim2023adaptive`: one row per statement of
+# the paper, with the numbers this build computed for it, the rule that decides it and
+# the verdict.  Nothing on it is typed: the page runs after the other chapters and reads
+# the package, the experiment stores and the numbers the chapters computed, so a change
+# of the code that flips a verdict shows here without anyone editing the page.
+#
+# A verdict is one of
+#
+# * **holds**: the rule is met;
+# * **holds with a departure**: met only in a weaker form, or only once the book departs
+#   from the paper or the authors' code ({ref}`reproduction-notes` says where and why);
+# * **does not hold**: the rule is broken;
+# * **inconclusive**: the data of this build cannot decide (at the paper's 30 runs, some
+#   differences are within the Monte Carlo noise);
+# * **not checked in this mode**: the quick build's stores are not the paper's setting
+#   (5 runs of 200 individuals instead of 30 of 1000), or a chapter it reads did not run.
+#   The numbers are still shown; `make book` (the full build) decides them.
+#
+# Theorems get "holds" when they are *numerically consistent* on the points checked,
+# which is not a proof.  A statement with several parts (Figure 3: four ε, two
+# parameters, two competitors) is decided cell by cell; the p-values of its cells are
+# adjusted by Holm's method within the statement, never across statements.  The ledger's
+# code is `book/ledger.py` (the page, `claims.json`, the `check` and `compare` commands)
+# and `book/claims.py` (one function per statement).
+
+# %% tags=["parameters"]
+mode = "quick"  # "quick" or "full": which stores (and chapters' numbers) are read
+
+# %% tags=["hide-input"]
+import json
+import sys
+
+import pandas as pd
+from IPython.display import Markdown, display
+
+from dpbook.figures import figure_saver, glue_phrase, repo_root
+
+sys.path.insert(0, str(repo_root() / "book"))
+import ledger  # noqa: E402 - the book's own code, beside this page
+
+assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
+save = figure_saver("13_claims", mode=mode)
+L = ledger.build(mode)
+OUT = repo_root() / "build" / "claims.json"
+OUT.write_text(json.dumps(L, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+counts = pd.DataFrame(ledger.counts(L)).T
+paper = counts.drop(index="Beyond the paper")
+tally = paper.sum()
+glue_phrase("tally", f"Of the paper's {tally.sum()} statements checked here, " + ", ".join(
+    f"{n} {'hold' if n != 1 else 'holds'}{v[5:]}" if v.startswith("holds") else
+    f"{n} {'do' if n != 1 else 'does'} not hold" if v == "does not hold" else
+    f"{n} {'are' if n != 1 else 'is'} {v}" for v, n in tally.items()) + ".")
+print(f"{mode} mode, commit {L['commit']}; stores read:", *L["stores"], sep="\n  ")
+
+# %% [markdown]
+# {glue:md}`tally`  The ledger is also a file, {download}`claims.json <../claims.json>`: one
+# object per statement with its rule, parameters, evidence (value, Monte Carlo error,
+# sample size) and verdict, with the mode, the commit and each store's fingerprint.
+# `python book/ledger.py compare OLD.json NEW.json` lists the rules and the verdicts that
+# changed between two builds.
+
+# %% tags=["hide-input"] fig_caption="The verdicts of this build, by kind of statement; the last bar counts dpbook's own claims, beyond the paper." fig_alt="Horizontal stacked bars, one per kind of statement (theorems, algorithms, Section 5, Section 6, cost, beyond the paper), split into the numbers of statements that hold, hold with a departure, do not hold, are inconclusive or are not checked in this mode."
+COLOURS = {"holds": "#4c9a2a", "holds with a departure": "#a3c585",
+           "does not hold": "#c0392b", "inconclusive": "#e6b800",
+           "not checked in this mode": "#bbbbbb"}
+shown = counts.loc[[c for c in ledger.CATEGORIES if counts.loc[c].sum()][::-1]]
+ax = shown[list(ledger.VERDICTS)].plot.barh(stacked=True, color=COLOURS, figsize=(7.5, 3.2),
+                                            width=0.7)
+for bars in ax.containers:
+    ax.bar_label(bars, labels=[f"{int(w)}" if w else "" for w in bars.datavalues],
+                 label_type="center", fontsize="small")
+ax.set(xlabel="", ylabel="")
+ax.legend(ncol=3, fontsize="small", frameon=False, loc="lower center",
+          bbox_to_anchor=(0.45, 1.0))
+save(ax.figure, "verdicts", f"{mode} mode, commit {L['commit']}")
+
+# %% [markdown]
+# ## The paper's statements
+#
+# Each statement gives its place in the paper, how this build checks it (the page that
+# shows it; {ref}`paper-in-code` names the tests), the rule as the code applies it, the
+# numbers that decide it, and the verdict.
+
+# %% tags=["hide-input"]
+MARK = {v: f"**{v}**" for v in ledger.VERDICTS}
+
+
+def number(e):
+    v = e["value"]
+    text = (str(v) if isinstance(v, (bool, str)) or v is None else
+            f"{v:,}" if isinstance(v, int) else f"{v:.4g}")
+    if e.get("se") is not None:
+        text += f" ± {e['se']:.2g}"
+    return text + (f" (n = {e['n']:,})" if e.get("n") is not None else "")
+
+
+def md(text):
+    return text.replace("*", r"\*")  # b* is a name here, not emphasis
+
+
+def block(c):
+    lines = [f"**{md(c['claim'])}**", "",
+             f"Verdict: {MARK[c['verdict']]} · {c['paper_ref']} · shown in "
+             f"{{ref}}`{c['chapter']}`",
+             "", f"* *Check:* {md(c['check'])}.", f"* *Rule:* {md(c['rule']['text'])}."]
+    lines += [f"* {md(k)}: {number(e)}" for k, e in c["evidence"].items()]
+    if c["note"]:
+        lines.append(f"* *Note:* {c['note']}.")
+    if c["cells"]:
+        lines += ["", "| cell | verdict | numbers |", "|---|---|---|"]
+        lines += [f"| {x['cell']} | {MARK[x['verdict']]} | "
+                  + "; ".join(f"{md(k)}: {number(e)}" for k, e in x["evidence"].items())
+                  + " |"
+                  for x in c["cells"]]
+    return "\n".join(lines) + "\n"
+
+
+def show(category):
+    display(Markdown("\n".join(block(c) for c in L["claims"] if c["category"] == category)))
+
+
+# %% [markdown]
+# ### Theorems
+
+# %% tags=["remove-input"]
+show("Theorems")
+
+# %% [markdown]
+# ### Algorithms
+
+# %% tags=["remove-input"]
+show("Algorithms")
+
+# %% [markdown]
+# ### Section 5: adaptive truncation
+
+# %% tags=["remove-input"]
+show("Section 5")
+
+# %% [markdown]
+# ### Section 6: numerical results
+
+# %% tags=["remove-input"]
+show("Section 6")
+
+# %% [markdown]
+# ### Cost
+
+# %% tags=["remove-input"]
+show("Cost")
+
+# %% [markdown]
+# ## Beyond the paper
+#
+# Claims dpbook makes of its own, not the paper's: the calibration of the posteriors
+# ({ref}`ch-calibration`).
+
+# %% tags=["remove-input"]
+show("Beyond the paper")

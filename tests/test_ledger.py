@@ -1,0 +1,102 @@
+"""The ledger of the paper's claims (book/ledger.py, book/claims.py): verdicts follow the
+data (a store with two methods swapped flips them), and the file's check and compare."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+sys.path.insert(0, str(BOOK))
+import ledger  # noqa: E402
+
+
+def section6_store(runs=30, seed=0):
+    """Estimates as a Section 6 store holds them: the adaptive SMC's errors a third of
+    the fixed interval's and MHAAR's, at every eps (the paper's Figure 3)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for eps in ledger.PAPER_EPS:
+        for run in range(runs):
+            for method, spread in (("smc-adaptive", 0.3), ("smc-fixed", 1.0), ("mhaar", 1.0)):
+                rows.append(dict(method=method, eps=eps, run=run, mu_true=50.0,
+                                 sigma_true=10**0.5, mu_hat=50 + spread * rng.normal(),
+                                 sigma_hat=10**0.5 + spread * rng.normal(),
+                                 mu_sd=spread * (1 + 0.1 * rng.random())))
+    return pd.DataFrame(rows)
+
+
+def verdicts(est, ids=("figure-3", "figure-2-concentrates")):
+    built = ledger.build("full", stores={"paper": (est, None)}, only=ids)
+    return {c["id"]: [x["verdict"] for x in c["cells"]] for c in built["claims"]}
+
+
+def test_swapping_two_methods_flips_the_verdicts():
+    est = section6_store()
+    before = verdicts(est)
+    assert before["figure-3"] == ["holds"] * 16
+    assert before["figure-2-concentrates"] == ["holds"] * 4
+    swapped = est.replace({"method": {"smc-adaptive": "smc-fixed",
+                                      "smc-fixed": "smc-adaptive"}})
+    after = verdicts(swapped)
+    # adaptive is now the worse one against the fixed interval, and ties MHAAR
+    assert [v for v, cell in zip(after["figure-3"], range(16)) if cell % 2 == 0] == \
+        ["does not hold"] * 8
+    assert after["figure-2-concentrates"] == ["does not hold"] * 4
+
+
+def test_quick_mode_shows_the_numbers_but_leaves_the_verdict_to_the_full_build():
+    built = ledger.build("quick", stores={"paper": (section6_store(runs=5), None)},
+                         only=("figure-3",))
+    (c,) = built["claims"]
+    assert c["verdict"] == ledger.NOT_CHECKED and "full build" in c["note"]
+    assert all(x["evidence"]["RMSE ratio"]["value"] < 1 for x in c["cells"])
+
+
+def test_rules_render_from_the_parameters_the_checks_use():
+    built = ledger.build("quick", only=("theorem-3", "best-intervals"))
+    for c in built["claims"]:
+        assert "{" not in c["rule"]["text"], c["rule"]["text"]
+        assert c["rule"]["parameters"]
+    by_id = {c["id"]: c for c in built["claims"]}
+    assert "1e-08" in by_id["theorem-3"]["rule"]["text"]
+    assert ledger.check(built) == []
+
+
+def test_a_store_not_computed_is_not_checked():
+    built = ledger.build("full", root=Path("/nonexistent"), only=("figure-3", "cost-smc"))
+    assert {c["verdict"] for c in built["claims"]} == {ledger.NOT_CHECKED}
+    assert all("not in this build" in c["note"] for c in built["claims"])
+
+
+def test_check_and_compare_commands(tmp_path, capsys):
+    old = {"schema": ledger.SCHEMA, "claims": [
+        {"id": "a", "paper_ref": "Theorem 2", "category": "Theorems", "verdict": "holds",
+         "rule": {"text": "x at most 1", "parameters": {"x": 1}}},
+        {"id": "b", "paper_ref": "Figure 3", "category": "Section 6", "verdict": "holds",
+         "rule": {"text": "p < 0.05", "parameters": {}}}]}
+    new = json.loads(json.dumps(old))
+    new["claims"][0]["rule"] = {"text": "x at most 2", "parameters": {"x": 2}}
+    new["claims"][1]["verdict"] = "inconclusive"
+    a, b = tmp_path / "old.json", tmp_path / "new.json"
+    a.write_text(json.dumps(old))
+    b.write_text(json.dumps(new))
+    assert ledger.main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["rule changed: a: 'x at most 1' -> 'x at most 2'",
+                   "verdict changed: b: holds -> inconclusive"]
+    assert ledger.main(["check", str(a)]) == 0
+    new["claims"][1]["verdict"] = "probably"
+    b.write_text(json.dumps(new))
+    assert ledger.main(["check", str(b)]) == 1
+    assert "b: verdict 'probably'" in capsys.readouterr().err
+    assert ledger.main(["check", str(tmp_path / "missing.json")]) == 2
+
+
+@pytest.mark.parametrize("p, expect", [([0.01, 0.04, 0.03], [0.03, 0.06, 0.06]),
+                                       ([0.5], [0.5])])
+def test_holm(p, expect):
+    np.testing.assert_allclose(ledger.holm(p), expect)
