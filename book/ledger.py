@@ -131,21 +131,23 @@ class Context:
                 self._stores[name] = None
         return self._stores[name]
 
-    def calibration(self):
-        """The replications of chapter 8's study (its store's table), or None."""
-        if "calibration" not in self._stores:
+    def calibration(self, name="calibration", suffix=""):
+        """The replications of a calibration study's store (``results/<name>`` in full
+        mode, ``results/<name>-quick<suffix>`` in quick mode), or None."""
+        key = name + suffix
+        if key not in self._stores:
             import pandas as pd
 
             from dpbook.experiment.results import note_store_read
 
-            path = self.root / "results" / ("calibration" if self.mode == "full"
-                                            else "calibration-quick")
+            path = self.root / "results" / (name + ("" if self.mode == "full" else "-quick")
+                                            + suffix)
             table = path / "estimates.parquet"
-            self._stores["calibration"] = pd.read_parquet(table) if table.exists() else None
+            self._stores[key] = pd.read_parquet(table) if table.exists() else None
             if table.exists():
                 note_store_read(path)
                 self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
-        return self._stores["calibration"]
+        return self._stores[key]
 
     def glued(self, chapter: str, key: str):
         """A number a chapter glued (myst-nb) when it ran, or None."""
