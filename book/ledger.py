@@ -150,11 +150,15 @@ class Context:
         return self._stores[key]
 
     def glued(self, chapter: str, key: str):
-        """A number a chapter glued (myst-nb) when it ran, or None."""
+        """A number a chapter glued (myst-nb) when it ran in this mode, or None."""
         nb = self.root / "build" / "chapters" / f"{chapter}.ipynb"
         try:
-            cells = json.loads(nb.read_text())["cells"]
+            notebook = json.loads(nb.read_text())
+            cells = notebook["cells"]
+            ran = notebook["metadata"]["dpbook"]["parameters"]["mode"]
         except (OSError, ValueError, KeyError):
+            return None
+        if ran != self.mode:
             return None
         for cell in cells:
             for out in cell.get("outputs", []):

@@ -117,7 +117,10 @@ def md(text):
 
 def block(c):
     lines = [f"**{md(c['claim'])}**", "",
-             f"Verdict: {MARK[c['verdict']]} · {c['paper_ref']} · shown in "
+             f"Verdict: {MARK[c['verdict']]}"
+             + (" (numerically consistent)" if c["category"] == "Theorems"
+                and c["verdict"] == "holds" else "")
+             + f" · {c['paper_ref']} · shown in "
              f"{{ref}}`{c['chapter']}`",
              "", f"* *Check:* {md(c['check'])}.", f"* *Rule:* {md(c['rule']['text'])}."]
     lines += [f"* {md(k)}: {number(e)}" for k, e in c["evidence"].items()]
