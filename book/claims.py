@@ -548,7 +548,8 @@ def original_code(ctx, k):
         cells.append({"cell": f"ε = {e:g}", "verdict": DEPARTS if far else HOLDS,
                       "evidence": {"σ RMSE, original over corrected": ev(
                           ratio, se=float(np.std(boot)), n=len(runs))}})
-    return _quick(ctx, Result(DEPARTS if moved else HOLDS, {}, cells=cells))
+    return _quick(ctx, Result(DEPARTS if moved else HOLDS, {}, cells=cells,
+                              note="the slip: {ref}`notes-authors-code`"))
 
 
 # ---- cost (chapter 9) ------------------------------------------------------------------
