@@ -137,9 +137,13 @@ def test_timing_chapters_run_alone_and_the_ledger_last(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(run_chapters, "run", lambda chapters, parameters, jobs, beat:
                         calls.append(([c.stem for c in chapters], jobs)) or [])
-    assert run_chapters.main(["--jobs", "2", "--heartbeat", "0"]) == 0
+    assert run_chapters.main(["--mode", "full", "--jobs", "2", "--heartbeat", "0"]) == 0
     assert calls == [(["07_a", "08_b"], 2), (["09_clock"], 1), (["13_l"], 1),
                      (["00_landing"], 1)]
+    calls.clear()  # in quick mode the timing chapter runs beside the others
+    assert run_chapters.main(["--mode", "quick", "--jobs", "2", "--heartbeat", "0",
+                              "--force"]) == 0
+    assert calls == [(["07_a", "08_b", "09_clock"], 2), (["13_l"], 1), (["00_landing"], 1)]
 
 
 def test_the_ledger_is_stale_when_a_chapter_it_reads_changed(tmp_path, monkeypatch):

@@ -56,13 +56,15 @@ SOURCES = ROOT / "notebooks"
 OUTPUT = ROOT / "build" / "chapters"
 KERNEL = "python3"
 # Submission order when chapters run side by side (longest first, so no core idles at
-# the end): chapters 5 and 7 run the experiments and take most of the time; chapter 6
-# only reads chapter 5's store (it waits for it), so it goes last.  The results do not
-# depend on the order.
-FIRST = ("05", "07")
+# the end): in full mode chapters 5 and 7 run the experiments and take most of the time,
+# in quick mode chapters 10-12 take longest; chapter 6 only reads chapter 5's store (it
+# waits for it), so it goes last.  The results do not depend on the order.
+FIRST = {"full": ("05", "07"), "quick": ("10", "12", "11", "07", "05")}
 LAST = ("06",)
 # Chapters that time their own computations (chapter 9's cost against n) run after the
-# others, one at a time, so that no other chapter shares the cores while they measure.
+# others, one at a time, so that no other chapter shares the cores while they measure;
+# in full mode only (quick mode's streams are too short for their slopes to decide
+# anything, and the ledger leaves them to the full build).
 ALONE = ("09",)
 # Chapters that read what the others computed run after all of them, in this order: the
 # ledger of the paper's claims (13) reads their stores and glued numbers, the landing
@@ -90,22 +92,24 @@ def select(only: list[str] | None) -> list[Path]:
     return chosen
 
 
-def schedule(chapters: list[Path]) -> list[Path]:
+def schedule(chapters: list[Path], mode: str = "full") -> list[Path]:
     """The chapters in submission order (see FIRST and LAST)."""
+    first = FIRST.get(mode, FIRST["full"])
     def rank(c):
         num = c.stem.split("_", 1)[0]
-        return (0, FIRST.index(num)) if num in FIRST else \
+        return (0, first.index(num)) if num in first else \
             (2, LAST.index(num)) if num in LAST else (1, int(num))
     return sorted(chapters, key=rank)
 
 
-def split_alone(chapters: list[Path]) -> tuple[list[Path], list[Path], list[Path]]:
-    """(the chapters that may run side by side, those that run alone, those that run
-    last in FINAL's order: see ALONE and FINAL)."""
+def split_alone(chapters: list[Path], alone_ones=ALONE) -> tuple[list[Path], list[Path],
+                                                                 list[Path]]:
+    """(the chapters that may run side by side, those that run alone (``alone_ones``),
+    those that run last in FINAL's order: see ALONE and FINAL)."""
     def num(c):
         return c.stem.split("_", 1)[0]
 
-    alone = [c for c in chapters if num(c) in ALONE]
+    alone = [c for c in chapters if num(c) in alone_ones]
     final = sorted((c for c in chapters if num(c) in FINAL), key=lambda c: FINAL.index(num(c)))
     return [c for c in chapters if c not in alone and c not in final], alone, final
 
@@ -555,7 +559,8 @@ def run(chapters, parameters, jobs, heartbeat_every) -> list[tuple[str, str]]:
         heartbeat.start()
     if jobs > 1 and len(chapters) > 1:
         pool = ProcessPoolExecutor(max_workers=jobs)
-        futures = [pool.submit(execute, c, parameters) for c in schedule(chapters)]
+        futures = [pool.submit(execute, c, parameters)
+                   for c in schedule(chapters, parameters.get("mode"))]
         results = (f.result() for f in as_completed(futures))
     else:
         pool, results = None, (execute(c, parameters) for c in chapters)
@@ -609,7 +614,7 @@ def main(argv=None) -> int:
 
     print(f"run_chapters: {len(chapters)} chapter(s), parameters {parameters}, "
           f"{args.jobs} in parallel -> {OUTPUT.relative_to(ROOT)}/", flush=True)
-    together, alone, final = split_alone(chapters)
+    together, alone, final = split_alone(chapters, ALONE if args.mode == "full" else ())
     todo = stale(together + alone)
     failures = run([c for c in todo if c in together], parameters, args.jobs,
                    args.heartbeat) if set(todo) & set(together) else []
