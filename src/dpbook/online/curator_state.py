@@ -112,7 +112,7 @@ def load_curator(path) -> Curator:
     if header != _SQLITE:
         return _migrate(path)
     try:
-        return _load(path)
+        return _load(os.path.realpath(path))  # its journal beside the target of a link
     except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError,
             AttributeError) as e:
         raise ValueError(f"{path}: {e}" if isinstance(e, ValueError) else
