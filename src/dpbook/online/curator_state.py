@@ -113,14 +113,10 @@ def load_curator(path) -> Curator:
         return _migrate(path)
     try:
         return _load(os.path.realpath(path))  # its journal beside the target of a link
-    except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError,
-            AttributeError) as e:
+    except Exception as e:  # SQLite's errors, a value of a damaged file, a family's import
         raise ValueError(f"{path}: {e}" if isinstance(e, ValueError) else
-                         f"{path}: not a dpbook curator state file, or a damaged one "
-                         f"({type(e).__name__}: {e})") from None
-    except Exception as e:  # the family's module or file failed to import
-        raise ValueError(f"{path}: its family cannot be imported "
-                         f"({type(e).__name__}: {e})") from None
+                         f"{path}: not a dpbook curator state file, a damaged one, or one "
+                         f"whose family fails to import ({type(e).__name__}: {e})") from None
 
 
 # ---------------------------------------------------------------------------- writing
