@@ -91,13 +91,6 @@ def test_a_wrong_family_is_one_line(capsys, spec, message):
     assert code == 2 and err.count("\n") == 1 and message in err and out == "", err
 
 
-def test_the_curator_refuses_a_family_it_cannot_save(capsys, tmp_path):
-    code, _, err = _run(capsys, "curator", "init", tmp_path / "c.pkl", "--eps", 1, "--range",
-                        -5, 5, "--family", FAMILY)
-    assert code == 2 and err.count("\n") == 1 and "curator init takes a shipped family" in err
-    assert not any(p.suffix in (".pkl", ".tmp") for p in tmp_path.iterdir())
-
-
 @pytest.mark.parametrize("sub", [["stream", "VALUES", "--column", "v"],
                                  ["curator", "init", "STATE"]])
 def test_no_prior_is_refused_before_any_release(capsys, values, tmp_path, sub):

@@ -12,8 +12,8 @@ import pytest
 
 from dpbook.cli import main
 from dpbook.cli.summary import posterior_summary
+from dpbook.online.curator_state import load_curator
 from dpbook.online.streams import make_curator
-from dpbook.privacy.curator import Curator
 from dpbook.privacy.individual import seeded_release_for_simulation
 
 
@@ -32,7 +32,7 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     """init, two published batches, their releases back late and interleaved, one
     individual who never answers: the intervals and the posterior of the same calls on
     one Curator in memory, bit for bit."""
-    state, eps = tmp_path / "c.pkl", 2.0
+    state, eps = tmp_path / "c.db", 2.0
     ref = make_curator(eps, "smc-marginal", n_particles=200, seed=3)
     _cli(capsys, "init", state, "--eps", eps, "--particles", 200, "--seed", 3, "--prior",
          "paper")
@@ -56,12 +56,12 @@ def test_a_service_s_calls_give_the_python_curator_s_numbers(tmp_path, capsys):
     assert status["taken"] == 4
     assert status["posterior"] == posterior_summary(ref.posterior, ref.posterior.family)
     assert status["outstanding"] == [{"l": third["l"], "r": third["r"], "k": 1}]
-    saved = Curator.load(state)  # the releases in the order taken, as in memory
+    saved = load_curator(state)  # the releases in the order taken, as in memory
     assert all(np.array_equal(a, b) for a, b in zip(saved.releases(), ref.releases()))
 
 
 def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
-    state = tmp_path / "c.pkl"
+    state = tmp_path / "c.db"
     _cli(capsys, "init", state, "--eps", 1.0, "--particles", 50, "--interval", -1, 1,
          "--prior", "paper")
     _cli(capsys, "publish", state, "--k", 2)
@@ -83,11 +83,11 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
             (["take", state, tmp_path / "none.csv"], "no such file"),
             (["withdraw", state, -2, 1], "fewer than 1"),
             (["init", tmp_path, "--eps", 1, "--force"], "is a directory"),
-            (["status", tmp_path / "none.pkl"], "no such curator state file"),
-            (["init", tmp_path / "no" / "c.pkl", "--eps", 1], "no such directory"),
-            (["init", tmp_path / "g.pkl", "--eps", 1, "--method", "online-gradient",
+            (["status", tmp_path / "none.db"], "no such curator state file"),
+            (["init", tmp_path / "no" / "c.db", "--eps", 1], "no such directory"),
+            (["init", tmp_path / "g.db", "--eps", 1, "--method", "online-gradient",
               "--particles", 10, "--prior", "paper"], "does not apply"),
-            (["init", tmp_path / "p.pkl", "--eps", 1], "no prior in the data's units: give "
+            (["init", tmp_path / "p.db", "--eps", 1], "no prior in the data's units: give "
              "--range LO HI")]:
         assert main(["curator", *map(str, args)]) == 2
         err = capsys.readouterr().err
@@ -104,7 +104,7 @@ def test_refusals_leave_the_state_as_it_was(tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["smc-marginal", "online-gradient"])
 def test_two_processes_taking_at_once_lose_nothing(tmp_path, capsys, method):
-    state = tmp_path / "c.pkl"
+    state = tmp_path / "c.db"
     _cli(capsys, "init", state, "--eps", 1.0, "--method", method, "--interval", -5, 5,
          "--range", -5, 5)
     _cli(capsys, "publish", state, "--k", 40)

@@ -37,8 +37,9 @@ def add_parser(subparsers):
                     "next K individuals, `take` absorbs a CSV of releases (y,l,r) made "
                     "with published intervals, late or in any order, `withdraw` forgets "
                     "individuals who will not answer, `status` shows the posterior.  The "
-                    "file is locked while a command changes it, so a collection service "
-                    "may call these from several processes.")
+                    "state is a SQLite file (dpbook.online.curator_state), locked while a "
+                    "command runs, so a collection service may call these from several "
+                    "processes.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION",
                            parser_class=Parser)
     init = sub.add_parser("init", help="make a curator and save it in STATE")
@@ -80,8 +81,9 @@ def curator_status(curator) -> dict:
     """The curator's releases, outstanding intervals and posterior in the one JSON shape
     (:mod:`dpbook.cli.summary`)."""
     post = curator.posterior
-    result = posterior_result(post, post.family)
-    method = "smc-marginal" if "posterior" in result else "online-gradient"
+    # before the first release: no posterior yet (the particles are the prior's)
+    result = posterior_result(post, post.family) if curator.n else {}
+    method = "smc-marginal" if hasattr(post, "quantile") else "online-gradient"
     # the seed is spent into the curator's generator: the state file does not keep it
     return record(post.family, post.mechanism, post.eps, curator.n, method, None,
                   taken=curator.n,
@@ -123,7 +125,7 @@ def cmd_curator(args):
 def _curator(args):
     from filelock import FileLock
 
-    from dpbook.privacy.curator import Curator
+    from dpbook.online.curator_state import load_curator, save_curator
     from dpbook.validation import output_file
 
     state = Path(args.state)
@@ -135,25 +137,14 @@ def _curator(args):
         raise ValueError(f"{state}: no such curator state file")
     if not state.parent.is_dir():
         raise ValueError(f"{state}: no such directory {state.parent}")
-    if args.action == "status":  # a save replaces the file at once: no lock to read
-        curator = Curator.load(state)
-        out = curator_status(curator)
-        lines = [f"{curator.n} releases taken, {sum(curator.outstanding.values())} expected"]
-        lines += [f"  [{o['l']!r}, {o['r']!r}]: {o['k']} expected" for o in out["outstanding"]]
-        lines += result_lines(out)
-        print_result(out, args.json, lines)
-        return
     if args.action == "take":  # read and checked before the lock: other calls need not wait
         y, l, r, skipped = _read_curator_releases(args.releases, args.missing)
-    with FileLock(str(target) + ".lock"):
+    with FileLock(str(target) + ".lock"):  # status too: loading may migrate a pickle
         if args.action == "init":
             if state.exists() and not args.force:
                 raise UsageError(f"{state} exists (--force replaces it)")
             from dpbook.online.streams import make_curator
 
-            if ":" in args.family:  # its posterior's kernels cannot go into a state file
-                raise UsageError(f"curator init takes a shipped family (dpbook families), "
-                                 f"not {args.family}: the state file cannot keep its class")
             family, mechanism = family_from_args(args)
             family = prior_from_args(family, args, unstated="refuse")
             if args.particles is not None and not get_method(args.method).particles:
@@ -161,11 +152,18 @@ def _curator(args):
             policy = "adaptive" if args.interval is None else tuple(args.interval)
             curator = make_curator(args.eps, args.method, policy, family, mechanism,
                                    n_particles=args.particles or 1000, seed=args.seed)
-            curator.save(state)
+            save_curator(curator, state)
             print(f"curator ({args.method}, eps = {args.eps}) saved in {state}")
             return
-        curator = Curator.load(state)
-        if args.action == "publish":
+        curator = load_curator(state)
+        if args.action == "status":
+            out = curator_status(curator)
+            lines = [f"{curator.n} releases taken, {sum(curator.outstanding.values())} "
+                     "expected"]
+            lines += [f"  [{o['l']!r}, {o['r']!r}]: {o['k']} expected"
+                      for o in out["outstanding"]]
+            lines += result_lines(out) if curator.n else []
+        elif args.action == "publish":
             l, r = curator.publish(args.k)
             out, lines = {"l": l, "r": r, "k": args.k}, [f"{l!r} {r!r}"]
         elif args.action == "take":
@@ -182,5 +180,6 @@ def _curator(args):
             curator.withdraw(args.l, args.r, args.k)
             out = curator_status(curator)
             lines = [f"withdrew {args.k}; {sum(curator.outstanding.values())} still expected"]
-        curator.save(state)
+        if args.action != "status":
+            save_curator(curator, state)  # one transaction: the releases and a snapshot
     print_result(out, args.json, lines)

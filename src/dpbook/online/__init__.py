@@ -9,7 +9,8 @@
 * :mod:`dpbook.online.ibis`: the marginal SMC on theta for long streams (IBIS);
 * :mod:`dpbook.online.gradient`: the online gradient estimate of Section 7;
 * :mod:`dpbook.online.streams`: a stream of a user's own values (``dpbook stream``),
-  timed runs and the limits of the misspecified model (chapters 9 and 10).
+  timed runs and the limits of the misspecified model (chapters 9 and 10);
+* :mod:`dpbook.online.curator_state`: a deployment's curator kept in a SQLite file.
 """
 
 from dpbook.online.algorithm1 import OnlineRun, run_online

@@ -13,10 +13,10 @@ computes is eps-DP for every individual.
   batches' releases);
 * :meth:`Curator.take` absorbs one release of a published interval,
   :meth:`Curator.take_many` several;
-* :meth:`Curator.save` and :meth:`Curator.load` keep its whole state (posterior,
-  policy, the policy's random stream, the releases and the intervals still out) in one
-  file, so that a stream can stop and resume mid-way with the same numbers as a run
-  without the stop.
+* :mod:`dpbook.online.curator_state` keeps its whole state in one SQLite file (the
+  release log, the intervals, the configuration and checked snapshots of the
+  posterior), so that a stream can stop and resume mid-way with the same numbers as a
+  run without the stop.
 
 :func:`dpbook.online.algorithm1.run_online` is the curator and a population in one loop;
 the individual's side is :mod:`dpbook.privacy.individual`.
@@ -24,8 +24,6 @@ the individual's side is :mod:`dpbook.privacy.individual`.
 
 from __future__ import annotations
 
-import os
-import pickle
 from collections import Counter
 
 import numpy as np
@@ -36,19 +34,7 @@ from dpbook.validation import (
     check_finite_number,
     check_observations,
     check_one_interval,
-    output_file,
 )
-
-_FORMAT = "dpbook-curator"
-_VERSION = 1
-# where the online posteriors lived when older state files were written
-_MOVED = {"dpbook.marginal.ibis": "dpbook.online.ibis",
-          "dpbook.gradient": "dpbook.online.gradient"}
-
-
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        return super().find_class(_MOVED.get(module, module), name)
 
 
 def absorb(posterior, y, l, r):
@@ -81,6 +67,7 @@ class Curator:
         self.policy = policy
         self.rng = as_generator(seed, "seed")
         self.outstanding = Counter()  # (l, r) -> releases still expected with it
+        self.intervals = []  # (l, r, k): published for k individuals; k < 0: withdrawn
         self.y, self.l, self.r = [], [], []
 
     @property
@@ -94,6 +81,7 @@ class Curator:
         l, r = self.policy.next_interval(self.posterior, self.rng)
         l, r = float(l), float(r)
         self.outstanding[(l, r)] += k
+        self.intervals.append((l, r, k))
         return l, r
 
     def next_interval(self):
@@ -157,37 +145,8 @@ class Curator:
         if self.outstanding[(l, r)] < k:
             raise ValueError(f"fewer than {k} releases of [{l!r}, {r!r}] are expected")
         self.outstanding -= Counter({(l, r): k})
+        self.intervals.append((l, r, -k))
 
     def releases(self):
         """The releases taken so far, in the order taken: arrays (y, l, r)."""
         return tuple(np.array(v, float) for v in (self.y, self.l, self.r))
-
-    def save(self, path):
-        """Write the curator's whole state to ``path`` (a pickle; written to a temporary
-        file first and renamed, so an interrupted save leaves the old file).  Load only
-        files you wrote: unpickling runs code."""
-        path = output_file(path)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump({"format": _FORMAT, "version": _VERSION, "curator": self}, fh,
-                        protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-
-    @classmethod
-    def load(cls, path) -> Curator:
-        """The curator saved in ``path`` by :meth:`save`, ready to go on."""
-        try:
-            with open(path, "rb") as fh:
-                state = _Unpickler(fh).load()
-        except FileNotFoundError:
-            raise ValueError(f"{path}: no such curator state file") from None
-        except Exception as exc:  # a truncated or foreign file
-            raise ValueError(f"{path}: not a dpbook curator state file ({type(exc).__name__})"
-                             ) from None
-        if not (isinstance(state, dict) and state.get("format") == _FORMAT
-                and isinstance(state.get("curator"), cls)):
-            raise ValueError(f"{path}: not a dpbook curator state file")
-        if state.get("version") != _VERSION:
-            raise ValueError(f"{path}: curator state version {state.get('version')!r}, this "
-                             f"dpbook reads version {_VERSION}")
-        return state["curator"]
