@@ -642,7 +642,8 @@ glue_phrase("curator-conflict", f"{len(conflict[CURATOR])} warning(s)"
 # operating system's entropy (the textbook sampler on doubles, which the simulations
 # use, can leak the value through the low bits of its output,
 # {cite:t}`mironov2012significance`), in the individual's process, and the curator can
-# `save(path)` between releases and `Curator.load(path)` to go on.
+# be kept in a state file between releases ({func}`dpbook.online.curator_state.save_curator`
+# and `load_curator`, a SQLite record of every release: {ref}`running`).
 
 # %% tags=["hide-input"]
 from dpbook.privacy.individual import seeded_release_for_simulation  # noqa: E402
