@@ -105,7 +105,8 @@ def cmd_fisher(args):
     F = np.asarray(getattr(est, "F", est), dtype=float)
     se = getattr(est, "se", None)
     out = {"F": F.tolist(), "eps": args.eps, "a": args.a, "b": args.b, "method": args.method,
-           "theta": list(theta), "family": family.name, "params": list(family.params),
+           "theta": list(theta), "family": family.name,
+           "family_options": {k: getattr(family, k) for k in family.options}, "params": list(family.params),
            "mechanism": mechanism}
     if se is not None:
         out["se"] = np.asarray(se, dtype=float).tolist()
