@@ -106,8 +106,8 @@ def cmd_fisher(args):
     se = getattr(est, "se", None)
     out = {"F": F.tolist(), "eps": args.eps, "a": args.a, "b": args.b, "method": args.method,
            "theta": list(theta), "family": family.name,
-           "family_options": {k: getattr(family, k) for k in family.options}, "params": list(family.params),
-           "mechanism": mechanism}
+           "family_options": {k: getattr(family, k) for k in family.options},
+           "params": list(family.params), "mechanism": mechanism}
     if se is not None:
         out["se"] = np.asarray(se, dtype=float).tolist()
     if is_paper_model(family, mechanism) and theta == (0.0, 1.0):
