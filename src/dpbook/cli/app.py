@@ -28,7 +28,6 @@ def build_parser() -> Parser:
     calibrate.add_parser(sub)
     stream.add_parser(sub)
     curate.add_parser(sub)
-    p.subcommands = sub
     return p
 
 

@@ -50,6 +50,15 @@ def _add_option(p, opt, typ, default, text):
                    help=f"{text} (default {default})")
 
 
+def _parsers(parser):
+    """The parser and its sub-commands' parsers, nested ones (curator init) too."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(s): s for s in action.choices.values()}.values():
+                yield from _parsers(sub)
+
+
 def add_user_family_options(parser, argv=None):
     """The options of a user's family (its class's ``options``, e.g. a shape) on the
     sub-commands that take --family: a first pass reads --family alone; when it names a
@@ -63,7 +72,7 @@ def add_user_family_options(parser, argv=None):
     if not spec or ":" not in spec:
         return
     cls, shipped = user_family(spec), _shipped_options()
-    for sub in {id(s): s for s in parser.subcommands.choices.values()}.values():
+    for sub in _parsers(parser):
         if sub.get_default("family") is None:
             continue
         sub.set_defaults(family_class=cls)
