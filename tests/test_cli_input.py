@@ -11,6 +11,7 @@ import pytest
 from dpbook.cli import main
 
 FAMILY = str(Path(__file__).parent / "data" / "hypsecant_family.py") + ":HypSecant"
+GENLOG = str(Path(__file__).parent / "data" / "genlogistic_family.py") + ":GenLogistic"
 SHAPE = {"mean", "sd", "q05", "q25", "median", "q75", "q95"}
 RECORD = {"schema_version", "family", "mechanism", "prior", "eps", "n", "method", "seed"}
 
@@ -52,30 +53,75 @@ def test_a_family_module_on_fisher(capsys, monkeypatch):
     assert code == 0 and json.loads(out)["family"] == "hypsecant", err
 
 
-@pytest.mark.slow
-def test_a_family_file_on_posterior_and_stream(capsys, releases, values):
-    code, out, err = _run(capsys, "posterior", "--family", FAMILY, "--method", "exact",
-                          "--eps", 2, "--range", 30, 70, "--json", releases)
+def test_a_family_file_s_own_option_on_fisher(capsys):
+    from dpbook.cli.family import user_family
+    from dpbook.fisher import fisher_information
+
+    code, out, err = _run(capsys, "fisher", "--family", GENLOG, "--shape", 2, "--eps", 1,
+                          "--a", -2, "--b", 2, "--json")
     res = json.loads(out)
-    assert code == 0 and res["family"] == "hypsecant" and err == "", err
-    assert 45 < res["posterior"]["loc"]["median"] < 55
-    code, out, err = _run(capsys, "stream", values, "--column", "v", "--family", FAMILY,
-                          "--eps", 2, "--range", 30, 70, "--particles", 200, "--json")
-    res = json.loads(out)
-    assert code == 0 and res["family"] == "hypsecant", err
-    assert 45 < res["posterior"]["loc"]["median"] < 55
+    assert code == 0 and res["family_options"] == {"shape": 2.0}, err
+    cls = user_family(GENLOG)
+    F2, F1 = (fisher_information(-2, 2, 1, (0, 1), cls(shape=a)).F for a in (2, 1))
+    assert np.array_equal(res["F"], F2) and not np.allclose(F2, F1)
+    with pytest.raises(SystemExit):
+        main(["fisher", "--family", GENLOG, "--help"])
+    shown = capsys.readouterr().out
+    assert "--shape SHAPE" in shown and "shape of the generalised logistic" in shown
 
 
 @pytest.mark.slow
-def test_a_family_file_in_the_experiment_s_worker_processes(capsys, tmp_path):
-    """The pool's spawned workers get the class by value: no __main__ guard, no file."""
-    code, out, err = _run(capsys, "experiment", "--family", FAMILY, "--eps", 5, "--runs", 2,
-                          "--n", 20, "--methods", "smc-fixed", "--particles", 50,
-                          "--workers", 2, "--theta", 0, 1, "--out", tmp_path / "store",
-                          "--no-progress", "--json")
+def test_a_family_file_with_its_option_on_posterior_and_stream(capsys, releases, values):
+    code, out, err = _run(capsys, "posterior", "--family", GENLOG, "--shape", 2, "--method",
+                          "exact", "--eps", 2, "--range", 30, 70, "--json", releases)
+    res = json.loads(out)
+    assert code == 0 and res["family"] == "genlogistic" and err == "", err
+    assert res["family_options"] == {"shape": 2.0}
+    assert 45 < res["posterior"]["loc"]["median"] < 55
+    code, out, err = _run(capsys, "stream", values, "--column", "v", "--family", GENLOG,
+                          "--shape", 2, "--eps", 2, "--range", 30, 70, "--particles", 200,
+                          "--json")
+    res = json.loads(out)
+    assert code == 0 and res["family_options"] == {"shape": 2.0}, err
+    assert 45 < res["posterior"]["loc"]["median"] < 55
+
+
+@pytest.mark.parametrize("args, message", [
+    ([GENLOG, "--shape", "x"], "argument --shape: not a number: 'x'"),
+    ([GENLOG, "--shape", -1], "shape must be in [0.05, 20], got -1.0"),
+    ([GENLOG, "--df", 3], f"--df is not an option of {GENLOG}"),
+    ([FAMILY, "--shape", 2], "unrecognized arguments: --shape 2"),
+    (["normal", "--shape", 2], "unrecognized arguments: --shape 2"),
+    ([GENLOG.replace(":GenLogistic", ":Clashing")],
+     "its option 'eps' clashes with dpbook's own --eps"),
+])
+def test_a_family_option_that_does_not_fit_is_one_line(capsys, args, message):
+    code, out, err = _run(capsys, "fisher", "--eps", 1, "--a", -1, "--b", 1, "--family", *args)
+    assert code == 2 and err.count("\n") == 1 and message in err and out == "", err
+
+
+@pytest.mark.slow
+def test_a_family_file_with_its_option_in_worker_processes_and_on_dask(capsys, tmp_path):
+    """The pool's spawned workers and a Dask cluster's get the class by value (no __main__
+    guard, no file), with its option: the same estimates, bit for bit."""
+    import distributed
+    import pandas as pd
+
+    argv = ["experiment", "--family", GENLOG, "--shape", 2, "--eps", 5, "--runs", 2, "--n",
+            20, "--methods", "smc-fixed", "--particles", 50, "--theta", 0, 1,
+            "--no-progress", "--json", "--out"]
+    code, out, err = _run(capsys, *argv, tmp_path / "pool", "--workers", 2)
     assert code == 0, err
     res = json.loads(out)
-    assert res["family"] == "hypsecant" and res["tasks"] == 2 and res["complete"]
+    assert res["family_options"] == {"shape": 2.0} and res["tasks"] == 2 and res["complete"]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        code, out, err = _run(capsys, *argv, tmp_path / "dask", "--scheduler",
+                              cluster.scheduler_address)
+    assert code == 0 and json.loads(out)["complete"], err
+    pool, dask = (pd.read_parquet(tmp_path / d / "estimates.parquet").drop(columns="seconds")
+                  for d in ("pool", "dask"))
+    pd.testing.assert_frame_equal(pool, dask, check_exact=True)
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -112,8 +112,9 @@ class Gumbel(LocationScaleFamily):
 @pytest.mark.slow
 def test_experiment_with_other_families(tmp_path):
     """Shipped (Poisson, Gaussian mechanism: theta-grid intervals) and unshipped families
-    run, store per-parameter columns, and give the same results on 1 and 2 workers (the
-    unshipped family travels to the worker processes by value)."""
+    run and store per-parameter columns.  (An unshipped family in worker processes, the
+    pool's and a Dask cluster's, bit for bit: test_cli_input; one worker or two, the
+    same results: test_experiment.test_process_pool_matches_serial.)"""
     kw = dict(eps=[2.0], runs=2, n=40, particles=64, mhaar_iters=300, seed=1,
               progress=False, interval_grid=12)
     est = run_experiment(family="poisson", theta=8.0, mechanism="gaussian",
@@ -125,6 +126,5 @@ def test_experiment_with_other_families(tmp_path):
     g = Gumbel()
     kw.update(methods=["smc-adaptive", "smc-fixed"], theta=(50.0, 3.0))
     one = run_experiment(family=g, out=tmp_path / "g1", workers=1, **kw)
-    two = run_experiment(family=g, out=tmp_path / "g2", workers=2, **kw)
     cols = ["loc_hat", "scale_hat", "loc_sd", "scale_sd"]
-    assert one[cols].equals(two[cols]) and np.all(np.isfinite(one[cols].to_numpy()))
+    assert len(one) == 4 and np.all(np.isfinite(one[cols].to_numpy()))

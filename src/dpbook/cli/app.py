@@ -10,6 +10,7 @@ import warnings
 
 from dpbook.cli import EARLY_SIGNALS, calibrate, curate, experiment, fisher, posterior, stream
 from dpbook.cli.args import Parser, UsageError
+from dpbook.cli.family import add_user_family_options
 
 
 def build_parser() -> Parser:
@@ -104,7 +105,9 @@ def main(argv=None) -> int:
             if EARLY_SIGNALS:  # a signal held while the command line started
                 raise _Terminated() if signal.SIGTERM in EARLY_SIGNALS else \
                     KeyboardInterrupt()
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            add_user_family_options(parser, argv)
+            args = parser.parse_args(argv)
             args.func(args)
         except (UsageError, ValueError) as e:
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__

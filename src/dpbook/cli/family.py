@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib
 import importlib.util
@@ -11,10 +12,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from dpbook.cli.args import UsageError, finite_float, integer
+from dpbook.cli.args import Parser, UsageError, finite_float, integer
 
 FAMILY_HELP = ("population family: {names} (default normal), or a Family subclass of "
-               "your own as module:Class or path/to/file.py:Class")
+               "your own as module:Class or path/to/file.py:Class, whose own options "
+               "(its class's 'options') then follow, listed by --help after --family")
 
 
 def add_family_arguments(p):
@@ -25,17 +27,66 @@ def add_family_arguments(p):
     fams = available()
     p.add_argument("--family", default="normal", metavar="NAME",
                    help=FAMILY_HELP.format(names=", ".join(fams)))
-    seen = set()
-    for cls in fams.values():
-        for opt, (typ, default, text) in cls.options.items():
-            if opt not in seen:
-                seen.add(opt)
-                p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}",
-                               type=finite_float if typ is float else
-                               integer if typ is int else typ, default=None,
-                               help=f"{text} (default {default})")
+    for opt, declared in _shipped_options().items():
+        _add_option(p, opt, *declared)
     p.add_argument("--mechanism", choices=available_mechanisms(), default="laplace",
                    help="privacy mechanism (default laplace)")
+
+
+def _shipped_options() -> dict:
+    from dpbook.model.families import available
+
+    out = {}
+    for cls in available().values():
+        for opt, declared in cls.options.items():
+            out.setdefault(opt, declared)
+    return out
+
+
+def _add_option(p, opt, typ, default, text):
+    p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}", default=None,
+                   metavar=opt.upper(),
+                   type=finite_float if typ is float else integer if typ is int else typ,
+                   help=f"{text} (default {default})")
+
+
+def _parsers(parser):
+    """The parser and its sub-commands' parsers, nested ones (curator init) too."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(s): s for s in action.choices.values()}.values():
+                yield from _parsers(sub)
+
+
+def add_user_family_options(parser, argv=None):
+    """The options of a user's family (its class's ``options``, e.g. a shape) on the
+    sub-commands that take --family: a first pass reads --family alone; when it names a
+    class (``module:Class``, ``path/to/file.py:Class``), the class is imported and its
+    options are added to those sub-commands before the command line is parsed, so that
+    ``--help`` after ``--family`` lists them.  An option that clashes with one of
+    dpbook's own, or is not declared as (type, default, help), is a UsageError."""
+    pre = Parser(add_help=False)
+    pre.add_argument("--family")
+    spec = pre.parse_known_args(argv)[0].family
+    if not spec or ":" not in spec:
+        return
+    cls, shipped = user_family(spec), _shipped_options()
+    for sub in _parsers(parser):
+        if sub.get_default("family") is None:
+            continue
+        sub.set_defaults(family_class=cls)
+        for opt, declared in cls.options.items():
+            if opt in shipped:
+                continue
+            try:
+                _add_option(sub, opt, *declared)
+            except argparse.ArgumentError:
+                raise UsageError(f"--family {spec}: its option {opt!r} clashes with "
+                                 f"dpbook's own --{opt.replace('_', '-')}") from None
+            except (TypeError, ValueError):
+                raise UsageError(f"--family {spec}: options maps a name to (type, default, "
+                                 f"help), not {opt!r} to {declared!r}") from None
 
 
 def user_family(spec: str) -> type:
@@ -93,7 +144,7 @@ def family_from_args(args):
             if str(e).startswith("unknown family"):
                 raise UsageError(f"{e}, or module:Class or path/to/file.py:Class") from None
             raise
-    cls = user_family(args.family)
+    cls = getattr(args, "family_class", None) or user_family(args.family)
     unknown = set(opts) - set(getattr(cls, "options", {}))
     if unknown:
         raise UsageError(f"--{sorted(unknown)[0].replace('_', '-')} is not an option of "

@@ -105,8 +105,9 @@ def cmd_fisher(args):
     F = np.asarray(getattr(est, "F", est), dtype=float)
     se = getattr(est, "se", None)
     out = {"F": F.tolist(), "eps": args.eps, "a": args.a, "b": args.b, "method": args.method,
-           "theta": list(theta), "family": family.name, "params": list(family.params),
-           "mechanism": mechanism}
+           "theta": list(theta), "family": family.name,
+           "family_options": {k: getattr(family, k) for k in family.options},
+           "params": list(family.params), "mechanism": mechanism}
     if se is not None:
         out["se"] = np.asarray(se, dtype=float).tolist()
     if is_paper_model(family, mechanism) and theta == (0.0, 1.0):

@@ -1,8 +1,9 @@
 """The one JSON shape of the command line's results (schema 2), the progress bar and the
 prior-data conflict check.
 
-Every result records ``schema_version``, ``family``, ``mechanism``, ``prior``, ``eps``,
-``n``, ``method`` and ``seed``.  A posterior is ``"posterior": {param: {"mean", "sd",
+Every result records ``schema_version``, ``family``, ``family_options`` (e.g. the
+Student-t's df), ``mechanism``, ``prior``, ``eps``, ``n``, ``method`` and ``seed``.  A
+posterior is ``"posterior": {param: {"mean", "sd",
 "q05", "q25", "median", "q75", "q95"}}``; a point estimate (the online gradient's) is
 ``"estimate": {param: value}``.  ``sd`` (and ``mean``) are null where the posterior's
 moment does not exist: under clipping the likelihood of a scale c tends to a positive
@@ -28,6 +29,7 @@ def record(family, mechanism, eps, n, method, seed, **extra) -> dict:
     from dpbook.cli.family import prior_record
 
     return {"schema_version": SCHEMA_VERSION, "family": family.name,
+            "family_options": {k: getattr(family, k) for k in family.options},
             "mechanism": str(mechanism), "prior": prior_record(family), "eps": eps,
             "n": n, "method": method, "seed": seed, **extra}
 
