@@ -112,13 +112,14 @@ _POST_LEVELS = np.array([1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 
 def numpy_model(family, mechanism, y, l, r, eps):
     """A :class:`GridModel` whose log-likelihood grid is the numpy quadrature of
     :mod:`dpbook.likelihood.quadrature` (any family; the one that does not compile)."""
-    from dpbook.likelihood.quadrature import CHUNK, NOISE_TOLS, core, theta_info
+    from dpbook.likelihood.quadrature import CHUNK, MAX_TERMS, NOISE_TOLS, core, theta_info
 
     def loglik(axes):
         mesh = np.meshgrid(*axes, indexing="ij")
         cols = [m.ravel() for m in mesh]
         per = y.size * (3 * POSTERIOR_NODES * (_POST_LEVELS.size + 2 * len(NOISE_TOLS) + 4)
-                        if not family.discrete else 64)
+                        if not family.discrete else
+                        max(64.0, min(float(np.max(r - l, initial=0.0)), MAX_TERMS)))
         step = max(1, int(CHUNK // per))
         out = np.empty(cols[0].size)
         for i in range(0, out.size, step):
