@@ -35,3 +35,44 @@ def test_poisson_stream_of_huge_counts_exits_2_in_one_line(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "limit of 100,000" in out.stderr
     assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("loc_var, warns", [(1e-200, True), (1e-9, True), (4.0, False)])
+def test_a_prior_too_narrow_to_move_is_named(loc_var, warns):
+    """n I_X v0 < 1e-4: 40 releases cannot move a location prior of variance 1e-9 at
+    sigma ~ 2 (40 x 0.25 x 1e-9 = 1e-8); one of variance 4 is moved (40)."""
+    from dpbook.diagnostics import narrow_prior, prior_data_conflict
+    from dpbook.model.families import get_family
+
+    fam = get_family("normal").with_prior(loc_mean=3.0, loc_var=loc_var)
+    out = narrow_prior(fam, 40, {"mu": 3.0, "sigma": 2.0})
+    assert bool(out) is warns
+    if warns:
+        assert len(out) == 1 and "prior of mu" in out[0] and "\n" not in out[0]
+        rng = np.random.default_rng(1)
+        y = rng.normal(3.0, 2.0, 40)
+        warned = prior_data_conflict(fam, y, np.full(40, -20.0), np.full(40, 20.0), 5.0,
+                                     medians={"mu": 3.0, "sigma": 2.0})
+        assert any("prior too narrow" in w for w in warned)
+
+
+def test_a_narrow_gamma_prior_of_a_poisson_is_named():
+    from dpbook.diagnostics import narrow_prior
+    from dpbook.model.families import get_family
+    from dpbook.model.prior import GammaPrior
+
+    fam = get_family("poisson").with_prior(GammaPrior(4e12, 2e11))  # mean 20, sd 1e-5
+    assert "prior of lam" in narrow_prior(fam, 25, {"lam": 20.0})[0]
+    assert narrow_prior(get_family("poisson"), 25, {"lam": 20.0}) == []
+
+
+def test_posterior_cli_warns_of_a_prior_too_narrow(tmp_path):
+    releases = tmp_path / "rel.csv"
+    rng = np.random.default_rng(2)
+    releases.write_text("y,l,r\n" + "".join(f"{v!r},-10.0,10.0\n"
+                                            for v in rng.normal(1.0, 3.0, 20).tolist()))
+    out = _cli("posterior", releases, "--eps", 1, "--prior-loc", 7, 1e-80,
+               "--prior-scale2", 1, 4, "--method", "smc", "--particles", 40)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("prior too narrow") == 1 and "prior of mu" in out.stderr
+    assert "Traceback" not in out.stderr
