@@ -76,3 +76,38 @@ def test_posterior_cli_warns_of_a_prior_too_narrow(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stderr.count("prior too narrow") == 1 and "prior of mu" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("flag, text", [("--eps", "2_5"), ("--particles", "3_0")])
+def test_digit_separators_are_not_read_as_another_number(tmp_path, flag, text):
+    """float('2_5') is 25: a typo for 2.5 ran with eps = 25."""
+    from dpbook.cli import main
+
+    values = tmp_path / "v.csv"
+    values.write_text("x\n1\n2\n")
+    argv = ["stream", str(values), "--column", "x", "--eps", "1", "--range", "0", "4",
+            "--particles", "30"]
+    argv[argv.index(flag) + 1] = text
+    assert main(argv) == 2
+
+
+@pytest.mark.parametrize("cell", ["3.25", "-2", "0.5"])
+def test_a_count_outside_the_poisson_support_is_refused(tmp_path, cell):
+    """A value of 3.25 or -2 in a Poisson stream was released and read as a count."""
+    from dpbook.online.streams import run_stream
+
+    with pytest.raises(ValueError, match=r"^value 3 \(.*\) is outside the support of the "
+                                         r"poisson family"):
+        run_stream(np.array([4.0, 7.0, float(cell), 1.0]), 1.0, family="poisson",
+                   policy=(0.0, 12.0), n_particles=20)
+
+
+def test_a_grid_that_cannot_fit_is_refused_before_the_study(tmp_path):
+    """calibrate --grid 1e9 ran until killed (a 1e9 x 1e9 exact-posterior grid)."""
+    from dpbook.calibration.study import calibration_config
+    from dpbook.posterior import exact_posterior
+
+    with pytest.raises(ValueError, match="grid would need about"):
+        calibration_config(grid=3_000_000)
+    with pytest.raises(ValueError, match="grid would need about"):
+        exact_posterior([1.0], [0.0], [2.0], 1.0, grid=(400_000, 400_000))

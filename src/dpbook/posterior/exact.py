@@ -31,7 +31,7 @@ from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.posterior.grid_density import NodeGridPosterior
-from dpbook.validation import check_count
+from dpbook.validation import check_count, check_memory
 
 
 def log_prior(mu, sigma, prior=SECTION6):
@@ -393,6 +393,9 @@ def _grid_posterior(model, box, maps, sizes, ends=None):
                           quad_error=quad_error)
 
 
+GRID_BYTES = 64  # per grid point: the mesh, its log-likelihood and density, the cdf
+
+
 def _check_grid(grid, params):
     d = len(params)
     if grid is None:
@@ -406,7 +409,10 @@ def _check_grid(grid, params):
     if len(sizes) != d:
         raise ValueError(f"grid must be {d} node counts (a pair (n_{params[0]}, "
                          f"n_{params[-1]}) for two parameters), got {grid!r}")
-    return tuple(check_count(f"grid n_{p}", n, 3) for p, n in zip(params, sizes))
+    sizes = tuple(check_count(f"grid n_{p}", n, 3) for p, n in zip(params, sizes))
+    check_memory(f"a {' x '.join(map(str, sizes))} grid",
+                 GRID_BYTES * float(np.prod(sizes, dtype=float)))
+    return sizes
 
 
 def _check_bounds(bounds, params, positive):
