@@ -68,14 +68,15 @@ def releases_written(name, n=20):
 
 
 def case(name, argv, expect="error", files=None, outputs=(), check=None, timeout=60,
-         kill_after=None):
+         kill_after=None, sig=signal.SIGKILL):
     """One case: ``argv`` after ``dpbook`` ({d}: the case's directory, its working
     directory); ``expect`` 'ok' (exit 0, ``check(stdout, dir)`` true), 'error' (exit 2,
     one line) or 'either' (0 or 2); ``files`` {name: str, bytes or callable(dir)} made
-    first; ``outputs``: files the run may change; ``kill_after``: SIGKILL the main
-    process after that many seconds and look for survivors 5 s later."""
+    first; ``outputs``: files the run may change; ``kill_after``: send ``sig`` to the
+    main process after that many seconds and look for survivors 5 s later (SIGKILL:
+    'killed'; SIGTERM or SIGINT: it must end with status 143 or 130 and one line)."""
     return dict(name=name, argv=argv, expect=expect, files=files or {}, outputs=outputs,
-                check=check, timeout=timeout, kill_after=kill_after)
+                check=check, timeout=timeout, kill_after=kill_after, sig=sig)
 
 
 V = {"v.csv": VALUES}
@@ -291,6 +292,9 @@ CASES = [
     case("stream --batch 1e12", STREAM + ["--batch", "1000000000000"], "either", V),
     case("stream --eps 2e6", sub(STREAM, "--eps", "2e6"), "error", V),
     case("stream --eps 1e-5", sub(STREAM, "--eps", "1e-5"), "error", V),
+    case("stream SIGTERM", sub(STREAM, "--particles", "300") + [
+        "--method", "smc", "--released", "out.csv"], "signalled",
+         _values("x\n" + "5\n4\n6\n" * 1000), kill_after=6, timeout=60, sig=signal.SIGTERM),
     # ---------------------------------------------------------------- posterior
     case("posterior exact", POST + ["--method", "exact", "--json"], "ok", R,
          check=median_in(3, 7)),
@@ -399,6 +403,10 @@ CASES = [
     case("experiment --out unicode", sub(EXP, "--out", "résultats ü") + ["--methods",
                                                                          "smc-fixed"],
          "ok", outputs=("résultats ü",), timeout=180),
+    case("experiment SIGINT", sub(sub(sub(sub(EXP, "--n", "300"), "--workers", "2"),
+                                      "--runs", "20"), "--particles", "300")
+         + ["--methods", "smc-fixed"], "signalled", outputs=("out",), kill_after=8,
+         timeout=60, sig=signal.SIGINT),
     # ---------------------------------------------------------------- calibrate
     case("calibrate good", CAL, "ok", outputs=("cal",), timeout=180),
     case("calibrate --reps 0", sub(CAL, "--reps", "0"), "error"),
@@ -411,6 +419,10 @@ CASES = [
          + ["--particles", "40"], "killed", outputs=("cal",), kill_after=8, timeout=120),
     case("calibrate --interval huge", CAL + ["--interval", "-1e300", "1e300"], "error"),
     case("calibrate --prior-loc 0 -1", CAL + ["--prior-loc", "0", "-1"], "error"),
+    case("calibrate SIGTERM", sub(sub(sub(sub(CAL, "--method", "smc-fixed"), "--n", "40"),
+                                      "--reps", "400"), "--workers", "2")
+         + ["--particles", "40"], "signalled", outputs=("cal",), kill_after=8, timeout=60,
+         sig=signal.SIGTERM),
     # ---------------------------------------------------------------- curator (CLI only)
     case("curator init", INIT, "ok", outputs=("st", "st.lock")),
     case("curator init twice", INIT, "error", {"x": _curator_state}),
@@ -497,8 +509,13 @@ def run_case(c) -> dict:
             out, err = proc.communicate(timeout=c["kill_after"] or c["timeout"])
         except subprocess.TimeoutExpired:
             if c["kill_after"]:
-                proc.kill()
-                out, err = proc.communicate()
+                proc.send_signal(c["sig"])
+                try:
+                    out, err = proc.communicate(timeout=c["timeout"])
+                except subprocess.TimeoutExpired:
+                    hang = True
+                    _kill([proc.pid, *_session(proc.pid)])
+                    out, err = proc.communicate()
                 time.sleep(5)
             else:
                 hang = True
@@ -513,6 +530,9 @@ def run_case(c) -> dict:
                 p.chmod(0o700)
         after = _snapshot(d)
         problems = []
+        rc, lines = proc.returncode, err.strip().splitlines()
+        errors = [s for s in lines if not s.startswith("dpbook: warning:")
+                  and "resource_tracker" not in s and "warnings.warn(" not in s]
         lost = [k for k, h in before.items() if after.get(k) != h and
                 not any(k == o or k.startswith(o + "/") for o in c["outputs"])]
         if lost:
@@ -521,11 +541,13 @@ def run_case(c) -> dict:
             problems.append(("hangs", f"no end within {c['timeout']} s"))
         if survivors:
             problems.append(("orphans", f"{len(survivors)} process(es) survived"))
-        rc, lines = proc.returncode, err.strip().splitlines()
-        errors = [s for s in lines if not s.startswith("dpbook: warning:")]
-        if c["expect"] == "killed" and rc != -signal.SIGKILL:
-            print(f"note: {c['name']} ended (exit {rc}) before its SIGKILL", flush=True)
-        if not hang and c["expect"] != "killed":
+        if c["kill_after"] and not hang and rc in (0, 2):
+            print(f"note: {c['name']} ended (exit {rc}) before its signal", flush=True)
+        elif c["kill_after"] and c["sig"] != signal.SIGKILL and not hang and (
+                rc != 128 + c["sig"] or "Traceback" in err or len(errors) != 1):
+            problems.append(("tracebacks", f"exit {rc} after {c['sig'].name}: "
+                                           f"{err.strip()[-300:]}"))
+        if not hang and not c["kill_after"]:
             if "Traceback" in err or rc not in (0, 2):
                 problems.append(("tracebacks", f"exit {rc}: {err.strip()[-300:]}"))
             elif rc == 2 and (len(errors) != 1 or not errors[0].startswith("dpbook: error:")):
