@@ -396,7 +396,9 @@ def _grid_posterior(model, box, maps, sizes, ends=None):
 GRID_BYTES = 64  # per grid point: the mesh, its log-likelihood and density, the cdf
 
 
-def _check_grid(grid, params):
+def check_grid(grid, params):
+    """The grid's node counts per parameter (``grid``: one count, or one per parameter),
+    checked: ValueError in one line for a bad count or a grid that cannot fit in memory."""
     d = len(params)
     if grid is None:
         grid = (101,) * d if d == 2 else (201,)
@@ -436,7 +438,7 @@ def _check_bounds(bounds, params, positive):
 
 def grid_posterior(model, grid=None, bounds=None, tol=1e-5):
     """The exact posterior (5) of a model on a grid (see :func:`exact_posterior`)."""
-    sizes = _check_grid(grid, model.params)
+    sizes = check_grid(grid, model.params)
     if bounds is None:
         box, mode, sd = _auto_box(model)
         maps = tuple((m, _SINH_SD * s) for m, s in zip(mode, sd))
