@@ -401,8 +401,9 @@ def narrow_prior(family, n, medians, seed=0, draws=4000) -> list:
             info = [float(np.mean(np.square(s))) for s in family.score(x, *theta)]
     except (KeyError, NotImplementedError, ValueError):
         return []  # no median of every parameter, or a family without what this needs
-    return [f"prior too narrow: {describe_prior(family)} gives {p} a prior sd of "
-            f"{math.sqrt(v):.3g}, which {n} releases cannot move (n x Fisher information "
-            f"x prior variance = {n * i * v:.2g} < {NARROW:g}): the posterior of {p} is its "
-            f"prior; widen the prior of {p}"
-            for p, v, i in zip(family.params, v0, info) if n * i * v < NARROW]
+    sd = [f"{math.sqrt(v):.3g}" if v > 0 else "0 (to double precision)" for v in v0]
+    return [f"prior too narrow: {describe_prior(family)} gives {p} a prior sd of {s}, "
+            f"which {n} releases cannot move (n x Fisher information x prior variance = "
+            f"{n * i * v:.2g} < {NARROW:g}): the posterior of {p} is its prior; widen the "
+            f"prior of {p}"
+            for p, v, i, s in zip(family.params, v0, info, sd) if n * i * v < NARROW]
