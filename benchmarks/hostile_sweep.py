@@ -72,9 +72,10 @@ def case(name, argv, expect="error", files=None, outputs=(), check=None, timeout
     """One case: ``argv`` after ``dpbook`` ({d}: the case's directory, its working
     directory); ``expect`` 'ok' (exit 0, ``check(stdout, dir)`` true), 'error' (exit 2,
     one line) or 'either' (0 or 2); ``warns``: a text its stderr must hold; ``files``
-    {name: str, bytes or callable(dir)} made first; ``outputs``: files the run may change; ``kill_after``: send ``sig`` to the
-    main process after that many seconds and look for survivors 5 s later (SIGKILL:
-    'killed'; SIGTERM or SIGINT: it must end with status 143 or 130 and one line)."""
+    {name: str, bytes or callable(dir)} made first; ``outputs``: files the run may
+    change; ``kill_after``: send ``sig`` to the main process after that many seconds
+    and look for survivors 5 s later (SIGKILL: 'killed'; SIGTERM or SIGINT: it must
+    end with status 143 or 130 and one line)."""
     return dict(name=name, argv=argv, expect=expect, files=files or {}, outputs=outputs,
                 check=check, timeout=timeout, kill_after=kill_after, sig=sig, warns=warns)
 
