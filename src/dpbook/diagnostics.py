@@ -252,6 +252,7 @@ CONFLICT_LEVEL = 0.999  # central prior interval a posterior median must fall in
 CONFLICT_P = 0.001  # smallest prior-predictive p-value of the mean release not warned of
 CONFLICT_SIMS = 20_000  # simulated data sets: p near 0.001 has Monte Carlo sd 2.2e-4
 CONFLICT_RELEASES = 2000  # releases whose mean is simulated (a random subset beyond)
+NARROW = 1e-4  # n I_X v0 below this: the data cannot move the prior (narrow_prior)
 _SIM_BLOCK = 2_000_000  # simulated releases held in memory at once
 _FIRST_BLOCK = 1000  # simulated data sets a block
 
@@ -341,7 +342,9 @@ def prior_data_conflict(family, y, l, r, eps, mechanism="laplace", medians=None,
     * a posterior median in ``medians`` ({parameter name: value}, optional) outside the
       prior's central 99.9% interval of that parameter;
     * the prior-predictive p-value of the mean release below 0.001
-      (:func:`mean_release_pvalue`, with the realised intervals, two-sided).
+      (:func:`mean_release_pvalue`, with the realised intervals, two-sided);
+    * a prior too narrow for n releases to move it (:func:`narrow_prior`, with
+      ``medians``).
 
     It reads only the public releases (y, l, r, eps), never sensitive values, so it costs
     no privacy.  ``sims`` = 20,000 simulated data sets (n draws of x and of the noise
@@ -370,6 +373,7 @@ def prior_data_conflict(family, y, l, r, eps, mechanism="laplace", medians=None,
                            f"{what}: the prior, not the sampler, is at odds with the data; "
                            f"state a prior in the data's units (a plausible range of the "
                            f"values)")
+        out += narrow_prior(family, y.size, medians, seed)
     p = mean_release_pvalue(family, y, l, r, eps, mechanism, seed, sims)
     if p < CONFLICT_P:
         out.append(f"prior-data conflict: the mean release ({np.mean(y):.4g}) has "
@@ -377,3 +381,29 @@ def prior_data_conflict(family, y, l, r, eps, mechanism="laplace", medians=None,
                    f"the realised intervals): the prior does not cover the data's units; "
                    f"state a prior in the data's units (a plausible range of the values)")
     return out
+
+
+def narrow_prior(family, n, medians, seed=0, draws=4000) -> list:
+    """One-line warnings naming each parameter theta_j whose prior is so narrow that n
+    releases cannot move it: n I_jj v_j < NARROW, with v_j the prior's variance (from its
+    interquartile range, (IQR / 1.349)^2) and I_jj the Fisher information of one
+    unreleased value X about theta_j at the posterior ``medians`` (E[score^2] over
+    ``draws`` draws of X).  A release is a function of X and independent noise, so it
+    carries no more information than X (data processing), and the posterior's precision
+    is at most 1/v_j + n I_jj: its sd is the prior's to within NARROW / 2, and its median
+    moves by at most ~sqrt(NARROW) prior sd per sd of disagreement."""
+    try:
+        theta = [float(medians[p]) for p in family.params]
+        v0 = (np.diff(prior_quantiles(family, [0.25, 0.75]), axis=0)[0] / 1.349) ** 2
+        rng = np.random.default_rng(seed)
+        with np.errstate(all="ignore"):
+            x = family.sample(rng, *theta, size=draws)
+            info = [float(np.mean(np.square(s))) for s in family.score(x, *theta)]
+    except (KeyError, NotImplementedError, ValueError):
+        return []  # no median of every parameter, or a family without what this needs
+    sd = [f"{math.sqrt(v):.3g}" if v > 0 else "0 (to double precision)" for v in v0]
+    return [f"prior too narrow: {describe_prior(family)} gives {p} a prior sd of {s}, "
+            f"which {n} releases cannot move (n x Fisher information x prior variance = "
+            f"{n * i * v:.2g} < {NARROW:g}): the posterior of {p} is its prior; widen the "
+            f"prior of {p}"
+            for p, v, i, s in zip(family.params, v0, info, sd) if n * i * v < NARROW]

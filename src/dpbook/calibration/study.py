@@ -92,6 +92,9 @@ def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-30
             "interval": [float(l), float(r)], "seed": check_count("seed", seed, minimum=0),
             "family": fam.name, "prior": list(astuple(fam.prior)),
             "mechanism": check_mechanism(mechanism)}
+    from dpbook.posterior.exact import check_grid
+
+    check_grid((config["grid"],) * fam.dim, fam.params)
     config["algorithm"] = fingerprint(config_algorithms(config))
     return config
 

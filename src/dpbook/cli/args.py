@@ -46,6 +46,8 @@ def _parser(convert, what):
     def parse(text):
         _ascii(text)
         try:
+            if "_" in text:  # float('1_0') is 10: a typo read as another number
+                raise ValueError
             return convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None

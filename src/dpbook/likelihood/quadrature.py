@@ -288,12 +288,24 @@ def _peak_breaks(far, y, b, th, q, a, c, shape, fam, mech):
     return out
 
 
+# integers a discrete family's sum of eq. (7) may run over, per release: ~15 sd of a
+# Poisson(lam) (lam up to ~4e7) or the interval's width where the mass is not located
+MAX_TERMS = 100_000
+
+
 def middle_discrete(l, r, info):
-    """Integers strictly inside (l, r) within the support, as (k, log weight 0 or -inf)."""
+    """Integers strictly inside (l, r) within the support, as (k, log weight 0 or -inf);
+    ValueError, before any allocation, when they are more than MAX_TERMS."""
     s_lo, s_hi, _ = info
     k_lo = np.maximum(np.floor(l) + 1.0, np.ceil(s_lo))
     k_hi = np.minimum(np.ceil(r) - 1.0, np.floor(s_hi))
-    count = int(max(np.max(k_hi - k_lo, initial=-1.0) + 1.0, 1.0))
+    count = max(np.max(k_hi - k_lo, initial=-1.0) + 1.0, 1.0)
+    if not count <= MAX_TERMS:
+        raise ValueError(f"the likelihood sums over the {count:.3g} integers of the interval "
+                         f"where the family has mass, more than dpbook's limit of "
+                         f"{MAX_TERMS:,} (a Poisson mean above ~4e7): rescale the counts "
+                         f"or narrow the interval")
+    count = int(count)
     k = k_lo[..., None] + np.arange(count)
     logw = np.where(k <= k_hi[..., None], 0.0, -np.inf)
     return k, logw
@@ -372,8 +384,9 @@ def _pointwise(y, l, r, eps, theta, family, mechanism, want_score):
     shape = np.broadcast_shapes(y.shape, l.shape, r.shape, *(t.shape for t in th))
     flat = [np.broadcast_to(a, shape).ravel() for a in (y, l, r, *th)]
     n = flat[0].size
-    per = 3 * NODES * (_Q_LEVELS.size + 2 * len(NOISE_TOLS) + 4) if not fam.discrete else 64
-    step = max(1, CHUNK // per)
+    per = 3 * NODES * (_Q_LEVELS.size + 2 * len(NOISE_TOLS) + 4) if not fam.discrete else \
+        max(64.0, min(float(np.max(r - l)), MAX_TERMS))  # integers summed per element
+    step = max(1, int(CHUNK // per))
     lp = np.empty(n)
     sc = np.empty((n, fam.dim)) if want_score else None
     for i in range(0, n, step):

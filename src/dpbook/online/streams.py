@@ -245,6 +245,13 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     if x.size == 0:
         raise ValueError("no values to release")
     fam = _stream_family(family, policy)
+    if fam.discrete:  # a count of 2.5 or -3 would be released and read as another count
+        with np.errstate(all="ignore"):
+            outside = np.isneginf(fam.logpdf(x, *fam.default_theta()))
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise ValueError(f"value {i + 1} ({x[i]:g}) is outside the support of the "
+                             f"{fam.name} family")
     order_ss, noise_ss, algo_ss = seed_sequence(seed).spawn(3)
     if shuffle:
         x = x[np.random.default_rng(order_ss).permutation(x.size)]

@@ -31,7 +31,7 @@ from dpbook.likelihood.normal_laplace import loglik_grid, logp_and_score
 from dpbook.model.mechanisms import get_mechanism
 from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.posterior.grid_density import NodeGridPosterior
-from dpbook.validation import check_count
+from dpbook.validation import check_count, check_memory
 
 
 def log_prior(mu, sigma, prior=SECTION6):
@@ -112,13 +112,14 @@ _POST_LEVELS = np.array([1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 
 def numpy_model(family, mechanism, y, l, r, eps):
     """A :class:`GridModel` whose log-likelihood grid is the numpy quadrature of
     :mod:`dpbook.likelihood.quadrature` (any family; the one that does not compile)."""
-    from dpbook.likelihood.quadrature import CHUNK, NOISE_TOLS, core, theta_info
+    from dpbook.likelihood.quadrature import CHUNK, MAX_TERMS, NOISE_TOLS, core, theta_info
 
     def loglik(axes):
         mesh = np.meshgrid(*axes, indexing="ij")
         cols = [m.ravel() for m in mesh]
         per = y.size * (3 * POSTERIOR_NODES * (_POST_LEVELS.size + 2 * len(NOISE_TOLS) + 4)
-                        if not family.discrete else 64)
+                        if not family.discrete else
+                        max(64.0, min(float(np.max(r - l, initial=0.0)), MAX_TERMS)))
         step = max(1, int(CHUNK // per))
         out = np.empty(cols[0].size)
         for i in range(0, out.size, step):
@@ -392,7 +393,12 @@ def _grid_posterior(model, box, maps, sizes, ends=None):
                           quad_error=quad_error)
 
 
-def _check_grid(grid, params):
+GRID_BYTES = 64  # per grid point: the mesh, its log-likelihood and density, the cdf
+
+
+def check_grid(grid, params):
+    """The grid's node counts per parameter (``grid``: one count, or one per parameter),
+    checked: ValueError in one line for a bad count or a grid that cannot fit in memory."""
     d = len(params)
     if grid is None:
         grid = (101,) * d if d == 2 else (201,)
@@ -405,7 +411,10 @@ def _check_grid(grid, params):
     if len(sizes) != d:
         raise ValueError(f"grid must be {d} node counts (a pair (n_{params[0]}, "
                          f"n_{params[-1]}) for two parameters), got {grid!r}")
-    return tuple(check_count(f"grid n_{p}", n, 3) for p, n in zip(params, sizes))
+    sizes = tuple(check_count(f"grid n_{p}", n, 3) for p, n in zip(params, sizes))
+    check_memory(f"a {' x '.join(map(str, sizes))} grid",
+                 GRID_BYTES * float(np.prod(sizes, dtype=float)))
+    return sizes
 
 
 def _check_bounds(bounds, params, positive):
@@ -429,7 +438,7 @@ def _check_bounds(bounds, params, positive):
 
 def grid_posterior(model, grid=None, bounds=None, tol=1e-5):
     """The exact posterior (5) of a model on a grid (see :func:`exact_posterior`)."""
-    sizes = _check_grid(grid, model.params)
+    sizes = check_grid(grid, model.params)
     if bounds is None:
         box, mode, sd = _auto_box(model)
         maps = tuple((m, _SINH_SD * s) for m, s in zip(mode, sd))
