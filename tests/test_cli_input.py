@@ -126,6 +126,7 @@ def test_a_family_file_with_its_option_in_worker_processes_and_on_dask(capsys, t
 
 @pytest.mark.parametrize("spec, message", [
     ("no/such/file.py:A", "--family no/such/file.py:A: no such file no/such/file.py"),
+    ("/etc/passwd:X", "a family file is a Python file ending in .py"),  # found by the sweep
     (FAMILY.replace(":HypSecant", ":Nope"), "defines no Nope"),
     (FAMILY.replace(":HypSecant", ":NotAFamily"), "NotAFamily is not a dpbook Family"),
     ("no_such_module_39:A", "cannot import module no_such_module_39"),

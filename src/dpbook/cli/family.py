@@ -5,12 +5,8 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
-import importlib.util
 import sys
 import warnings
-from pathlib import Path
 
 from dpbook.cli.args import Parser, UsageError, finite_float, integer
 
@@ -90,44 +86,21 @@ def add_user_family_options(parser, argv=None):
 
 
 def user_family(spec: str) -> type:
-    """The Family subclass named by ``module:Class`` or ``path/to/file.py:Class``.  Its
-    module is pickled by value (cloudpickle), so the experiment's worker processes and
-    Dask workers receive the class itself and need neither the file nor a ``__main__``
-    guard in a wrapper script.  UsageError (one line) for a wrong path, module or class."""
+    """The Family subclass named by ``module:Class`` or ``path/to/file.py:Class``
+    (:func:`dpbook.model.families.family_class`).  Its module is pickled by value
+    (cloudpickle), so the experiment's worker processes and Dask workers receive the
+    class itself and need neither the file nor a ``__main__`` guard in a wrapper script.
+    UsageError (one line) for a wrong path, module or class."""
     import cloudpickle
 
-    from dpbook.model.families import Family
+    from dpbook.model.families import family_class
 
-    where, _, name = spec.rpartition(":")
-    if not where or not name:
-        raise UsageError(f"--family {spec}: write module:Class or path/to/file.py:Class")
-    if where.endswith(".py") or "/" in where or "\\" in where:
-        path = Path(where)
-        if not path.is_file():
-            raise UsageError(f"--family {spec}: no such file {where}")
-        modname = "dpbook_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-        loader_spec = importlib.util.spec_from_file_location(modname, path)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[modname] = module
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as e:
-            del sys.modules[modname]
-            raise UsageError(f"--family {spec}: {where} failed to run: "
-                             f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                             ) from None
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as e:
-            raise UsageError(f"--family {spec}: cannot import module {where} ({e})") from None
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise UsageError(f"--family {spec}: {where} defines no {name}")
-    if not (isinstance(cls, type) and issubclass(cls, Family)):
-        raise UsageError(f"--family {spec}: {name} is not a dpbook Family subclass")
-    if not module.__name__.startswith("dpbook."):
-        cloudpickle.register_pickle_by_value(module)
+    try:
+        cls = family_class(spec)
+    except ValueError as e:
+        raise UsageError(f"--family {spec}: {e}") from None
+    if not cls.__module__.startswith("dpbook."):
+        cloudpickle.register_pickle_by_value(sys.modules[cls.__module__])
     return cls
 
 

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
-import importlib.util
 import io
 import json
 import os
@@ -46,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.model.families import Family, get_family
+from dpbook.model.families import family_class, get_family
 from dpbook.online.gradient import OnlineGradient
 from dpbook.online.ibis import MarginalSMC
 from dpbook.online.methods import ONLINE_METHODS, get_method
@@ -262,22 +260,12 @@ def _build(config) -> Curator:
     if ":" not in spec:
         fam = get_family(spec, **options)
     else:
-        where, _, name = spec.rpartition(":")
-        if where.endswith(".py"):
-            if not Path(where).is_file():
-                raise ValueError(f"its family's file {where} is gone ({spec})")
-            modname = "dpbook_user_" + hashlib.sha256(where.encode()).hexdigest()[:12]
-            module = sys.modules.get(modname)
-            if module is None:  # as ``--family path/to/file.py:Class`` imports it
-                loader = importlib.util.spec_from_file_location(modname, where)
-                module = importlib.util.module_from_spec(loader)
-                loader.loader.exec_module(module)
-                sys.modules[modname] = module
-        else:
-            module = importlib.import_module(where)
-        cls = getattr(module, name, None)
-        if not (isinstance(cls, type) and issubclass(cls, Family)):
-            raise ValueError(f"its family {spec} is not a dpbook Family")
+        try:
+            cls = family_class(spec)
+        except ValueError as e:
+            gone = "no such file" in str(e)
+            raise ValueError(f"its family {spec}: {'the file is gone: ' if gone else ''}{e}"
+                             ) from None
         fam = cls(**options)
     if config["prior"] is not None:
         fam = fam.with_prior(**config["prior"])

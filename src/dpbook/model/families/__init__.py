@@ -74,6 +74,49 @@ def get_family(name: str, **options) -> Family:
     return cls(**options)
 
 
+def family_class(spec: str) -> type:
+    """The Family subclass named by ``module:Class`` or ``path/to/file.py:Class`` (a file
+    is imported once per process, as a module named after its resolved path).  ValueError
+    (one line) for a wrong spec, path, module or class."""
+    import hashlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    where, _, name = spec.rpartition(":")
+    if not where or not name:
+        raise ValueError("write module:Class or path/to/file.py:Class")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        path = Path(where)
+        if path.suffix != ".py":
+            raise ValueError(f"a family file is a Python file ending in .py, not {where}")
+        if not path.is_file():
+            raise ValueError(f"no such file {where}")
+        modname = "dpbook_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        module = sys.modules.get(modname)
+        if module is None:
+            loader = importlib.util.spec_from_file_location(modname, path)
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[modname] = module
+            try:
+                loader.loader.exec_module(module)
+            except Exception as e:
+                del sys.modules[modname]
+                first = str(e).splitlines()[0] if str(e) else ""
+                raise ValueError(f"{where} failed to run: {type(e).__name__}: {first}") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as e:
+            raise ValueError(f"cannot import module {where} ({e})") from None
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise ValueError(f"{where} defines no {name}")
+    if not (isinstance(cls, type) and issubclass(cls, Family)):
+        raise ValueError(f"{name} is not a dpbook Family subclass")
+    return cls
+
+
 def as_family(family) -> Family:
     """None -> the normal family (the paper's); a name -> get_family; else as is."""
     if family is None:
