@@ -93,10 +93,13 @@ try:
     tally = {v: sum(c["verdict"] == v for c in paper) for v in
              ("holds", "holds with a departure", "does not hold", "inconclusive",
               "not checked in this mode")}
-    glue_phrase("ledger", f"Of the paper's {len(paper)} statements that this build checks "
-                + ", ".join(f"{n} {'is' if n == 1 else 'are'} *{v}*" if v.startswith("not")
-                            or v == "inconclusive" else f"{n} *{v}*"
-                            for v, n in tally.items() if n)
+    verbs = {"holds": ("holds", "hold"),
+             "holds with a departure": ("holds with a departure", "hold with a departure"),
+             "does not hold": ("does not hold", "do not hold"),
+             "inconclusive": ("is inconclusive", "are inconclusive"),
+             "not checked in this mode": ("is not checked", "are not checked")}
+    glue_phrase("ledger", f"Of the paper's {len(paper)} statements that this build checks, "
+                + ", ".join(f"{n} *{verbs[v][n != 1]}*" for v, n in tally.items() if n)
                 + f" ({ledger['mode']} mode): see {{ref}}`ch-claims`.")
 except (OSError, ValueError, KeyError):
     glue_phrase("ledger", "The ledger of the paper's claims ({ref}`ch-claims`) was not "
