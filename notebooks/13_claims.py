@@ -66,7 +66,7 @@ tally = paper.sum()
 glue_phrase("tally", f"Of the paper's {tally.sum()} statements checked here, " + ", ".join(
     f"{n} {'hold' if n != 1 else 'holds'}{v[5:]}" if v.startswith("holds") else
     f"{n} {'do' if n != 1 else 'does'} not hold" if v == "does not hold" else
-    f"{n} {'are' if n != 1 else 'is'} {v}" for v, n in tally.items()) + ".")
+    f"{n} {'are' if n != 1 else 'is'} {v}" for v, n in tally.items() if n) + ".")
 print(f"{mode} mode, commit {L['commit']}; stores read:", *L["stores"], sep="\n  ")
 
 # %% [markdown]
