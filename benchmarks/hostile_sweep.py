@@ -405,7 +405,7 @@ CASES = [
     case("experiment --theta 0 -1", EXP + ["--theta", "0", "-1"], "error"),
     case("experiment --particles 1e10", sub(EXP, "--particles", "10000000000"), "error"),
     case("experiment SIGKILL", sub(sub(sub(sub(EXP, "--n", "300"), "--workers", "2"),
-                                       "--runs", "20"), "--particles", "300")
+                                       "--runs", "200"), "--particles", "300")
          + ["--methods", "smc-fixed"], "killed", outputs=("out",), kill_after=8,
          timeout=120),
     case("experiment --theta nan 1", EXP + ["--theta", "nan", "1"], "error"),
@@ -413,7 +413,7 @@ CASES = [
                                                                          "smc-fixed"],
          "ok", outputs=("résultats ü",), timeout=180),
     case("experiment SIGINT", sub(sub(sub(sub(EXP, "--n", "300"), "--workers", "2"),
-                                      "--runs", "20"), "--particles", "300")
+                                      "--runs", "200"), "--particles", "300")
          + ["--methods", "smc-fixed"], "signalled", outputs=("out",), kill_after=8,
          timeout=60, sig=signal.SIGINT),
     # ---------------------------------------------------------------- calibrate
