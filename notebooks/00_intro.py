@@ -109,7 +109,9 @@ except (OSError, ValueError, KeyError):
 # {glue:md}`finding` {ref}`ch-four-eps` and {ref}`ch-boxplots` show the runs behind
 # these numbers, and the paper's Figures 2 and 3.
 #
-# {glue:md}`ledger`
+# ```{glue:md} ledger
+# :format: myst
+# ```
 #
 # ## What the paper does
 #
