@@ -173,7 +173,8 @@ show("Cost")
 # ## Beyond the paper
 #
 # Claims dpbook makes of its own, not the paper's: the calibration of the posteriors
-# ({ref}`ch-calibration`).
+# and MHAAR's coverage ({ref}`ch-calibration`), and the central release's posteriors
+# ({ref}`ch-local-vs-central`).
 
 # %% tags=["remove-input"]
 show("Beyond the paper")
