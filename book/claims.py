@@ -41,10 +41,6 @@ def _quick(ctx, res: Result) -> Result:
     return res
 
 
-def _missing(what) -> Result:
-    return Result(NOT_CHECKED, {}, note=f"not in this build: {what}")
-
-
 # ---- Section 2 and 3 -------------------------------------------------------------------
 
 @claim(id="theorem-2", paper_ref="Theorem 2; eq. (10)", category="Theorems",
@@ -344,8 +340,6 @@ def _errors(est, method, eps, p):
        params=dict(B=4000, alpha=0.05))
 def figure_3(ctx, B, alpha):
     stored = ctx.store("paper")
-    if stored is None:
-        return _missing("the Section 6 store")
     est, rng = stored[0], ctx.rng("figure-3")
     rows = []
     for e in sorted(est.eps.unique()):
@@ -380,8 +374,6 @@ def figure_3(ctx, B, alpha):
        params=dict(B=4000, alpha=0.05))
 def figure_2_eps(ctx, B, alpha):
     stored = ctx.store("paper")
-    if stored is None:
-        return _missing("the Section 6 store")
     est, rng = stored[0], ctx.rng("figure-2-eps")
     eps = sorted(est.eps.unique())
     rows = []
@@ -409,8 +401,6 @@ def figure_2_eps(ctx, B, alpha):
        params=dict(alpha=0.01))
 def concentrates(ctx, alpha):
     stored = ctx.store("paper")
-    if stored is None:
-        return _missing("the Section 6 store")
     est = stored[0]
     cells = []
     for e in sorted(est.eps.unique()):
@@ -439,8 +429,6 @@ def concentrates(ctx, alpha):
        params=dict(limit=0.2))
 def exploration(ctx, limit):
     stored = ctx.store("paper")
-    if stored is None:
-        return _missing("the Section 6 store")
     est, tr = stored
     cells = []
     for e in sorted(est.eps.unique()):
@@ -466,8 +454,6 @@ def exploration(ctx, limit):
        params=dict(alpha=0.01))
 def smc_targets(ctx, alpha):
     df = ctx.calibration()
-    if df is None:
-        return _missing("chapter 8's calibration store")
     methods = ("smc-adaptive", "smc-fixed")
     main = df[df.method.isin(methods)]
     main = main[main.n == main.n.max()]
@@ -498,8 +484,6 @@ def mhaar_agrees(ctx, k, share):
     from dpbook.posterior import exact_posterior
 
     stored = ctx.store("paper")
-    if stored is None:
-        return _missing("the Section 6 store")
     est, tr = stored
     cells = []
     for e in sorted(est.eps.unique()):
@@ -563,9 +547,8 @@ def gaussian_mechanism(ctx, k, runs, n):
             "than {k} bootstrap se at some ε; holds: it changes nothing beyond that",
        params=dict(k=2))
 def original_code(ctx, k):
-    stored, orig = ctx.store("paper"), ctx.store("original-code")
-    if stored is None or orig is None:
-        return _missing("chapter 6's stores")
+    stored = ctx.store("paper")
+    orig = ctx.store("original-code", "chapter 6's store of the original code")
     est, o = stored[0], orig[0]
     rng = ctx.rng("original-code")
     cells, moved = [], False
@@ -592,8 +575,6 @@ def original_code(ctx, k):
        params=dict(lo=1.8, hi=2.2))
 def cost_smc(ctx, lo, hi):
     slope = ctx.glued("09_long_streams", "smc-slope")
-    if slope is None:
-        return _missing("chapter 9")
     return _quick(ctx, Result(HOLDS if lo <= slope <= hi else FAILS, {"slope in n": ev(slope)},
                               note="the slope in N is not measured by this build"))
 
@@ -608,8 +589,6 @@ def cost_smc(ctx, lo, hi):
        params=dict(hi=1.2))
 def cost_gradient(ctx, hi):
     slope = ctx.glued("09_long_streams", "gradient-slope")
-    if slope is None:
-        return _missing("chapter 9")
     return _quick(ctx, Result(HOLDS if slope <= hi else FAILS, {"slope in n": ev(slope)}))
 
 
@@ -645,8 +624,6 @@ def _sbc_cells(df, want, alpha):
        params=dict(alpha=0.01))
 def calibration(ctx, alpha):
     df = ctx.calibration()
-    if df is None:
-        return _missing("chapter 8's calibration store")
     cells, tests = _sbc_cells(df, {"exact": True, "naive": False, "original-code": False},
                               alpha)
     return _quick(ctx, Result(all_verdict(cells), {}, dict(tests=tests), cells))
@@ -663,9 +640,7 @@ def calibration(ctx, alpha):
 def mhaar_coverage(ctx, k):
     from dpbook.calibration import calibration_summary
 
-    df = ctx.calibration(suffix="-mhaar-long")
-    if df is None:
-        return _missing("chapter 8's long-chain store")
+    df = ctx.calibration(suffix="-mhaar-long", what="chapter 8's long-chain store")
     row = calibration_summary(df).set_index("param").loc["sigma"]
     ok = abs(row.coverage90 - 0.9) <= k * row.coverage90_se
     return _quick(ctx, Result(HOLDS if ok else FAILS, {
@@ -683,9 +658,7 @@ def mhaar_coverage(ctx, k):
             "below it in some cell",
        params=dict(alpha=0.01))
 def central_calibration(ctx, alpha):
-    df = ctx.calibration("central-calibration")
-    if df is None:
-        return _missing("chapter 11's calibration store")
+    df = ctx.calibration("central-calibration", what="chapter 11's calibration store")
     cells, tests = _sbc_cells(df, {"central": True, "central-private": True,
                                    "central-naive": False}, alpha)
     return _quick(ctx, Result(all_verdict(cells), {}, dict(tests=tests), cells))

@@ -20,7 +20,6 @@ import json
 import sys
 import zlib
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -102,77 +101,77 @@ def all_verdict(cells) -> str:
     return NOT_CHECKED if verdicts and all(v == NOT_CHECKED for v in verdicts) else UNDECIDED
 
 
+class NotInBuild(Exception):
+    """What a check reads was not computed in this build (the check is then not
+    checked, with this exception's text as its note)."""
+
+
 class Context:
-    """What the checks read: the mode, seeded generators, the stores and the chapters."""
+    """What the checks read: the mode, seeded generators, the stores and the chapters.
+    Each reader raises :class:`NotInBuild` for what this build did not compute."""
 
     def __init__(self, mode="quick", root=ROOT, stores=None):
         if mode not in ("quick", "full"):
             raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
         self.mode, self.root = mode, Path(root)
+        self.full_only = mode != "full"  # quick mode's stores are not the paper's setting
         self.fingerprints = {}
         self._stores = dict(stores or {})
 
     def rng(self, name) -> np.random.Generator:
         return np.random.default_rng([20231, zlib.crc32(name.encode())])
 
-    def store(self, name):
-        """(estimates, trajectories or None) of the experiment store ``name``: 'paper'
-        (Section 6's, results/paper or results/quick) or 'original-code'; None if it
-        was not computed in this build."""
+    def _results(self, name: str) -> Path:
+        return self.root / "results" / name
+
+    def store(self, name, what="the Section 6 store"):
+        """(estimates, trajectories) of the experiment store ``name``: 'paper' (Section
+        6's, results/paper or results/quick) or 'original-code'."""
         if name not in self._stores:
             from dpbook.experiment import load_results
 
             base = "paper" if self.mode == "full" else "quick"
-            path = self.root / "results" / (base if name == "paper" else f"{base}-{name}")
+            path = self._results(base if name == "paper" else f"{base}-{name}")
             try:
                 self._stores[name] = load_results(path)
-                self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
             except ValueError:
-                self._stores[name] = None
+                raise NotInBuild(what) from None
+            self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
         return self._stores[name]
 
-    def calibration(self, name="calibration", suffix=""):
+    def calibration(self, name="calibration", suffix="", what="chapter 8's calibration store"):
         """The replications of a calibration study's store (``results/<name>`` in full
-        mode, ``results/<name>-quick<suffix>`` in quick mode), or None."""
+        mode, ``results/<name>-quick<suffix>`` in quick mode)."""
         key = name + suffix
         if key not in self._stores:
             import pandas as pd
 
             from dpbook.experiment.results import note_store_read
 
-            path = self.root / "results" / (name + ("" if self.mode == "full" else "-quick")
-                                            + suffix)
-            table = path / "estimates.parquet"
-            self._stores[key] = pd.read_parquet(table) if table.exists() else None
-            if table.exists():
-                note_store_read(path)
-                self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
+            path = self._results(name + ("" if self.mode == "full" else "-quick") + suffix)
+            if not (path / "estimates.parquet").exists():
+                raise NotInBuild(what)
+            self._stores[key] = pd.read_parquet(path / "estimates.parquet")
+            note_store_read(path)
+            self.fingerprints[str(path.relative_to(self.root))] = fingerprint(path)
         return self._stores[key]
 
-    def glued(self, chapter: str, key: str):
-        """A number a chapter glued (myst-nb) when it ran in this mode, or None."""
-        nb = self.root / "build" / "chapters" / f"{chapter}.ipynb"
+    def glued(self, chapter: str, key: str) -> float:
+        """A number a chapter glued (myst-nb) when it ran in this mode."""
+        absent = NotInBuild(f"chapter {int(chapter[:2])}")
         try:
-            notebook = json.loads(nb.read_text())
-            cells = notebook["cells"]
-            ran = notebook["metadata"]["dpbook"]["parameters"]["mode"]
-        except (OSError, ValueError, KeyError):
-            return None
-        if ran != self.mode:
-            return None
-        for cell in cells:
-            for out in cell.get("outputs", []):
-                book = out.get("metadata", {}).get("scrapbook", {})
-                if book.get("name") == key:
-                    try:
+            notebook = json.loads((self.root / "build" / "chapters" / f"{chapter}.ipynb")
+                                  .read_text())
+            if notebook["metadata"]["dpbook"]["parameters"]["mode"] != self.mode:
+                raise absent
+            for cell in notebook["cells"]:
+                for out in cell.get("outputs", []):
+                    book = out.get("metadata", {}).get("scrapbook", {})
+                    if book.get("name") == key:
                         return float(out["data"][book.get("mime_prefix", "") + "text/plain"])
-                    except (KeyError, ValueError):
-                        return None
-        return None
-
-    @cached_property
-    def full_only(self) -> bool:
-        return self.mode != "full"
+        except (OSError, ValueError, KeyError):
+            pass
+        raise absent
 
 
 def fingerprint(path: Path) -> str:
@@ -195,7 +194,10 @@ def build(mode="quick", root=ROOT, stores=None, only=None) -> dict:
     for meta, fn in registry:
         if only and meta.id not in only:
             continue
-        res = fn(ctx, **meta.params)
+        try:
+            res = fn(ctx, **meta.params)
+        except NotInBuild as e:
+            res = Result(NOT_CHECKED, {}, note=f"not in this build: {e}")
         if res.verdict not in VERDICTS:
             raise ValueError(f"claim {meta.id}: unknown verdict {res.verdict!r}")
         values = {**meta.params, **res.parameters}
