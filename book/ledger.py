@@ -237,6 +237,23 @@ def counts(ledger: dict) -> dict:
     return out
 
 
+# a verdict as the verb of "n statements ...", singular and plural
+_VERBS = {HOLDS: ("holds", "hold"), DEPARTS: ("holds with a departure",
+                                              "hold with a departure"),
+          FAILS: ("does not hold", "do not hold"),
+          UNDECIDED: ("is inconclusive", "are inconclusive"),
+          NOT_CHECKED: ("is not checked in this mode", "are not checked in this mode")}
+
+
+def tally(ledger: dict) -> str:
+    """The paper's statements by verdict in a sentence: "Of the paper's 20 statements
+    that this build checks, 10 hold, 1 does not hold, ..."."""
+    paper = [c["verdict"] for c in ledger["claims"] if c["category"] != CATEGORIES[-1]]
+    parts = [f"{n} *{_VERBS[v][n != 1]}*" for v in VERDICTS if (n := paper.count(v))]
+    return f"Of the paper's {len(paper)} statements that this build checks, " \
+        + ", ".join(parts) + f" ({ledger['mode']} mode)"
+
+
 def check(ledger: dict) -> list[str]:
     """Problems of a ledger: unknown verdicts or categories, claims without a rule."""
     problems = []

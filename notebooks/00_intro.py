@@ -84,23 +84,16 @@ glue_phrase("finding",
 
 # the ledger of the paper's claims (run just before this page): its counts
 import json  # noqa: E402
+import sys  # noqa: E402
 
 from dpbook.figures import repo_root  # noqa: E402
 
+sys.path.insert(0, str(repo_root() / "book"))
+import ledger as claims_ledger  # noqa: E402 - the book's own code (book/ledger.py)
+
 try:
-    ledger = json.loads((repo_root() / "build" / "claims.json").read_text())
-    paper = [c for c in ledger["claims"] if c["category"] != "Beyond the paper"]
-    tally = {v: sum(c["verdict"] == v for c in paper) for v in
-             ("holds", "holds with a departure", "does not hold", "inconclusive",
-              "not checked in this mode")}
-    verbs = {"holds": ("holds", "hold"),
-             "holds with a departure": ("holds with a departure", "hold with a departure"),
-             "does not hold": ("does not hold", "do not hold"),
-             "inconclusive": ("is inconclusive", "are inconclusive"),
-             "not checked in this mode": ("is not checked", "are not checked")}
-    glue_phrase("ledger", f"Of the paper's {len(paper)} statements that this build checks, "
-                + ", ".join(f"{n} *{verbs[v][n != 1]}*" for v, n in tally.items() if n)
-                + f" ({ledger['mode']} mode): see {{ref}}`ch-claims`.")
+    built = json.loads((repo_root() / "build" / "claims.json").read_text())
+    glue_phrase("ledger", claims_ledger.tally(built) + ": see {ref}`ch-claims`.")
 except (OSError, ValueError, KeyError):
     glue_phrase("ledger", "The ledger of the paper's claims ({ref}`ch-claims`) was not "
                 "built with this page.")

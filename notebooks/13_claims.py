@@ -61,12 +61,7 @@ L = ledger.build(mode)
 OUT = repo_root() / "build" / "claims.json"
 OUT.write_text(json.dumps(L, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 counts = pd.DataFrame(ledger.counts(L)).T
-paper = counts.drop(index="Beyond the paper")
-tally = paper.sum()
-glue_phrase("tally", f"Of the paper's {tally.sum()} statements checked here, " + ", ".join(
-    f"{n} {'hold' if n != 1 else 'holds'}{v[5:]}" if v.startswith("holds") else
-    f"{n} {'do' if n != 1 else 'does'} not hold" if v == "does not hold" else
-    f"{n} {'are' if n != 1 else 'is'} {v}" for v, n in tally.items() if n) + ".")
+glue_phrase("tally", ledger.tally(L) + ".")
 print(f"{mode} mode, commit {L['commit']}; stores read:", *L["stores"], sep="\n  ")
 
 # %% [markdown]

@@ -96,6 +96,15 @@ def test_check_and_compare_commands(tmp_path, capsys):
     assert ledger.main(["check", str(tmp_path / "missing.json")]) == 2
 
 
+def test_tally_counts_the_paper_s_statements_only():
+    claims = [{"category": "Theorems", "verdict": "holds"}] * 2 + [
+        {"category": "Section 6", "verdict": "does not hold"},
+        {"category": "Beyond the paper", "verdict": "holds"}]
+    assert ledger.tally({"claims": claims, "mode": "full"}) == (
+        "Of the paper's 3 statements that this build checks, 2 *hold*, 1 *does not hold* "
+        "(full mode)")
+
+
 @pytest.mark.parametrize("p, expect", [([0.01, 0.04, 0.03], [0.03, 0.06, 0.06]),
                                        ([0.5], [0.5])])
 def test_holm(p, expect):
