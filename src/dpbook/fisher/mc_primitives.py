@@ -15,6 +15,7 @@ from dpbook.backends import backend
 from dpbook.model.compiler import NotCompilable, compiled_family, warn_not_compiled
 from dpbook.model.families.base import LocationScaleFamily
 from dpbook.model.mechanisms import KIND, get_mechanism
+from dpbook.numba_cache import cached
 from dpbook.rng import FISHER_NOISE as P_NOISE
 from dpbook.rng import FISHER_RELEASE as P_RELEASE
 from dpbook.rng import FISHER_SAMPLES as P_SAMPLES
@@ -118,7 +119,7 @@ def _kernels(ppf, dlogpdf):
             out[0, i] = -dz / c
             out[1, i] = -(1.0 + z[i] * dz) / c
 
-    return latent, grad
+    return cached(latent), cached(grad)
 
 
 @functools.cache

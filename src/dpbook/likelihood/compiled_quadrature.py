@@ -53,6 +53,7 @@ from dpbook.model.compiler import (
 )
 from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
 from dpbook.model.mechanisms import KIND, get_mechanism
+from dpbook.numba_cache import cached
 from dpbook.parallel import run_chunks
 
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
@@ -442,8 +443,8 @@ def make_kernel(logpdf, cdf, sf):
     return kernel
 
 
-_kernel = functools.cache(make_kernel)
-_score_kernel = functools.cache(make_score)
+_kernel = functools.cache(lambda *prims: cached(make_kernel(*prims)))
+_score_kernel = functools.cache(lambda *prims: cached(make_score(*prims)))
 
 
 @functools.cache

@@ -79,6 +79,7 @@ from dpbook.model.compiler import NotCompilable, compiled_family, warn_not_compi
 from dpbook.model.families import Family, LocationScaleFamily, as_family
 from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
 from dpbook.model.prior import LocationScalePrior, log_prior_free
+from dpbook.numba_cache import cached
 from dpbook.rng import MHAAR_PILOT, MHAAR_THETA, keyed_uniform
 from dpbook.validation import check_count, check_eps, check_observations, check_seed
 
@@ -217,7 +218,7 @@ def make_chain(ppf):
 
 @functools.cache
 def _chain_for(ppf):
-    return make_chain(ppf)
+    return cached(make_chain(ppf))
 
 
 # ------------------------------------------------------------------ which path

@@ -19,6 +19,7 @@ from numba import njit
 
 from dpbook import vmath
 from dpbook.model.families.base import LocationScaleFamily
+from dpbook.numba_cache import cached
 from dpbook.vmath import sum8
 
 
@@ -132,7 +133,7 @@ def _information_kernel(cls):
     if getattr(cls.base_dlogpdf, "__func__", cls.base_dlogpdf) is \
             LocationScaleFamily.base_dlogpdf:
         return None
-    return make_information(vmath.compile_scalar(cls.base_dlogpdf))
+    return cached(make_information(vmath.compile_scalar(cls.base_dlogpdf)))
 
 
 @functools.cache
@@ -157,14 +158,14 @@ def _outlined2(fn):
     @njit(error_model="numpy")
     def call(state, u, v):
         return fn(state, u, v)
-    return call
+    return cached(call)
 
 
 def _outlined(fn):
     @njit(error_model="numpy")
     def call(state, v):
         return fn(state, v)
-    return call
+    return cached(call)
 
 
 _COMPILED: dict = {}

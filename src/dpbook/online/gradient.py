@@ -35,6 +35,7 @@ from dpbook.fisher import fisher_information
 from dpbook.likelihood import quadrature
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
+from dpbook.numba_cache import cached
 from dpbook.smc.resample_move import History
 from dpbook.validation import check_eps, check_interval, check_observations, check_release
 from dpbook.vmath import fma
@@ -90,7 +91,7 @@ def _steps(kernel):
             path[j, 1] = u[1]
         return y.shape[0]
 
-    return steps
+    return cached(steps)
 
 
 class OnlineGradient:

@@ -63,6 +63,7 @@ from dpbook.model.compiler import (
 from dpbook.model.families.base import Family, LocationScaleFamily
 from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
 from dpbook.model.prior import LocationScalePrior, log_prior_free
+from dpbook.numba_cache import cached
 from dpbook.parallel import run_chunks
 from dpbook.rng import keyed_uniform, keyed_word
 from dpbook.smc.resample_move import SMC, subset_draw
@@ -435,7 +436,7 @@ def _move_for(logpdf, gibbs):
 
 @functools.cache
 def _step_for(prepare, propose, propose1, propagate, move_theta):
-    return make_step(prepare, propose, propose1, propagate, move_theta)
+    return cached(make_step(prepare, propose, propose1, propagate, move_theta))
 
 
 def _run(step, n, t, *args):
