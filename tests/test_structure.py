@@ -73,6 +73,7 @@ def test_model_imports_no_algorithm():
             # base_draw draws from) are not algorithms
             bad = {m for m in _dpbook_deps(name, path)
                    if not m.startswith(("dpbook.model", "dpbook.validation", "dpbook.vmath",
+                                        "dpbook.numba_cache",
                                         "dpbook.rng"))}
             assert not bad, f"{name} imports {sorted(bad)}"
 
@@ -128,7 +129,7 @@ def test_privacy_boundary_whole_package():
 # them, nor the runners that store their results, nor the book.
 LAYERS = (
     {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions", "dpbook.data",
-     "dpbook.vmath", "dpbook.parallel"},  # utilities
+     "dpbook.vmath", "dpbook.parallel", "dpbook.numba_cache"},  # utilities
     {"dpbook.model", "dpbook.families"},  # Sections 2-4's model
     {"dpbook.privacy"},  # the releasing side: population, individuals, curator, policies
     {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
