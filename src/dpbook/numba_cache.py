@@ -12,6 +12,7 @@ another kind) is compiled as before, in every process.
 
 from __future__ import annotations
 
+import dis
 import functools
 import hashlib
 import sys
@@ -41,12 +42,14 @@ def _salt() -> bytes:
     return h.digest()
 
 
-def _code(code, h):
+def _code(code, h, names):
+    """Hash ``code`` (and the code it nests); add the globals it reads to ``names``."""
     h.update(code.co_code)
     h.update(repr(code.co_names).encode())
+    names.update(i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL")
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            _code(c, h)
+            _code(c, h, names)
         else:
             h.update(repr(c).encode())
 
@@ -72,10 +75,11 @@ def _read(obj, h, seen):
         if id(obj) in seen:
             return
         seen.add(id(obj))
-        _code(obj.__code__, h)
+        names = set()
+        _code(obj.__code__, h, names)
         for cell in obj.__closure__ or ():
             _read(cell.cell_contents, h, seen)
-        for name in obj.__code__.co_names:
+        for name in sorted(names):
             if name in obj.__globals__:
                 h.update(name.encode())
                 _read(obj.__globals__[name], h, seen)
