@@ -23,6 +23,7 @@ import numpy as np
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 from numba.core.types import Type as NumbaType
+from numba.np.ufunc.ufuncbuilder import UFuncDispatcher
 
 _PLAIN = (int, float, complex, bool, str, bytes, type(None), np.generic, NumbaType)
 
@@ -56,7 +57,8 @@ def _code(code, h, names):
 
 def _read(obj, h, seen):
     """Feed what a compiled ``obj`` depends on into the hash ``h``."""
-    if isinstance(obj, Dispatcher):
+    obj = getattr(obj, "_dispatcher", obj)  # a numba ufunc (vectorize): its kernel
+    if isinstance(obj, (Dispatcher, UFuncDispatcher)):
         h.update(repr(sorted(obj.targetoptions.items())).encode())
         obj = obj.py_func
     if isinstance(obj, _PLAIN):
