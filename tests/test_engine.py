@@ -330,9 +330,11 @@ def test_a_family_without_a_cdf_still_runs_the_engine():
 
 
 @pytest.mark.slow
-def test_engine_fast_test_decides_as_the_exact_one(tmp_path):
-    # every row swept again with vmath.log (EXP_TOL huge, compiled afresh in a process
-    # of its own) gives the same bits as the fast test with its rare re-decisions
+def test_engine_fast_test_decides_as_the_exact_one(tmp_path, request):
+    # every row swept again with vmath.log (EXP_TOL huge, compiled in a process of its
+    # own, into a numba cache that holds only kernels compiled with that EXP_TOL: the
+    # cache's content key does not see a module attribute changed at run time) gives
+    # the same bits as the fast test with its rare re-decisions
     import os
     import subprocess
     import sys
@@ -351,7 +353,9 @@ def test_engine_fast_test_decides_as_the_exact_one(tmp_path):
             f"y, l, r = np.load({str(tmp_path / 'yl.npy')!r})\n"
             "s = smc_posterior(y, l, r, EPS, Logistic(), n_particles=300, seed=11)\n"
             f"np.save({str(tmp_path / 'out.npy')!r}, s.paths())\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    cache = store.mkdir("numba-exp-tol-1e300") if store else tmp_path / "cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     assert np.load(tmp_path / "out.npy").tobytes() == s.paths().tobytes()
 
