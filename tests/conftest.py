@@ -4,7 +4,9 @@
   the ``family_name`` fixture runs a test once per shipped family;
 * ``assert_same_estimates(a, b)``: two estimates tables identical bit for bit, apart
   from the timing column;
-* ``write_csv``: a function writing a data file (header y,l,r) into the test's folder.
+* ``write_csv``: a function writing a data file (header y,l,r) into the test's folder;
+* ``dask_scheduler``: the address of a local Dask cluster of two worker processes (one
+  thread each), started once for the session and shared by the tests that run on Dask.
 """
 
 import pandas as pd
@@ -37,3 +39,12 @@ def write_csv(tmp_path):
         path.write_text(text)
         return str(path)
     return write
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        yield cluster.scheduler_address

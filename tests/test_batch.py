@@ -243,20 +243,17 @@ def test_stream_cli_batch(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path):
+def test_batched_long_streams_on_dask_are_the_local_pool_s(tmp_path, dask_scheduler):
     """Many batched streams of the long-stream methods at once (issue 28, item 3), two
-    batch sizes in one store: on a Dask cluster, the estimates of the local pool, row for
-    row."""
-    import distributed
+    batch sizes in one store: on a Dask cluster, the estimates of a local run, row for
+    row (run in this process: the local pool's workers give the same,
+    test_experiment.test_process_pool_matches_serial)."""
     import pandas as pd
 
     kw = dict(eps=(1.0, 5.0), runs=1, n=300, particles=100, progress=False, batch=[20, 50],
               methods=["smc-marginal-adaptive", "smc-marginal-fixed", "online-gradient"])
-    local = run_experiment(out=tmp_path / "local", workers=2, **kw)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
-        dask = run_experiment(out=tmp_path / "dask", scheduler=cluster.scheduler_address,
-                              **kw)
+    local = run_experiment(out=tmp_path / "local", workers=1, **kw)
+    dask = run_experiment(out=tmp_path / "dask", scheduler=dask_scheduler, **kw)
     cols = [c for c in local.columns if c != "seconds"]
     assert len(local) == 12 and sorted(set(local["batch"])) == [20, 50]
     pd.testing.assert_frame_equal(local[cols].reset_index(drop=True),

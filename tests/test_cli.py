@@ -1,18 +1,18 @@
 """The dpbook command line: public names, JSON output, and one-line errors (exit 2)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from dpbook.cli import main
 
 
-def run(*args):
-    p = subprocess.run([sys.executable, "-m", "dpbook.cli", *args], capture_output=True,
-                       text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
+def run(capsys, *args):
+    """The command line in this process (its process boundary, ``python -m dpbook.cli``,
+    is tested in test_progress_and_signals and test_curator_cli)."""
+    code = main(list(args))
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
 
 
 GOOD = "y,l,r\n0.3,-1,1\n-0.2,-1,1\n1.4,-1,1\n0.1,-0.5,1.5\n"
@@ -64,33 +64,33 @@ def test_missing_file(capsys):
 
 
 @pytest.mark.slow
-def test_posterior_json_and_reproducible(write_csv):
+def test_posterior_json_and_reproducible(write_csv, capsys):
     path = write_csv(GOOD)
-    code, out, err = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
-                         "--seed", "4", "--json", path)
+    argv = ["posterior", "--method", "smc", "--eps", "2", "--particles", "200", "--seed",
+            "4", "--json", path]
+    code, out, err = run(capsys, *argv)
     assert code == 0, err
     res = json.loads(out)
     assert set(res) >= {"posterior", "seconds"}
     keys = {"mean", "sd", "q05", "q25", "median", "q75", "q95"}
     assert set(res["posterior"]) == {"mu", "sigma"}
     assert all(set(v) == keys for v in res["posterior"].values())
-    code2, out2, _ = run("posterior", "--method", "smc", "--eps", "2", "--particles", "200",
-                         "--seed", "4", "--json", path)
+    code2, out2, _ = run(capsys, *argv)
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "seconds"}  # noqa: E731
     assert strip(out) == strip(out2)
 
 
 @pytest.mark.slow
-def test_fisher_json():
-    code, out, err = run("fisher", "--eps", "2", "--a", "-1", "--b", "1", "--json")
+def test_fisher_json(capsys):
+    code, out, err = run(capsys, "fisher", "--eps", "2", "--a", "-1", "--b", "1", "--json")
     assert code == 0, err
     F = json.loads(out)["F"]
     assert len(F) == 2 and len(F[0]) == 2 and F[0][0] > 0 and abs(F[0][1] - F[1][0]) < 1e-12
 
 
 @pytest.mark.slow
-def test_best_interval_json():
-    code, out, err = run("best-interval", "--eps", "5", "--grid", "20", "--json")
+def test_best_interval_json(capsys):
+    code, out, err = run(capsys, "best-interval", "--eps", "5", "--grid", "20", "--json")
     assert code == 0, err
     res = json.loads(out)
     assert res["a"] < res["b"] and res["score"] > 0

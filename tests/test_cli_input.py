@@ -101,10 +101,10 @@ def test_a_family_option_that_does_not_fit_is_one_line(capsys, args, message):
 
 
 @pytest.mark.slow
-def test_a_family_file_with_its_option_in_worker_processes_and_on_dask(capsys, tmp_path):
+def test_a_family_file_with_its_option_in_worker_processes_and_on_dask(capsys, tmp_path,
+                                                                        dask_scheduler):
     """The pool's spawned workers and a Dask cluster's get the class by value (no __main__
     guard, no file), with its option: the same estimates, bit for bit."""
-    import distributed
     import pandas as pd
 
     argv = ["experiment", "--family", GENLOG, "--shape", 2, "--eps", 5, "--runs", 2, "--n",
@@ -114,10 +114,7 @@ def test_a_family_file_with_its_option_in_worker_processes_and_on_dask(capsys, t
     assert code == 0, err
     res = json.loads(out)
     assert res["family_options"] == {"shape": 2.0} and res["tasks"] == 2 and res["complete"]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
-        code, out, err = _run(capsys, *argv, tmp_path / "dask", "--scheduler",
-                              cluster.scheduler_address)
+    code, out, err = _run(capsys, *argv, tmp_path / "dask", "--scheduler", dask_scheduler)
     assert code == 0 and json.loads(out)["complete"], err
     pool, dask = (pd.read_parquet(tmp_path / d / "estimates.parquet").drop(columns="seconds")
                   for d in ("pool", "dask"))

@@ -153,16 +153,15 @@ def test_process_pool_matches_serial(ref, tmp_path):
 
 
 @pytest.mark.slow
-def test_dask_cluster_matches_local(ref, tmp_path):
+def test_dask_cluster_matches_local(ref, tmp_path, dask_scheduler):
     import distributed
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
-        addr = cluster.scheduler_address
-        assert addr.startswith("tcp://127.0.0.1:")
-        out = tmp_path / "dask"
-        df = _run(out, scheduler=addr)
-        with distributed.Client(addr) as c:
-            assert len(c.scheduler_info()["workers"]) == 2
+
+    addr = dask_scheduler
+    assert addr.startswith("tcp://127.0.0.1:")
+    out = tmp_path / "dask"
+    df = _run(out, scheduler=addr)
+    with distributed.Client(addr) as c:
+        assert len(c.scheduler_info()["workers"]) == 2
     m = json.loads((out / "manifest.json").read_text())
     assert m["sessions"][-1]["executor"] == "dask"
     assert m["sessions"][-1]["scheduler"] == addr and m["sessions"][-1]["workers"] == 2

@@ -453,8 +453,8 @@ def test_sigterm_stops_the_experiment_and_leaves_nothing_running(tmp_path):
     import time
 
     out = tmp_path / "store"
-    cmd = [sys.executable, "-m", "dpbook.cli", "experiment", "--eps", "1", "--runs", "12",
-           "--n", "800", "--particles", "800", "--methods", "smc-fixed", "--workers", "2",
+    cmd = [sys.executable, "-m", "dpbook.cli", "experiment", "--eps", "1", "--runs", "24",
+           "--n", "400", "--particles", "400", "--methods", "smc-fixed", "--workers", "2",
            "--no-progress", "--out", str(out)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "NUMBA_NUM_THREADS": "1"},
