@@ -227,19 +227,14 @@ class NormalRW(Normal):
                                        (get_family("student_t", df=3.0), "laplace"),
                                        (get_family("normal"), "gaussian")],
                          ids=lambda v: getattr(v, "name", v))
-def test_engine_matches_exact_posterior(fam, mech, monkeypatch):
+def test_engine_matches_exact_posterior(fam, mech):
     """Posterior means and sds against the quadrature reference, within Z = 5 standard
-    errors of the average of R = 8 independent runs (as the numpy SMC's test).  The
-    check that the particles found the posterior (dpbook.diagnostics, tested in
-    test_diagnostics) is left out: its compiled likelihood is not what is tested here.
+    errors of the average of R = 8 independent runs (as the numpy SMC's test).
 
     False failures: (average - exact)/se is ~t_7 if the runs are unbiased, P(|t_7| > 5)
     = 0.16% per comparison, 4 per model: about 0.6% per model, 4% over the 6.  Smallest
     error detected: a bias of 5 se (se = one run's Monte Carlo sd / sqrt(8)) half the
     time, 8 se almost always."""
-    import dpbook.smc.resample_move as rm
-
-    monkeypatch.setattr(rm, "check_particles", lambda *a, **k: None)
     y, l, r = _data(fam, mech)
     post = exact_posterior_quadrature(y, l, r, EPS, fam, mech, grid=(61, 61), bounds=BOX)
     assert post.edge < -12, post.edge
