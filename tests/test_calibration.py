@@ -84,11 +84,16 @@ def test_bad_inputs():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["smc-adaptive", "smc-fixed", "mhaar"])
+@pytest.mark.parametrize("method", ["smc-adaptive", "smc-fixed"])
 def test_samplers_pass_a_small_study(method):
     # The samplers approximate the exact posterior; a small study (60 replications)
-    # catches gross errors only.  Threshold 0.001 for each of two parameters: a false
-    # alarm rate of 0.2% for an exact posterior.
+    # catches gross errors only: a PIT distribution at KS distance 1.95/sqrt(60) = 0.25
+    # from the uniform half the time.  Threshold 0.001 for each of two parameters: a
+    # false alarm rate of 0.2% for an exact posterior (not measured over seeds: 20
+    # studies of 60 replications).  MHAAR's chain is checked against the
+    # exact posterior of the same releases instead (test_mhaar_family, its 'paper'
+    # case: the chain the study runs), which catches an error in a posterior mean or sd
+    # of 0.3 posterior sd where 60 PITs catch only gross ones.
     res = [cal.replicate(method, 10.0, 30, L, R, seed=k, particles=300, mhaar_iters=4000)
            for k in range(60)]
     for p in cal.PARAMS:

@@ -45,13 +45,16 @@ def _student_t_fisher_x(df):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("df", STUDENT_DFS)
-@pytest.mark.parametrize("half", [1e6, 1e3])
-@pytest.mark.parametrize("mech", MECHANISMS)
+@pytest.mark.parametrize("mech, half, df", [
+    (mech, half, df) for mech in MECHANISMS for half in (1e6, 1e3) for df in STUDENT_DFS
+    # the Laplace mechanism on [-1e6, 1e6] (the issue's case; 20 s a df) at the ends of
+    # the df range only: the rule and its refusal are the same code for every df
+    if not (mech == "laplace" and half == 1e6 and df not in (0.1, 5.0))])
 def test_heavy_tails_fall_with_eps_or_are_refused(df, half, mech):
     """eps -> 0: every entry falls at least like eps^2 (for the Laplace mechanism, eps-DP
     bounds the likelihood ratio by e^eps, and F <= e^(2 eps) (e^eps - 1)^2 F_X), or the
-    value is refused."""
+    value is refused.  Deterministic (quadrature): it fails on any floor above 1% of
+    the eps^2 decay, or any value above the eps-DP bound."""
     eps_list = (1e-2, 1e-3, 1e-4)
     Fs = [_F(-half, half, e, "student_t", {"df": df}, mech) for e in eps_list]
     for (e1, F1), (e2, F2) in zip(zip(eps_list, Fs), zip(eps_list[1:], Fs[1:])):

@@ -44,11 +44,16 @@ def test_compiled_loglik_is_the_quadrature_density(fam, mech):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fam, mech", [*MODELS[:3], (get_family("student_t", df=3.0), "laplace")],
+@pytest.mark.parametrize("fam, mech", [MODELS[0], MODELS[2],
+                                       (get_family("student_t", df=3.0), "laplace")],
                          ids=lambda v: getattr(v, "name", v))
 def test_posterior_agrees_with_the_oracle(fam, mech):
     """Same posterior as the numpy pipeline it replaced (its own box, axes and rule):
     quantiles from 5% to 95% within 1e-3 of the interquartile range (measured <= 1e-4).
+    The pipeline is one code for every model; the models enter through the compiled
+    log-likelihood, checked for all four of MODELS against the numpy quadrature in
+    test_compiled_loglik_is_the_quadrature_density (the logistic with Gaussian noise,
+    18 s of numpy oracle here, is among them).
     Moments are not compared: with clipping the posterior of the scale has the prior's
     tail (infinite variance), so its sd is that of the box.  Student-t's cdf and sf
     compile (dpbook.model.tdist): no warning, the compiled grid."""
