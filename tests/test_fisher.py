@@ -317,6 +317,26 @@ def _mc_within_tolerance(name, mech, theta, case, M, K, share, seed):
     return ok, (est.F, F, est.se)
 
 
+@pytest.mark.slow
+def test_mc_tolerance_false_failure_rate_over_20_seeds():
+    """The false-failure rate of test_mc_agrees_with_exact, measured: its paper-model
+    cases (the closed form, cheap) over seeds 0-19, about 2e-4 expected failures per
+    check.  Fails at 3 or more (P ~ 1e-4 for the 460 checks), which would mean the se
+    understates the error."""
+    failed, refused = [], []
+    cases = [c for c in MC_CASES if c[:3] == _PAPER]
+    for c in cases:
+        for seed in range(20):
+            try:
+                if not _mc_within_tolerance(*c, seed=seed)[0]:
+                    failed.append((c, seed))
+            except ValueError as e:  # the se refused at the smallest noise scales
+                assert "larger K" in str(e)
+                refused.append((c, seed))
+    print(f"{len(failed)} failed, {len(refused)} refused of {20 * len(cases)}")
+    assert len(failed) < 3, failed
+
+
 def test_total_se_is_calibrated_and_outer_se_is_not():
     """Across seeds the estimates scatter like se (total), not like se_outer.
 
