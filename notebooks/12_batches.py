@@ -32,7 +32,7 @@
 # only this page changes.
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": streams of 10^4 (about a minute); "full": 10^5 (about 25 CPU-minutes)
+mode = "quick"  # "quick": streams of 5,000 (about a minute); "full": 10^5 (about 25 CPU-minutes)
 seed = 0  # root seed of the populations and the algorithms
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the streams on
 
@@ -46,7 +46,7 @@ from dpbook.figures import GREEK, figure_saver, glue_number, glue_phrase
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("12_batches", mode=mode, seed=seed)
 N, EPS = 1000, (1.0, 10.0)  # particles, privacy levels
-SIZES = {"quick": dict(n=10_000, streams=2, batches=[1, 10, 100, 1000]),
+SIZES = {"quick": dict(n=5_000, streams=2, batches=[1, 10, 100, 1000]),
          "full": dict(n=100_000, streams=3, batches=[1, 10, 100, 1000, 10_000])}[mode]
 tail = "" if seed == 0 else f"-seed{seed}"
 common = dict(eps=EPS, runs=SIZES["streams"], n=SIZES["n"], particles=N, seed=seed,
