@@ -408,7 +408,7 @@ def make_score(logpdf, cdf, sf):
             g_c += d * z * vals[k]
         return True, g_m / s, g_c / s
 
-    return score
+    return cached(score)
 
 
 @njit(inline="always")
@@ -440,11 +440,11 @@ def make_kernel(logpdf, cdf, sf):
                                        r[s:e], b[s:e], lnorm[s:e], kind, qz, offs, gx, gw,
                                        top, pts, near, vals, zs, hw)
 
-    return kernel
+    return cached(kernel)
 
 
-_kernel = functools.cache(lambda *prims: cached(make_kernel(*prims)))
-_score_kernel = functools.cache(lambda *prims: cached(make_score(*prims)))
+_kernel = functools.cache(make_kernel)
+_score_kernel = functools.cache(make_score)
 
 
 @functools.cache

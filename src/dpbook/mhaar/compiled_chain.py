@@ -213,12 +213,12 @@ def make_chain(ppf):
             out_steps[it - 1, 1] = s1
         st[0], st[1], st[2], st[3] = mu, c, ls0, ls1
 
-    return chain
+    return cached(chain)
 
 
 @functools.cache
 def _chain_for(ppf):
-    return cached(make_chain(ppf))
+    return make_chain(ppf)
 
 
 # ------------------------------------------------------------------ which path

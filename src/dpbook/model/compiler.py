@@ -133,7 +133,7 @@ def _information_kernel(cls):
     if getattr(cls.base_dlogpdf, "__func__", cls.base_dlogpdf) is \
             LocationScaleFamily.base_dlogpdf:
         return None
-    return cached(make_information(vmath.compile_scalar(cls.base_dlogpdf)))
+    return make_information(vmath.compile_scalar(cls.base_dlogpdf))
 
 
 @functools.cache
@@ -255,4 +255,4 @@ def make_information(dlogpdf):
             s11 += sum8(p11, t)
         return s00 / rows, s01 / rows, s11 / rows
 
-    return information
+    return cached(information)

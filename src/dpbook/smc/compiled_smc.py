@@ -421,7 +421,7 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
             th_new[i, 0] = m
             th_new[i, 1] = c
 
-    return step
+    return cached(step)
 
 
 @functools.cache
@@ -436,7 +436,7 @@ def _move_for(logpdf, gibbs):
 
 @functools.cache
 def _step_for(prepare, propose, propose1, propagate, move_theta):
-    return cached(make_step(prepare, propose, propose1, propagate, move_theta))
+    return make_step(prepare, propose, propose1, propagate, move_theta)
 
 
 def _run(step, n, t, *args):
