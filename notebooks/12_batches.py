@@ -32,7 +32,7 @@
 # only this page changes.
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": streams of 5,000 (about a minute); "full": 10^5 (about 25 CPU-minutes)
+mode = "quick"  # "quick": streams of 5,000 (about a minute); "full": 10^5 (about an hour of CPU)
 seed = 0  # root seed of the populations and the algorithms
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the streams on
 

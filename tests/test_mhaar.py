@@ -87,7 +87,8 @@ def test_same_chain_whatever_the_mode_and_chunks(monkeypatch):
     y, l, r, eps = _data(200, eps=2.0, seed=6)
     a = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=False)
     monkeypatch.setattr(mh, "_CHUNK_DRAWS", 200 * 20 * 37)  # chunks of 37, probes of 3
-    b = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=None)
+    monkeypatch.setattr(mh.numba, "get_num_threads", lambda: 2)  # auto mode probes
+    b = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=None)  # even with 1 thread
     c = mhaar(y, l, r, eps, n_iter=300, seed=2, parallel=True)
     assert a.n_parallel == 0 and c.n_parallel == 300 and b.n_parallel >= 3
     for res in (b, c):

@@ -90,7 +90,8 @@ def _alive(pid):
 @pytest.mark.slow
 def test_pool_workers_die_with_a_killed_parent(tmp_path):
     # issue 40: SIGKILL of the parent (no handler runs) left the pool's workers and
-    # the resource tracker running; now every child is gone within 5 s
+    # the resource tracker running; now every child is gone within seconds (5 s on a
+    # quiet host; 30 s allowed, for a host loaded many times over)
     import signal
     import time
 
@@ -108,10 +109,10 @@ def test_pool_workers_die_with_a_killed_parent(tmp_path):
     time.sleep(2)  # the workers are in their initializer or running tasks by now
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_alive(k) for k in kids):
         time.sleep(0.1)
     left = [k for k in kids if _alive(k)]
     for k in left:
         os.kill(k, signal.SIGKILL)
-    assert not left, f"{len(left)} of {len(kids)} children outlived their parent by 5 s"
+    assert not left, f"{len(left)} of {len(kids)} children outlived their parent by 30 s"
