@@ -608,8 +608,11 @@ def _sbc_cells(df, want, alpha):
               for _, h in g.groupby("eps") for p in ("mu", "sigma")]
         rows.append((m, calibrated, min(pv), len(g), len(pv)))
     tests = sum(r[4] for r in rows)
+    # a method that should fail and is not rejected was not seen to fail: too few
+    # replications for its effect (the original code's needs several hundred), not
+    # evidence that it is calibrated
     return [{"cell": m + (" (should be calibrated)" if cal else " (should fail)"),
-             "verdict": HOLDS if (p > alpha / tests) == cal else FAILS,
+             "verdict": HOLDS if (p > alpha / tests) == cal else FAILS if cal else UNDECIDED,
              "evidence": {"smallest KS p-value": ev(float(p), n=n)}}
             for m, cal, p, n, _ in rows], tests
 
@@ -620,7 +623,8 @@ def _sbc_cells(df, want, alpha):
        chapter="ch-calibration",
        check="chapter 8's calibration store: PIT values against the uniform",
        rule="calibrated: KS p-value above {alpha} / {tests} in every cell; not calibrated: "
-            "below it in some cell",
+            "below it in some cell; a method that should fail and is not rejected is "
+            "inconclusive (its effect too small for the replications)",
        params=dict(alpha=0.01))
 def calibration(ctx, alpha):
     df = ctx.calibration()
@@ -655,7 +659,8 @@ def mhaar_coverage(ctx, k):
        chapter="ch-local-vs-central",
        check="chapter 11's calibration store: PIT values against the uniform",
        rule="calibrated: KS p-value above {alpha} / {tests} in every cell; not calibrated: "
-            "below it in some cell",
+            "below it in some cell; a method that should fail and is not rejected is "
+            "inconclusive (its effect too small for the replications)",
        params=dict(alpha=0.01))
 def central_calibration(ctx, alpha):
     df = ctx.calibration("central-calibration", what="chapter 11's calibration store")
