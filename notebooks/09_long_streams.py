@@ -57,7 +57,7 @@
 # length $t$, so one run gives the whole cost curve ({func}`dpbook.online.streams.timed_run`).
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": streams of 10^4 (about two minutes); "full": 10^5 (about 10 minutes)
+mode = "quick"  # "quick": streams of 5,000 (about a minute); "full": 10^5 (about 4 minutes)
 seed = 0  # root seed of the populations and the algorithms
 
 # %% tags=["hide-input"]
@@ -79,7 +79,7 @@ from dpbook.privacy.population import normal_population
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("09_long_streams", mode=mode, seed=seed)
-SIZES = {"quick": dict(long=10_000, smc=1_000, subset=2_000, exact_at=(1_000,)),
+SIZES = {"quick": dict(long=5_000, smc=1_000, subset=2_000, exact_at=(1_000,)),
          "full": dict(long=100_000, smc=2_000, subset=5_000, exact_at=(1_000, 10_000))}[mode]
 N, M, EPS = 1000, 100, (1.0, 10.0)  # particles, subset size, privacy levels
 MU, SIGMA = 50.0, 10**0.5  # the paper's population
