@@ -56,15 +56,14 @@ SOURCES = ROOT / "notebooks"
 OUTPUT = ROOT / "build" / "chapters"
 KERNEL = "python3"
 # Submission order when chapters run side by side (longest first, so no core idles at
-# the end): in full mode chapters 5 and 12 compute the largest stores (the paper's
-# experiment, about 50 CPU-minutes, and the batched streams, about 60), then chapters
-# 10, 11 and 8; in quick mode chapters 10-12 take longest (chapter 9 goes late: its
-# streams, numba-parallel, slow down several times beside another chapter's pool, 170 s
+# the end).  Full mode: chapter 5 computes the paper's experiment (about 50 CPU-minutes)
+# and chapter 7 starts beside it; chapter 12's batched streams (about 60) start when a
+# slot frees and keep both cores busy to the end (64 minutes in all on 2026-11-29,
+# book/running.md).  Quick mode: chapters 10-12 take longest; chapter 9 goes late (its
+# streams, numba-parallel, slow down several times beside another chapter's pool: 170 s
 # against 36 s alone when it started first).  Chapter 6 only reads chapter 5's store (it
-# waits for it), so it goes last.  The results do not
-# depend on the order.
-FIRST = {"full": ("05", "12", "10", "11", "08"),
-         "quick": ("10", "12", "11", "07", "05")}
+# waits for it), so it goes last.  The results do not depend on the order.
+FIRST = {"full": ("05", "07"), "quick": ("10", "12", "11", "07", "05")}
 LAST = ("06",)
 # Chapters that time their own computations (chapter 9's cost against n) run after the
 # others, one at a time, so that no other chapter shares the cores while they measure;
