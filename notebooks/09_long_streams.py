@@ -114,13 +114,13 @@ glue_number("cpu-minutes", total / 60)
 # %% [markdown]
 # ## Cost against n
 #
-# Wall-clock and CPU seconds (2 cores) against the stream's length, with the
-# Thompson-sampling policy and the best interval of eq. (13).  The slopes in the legend
-# are the exponents fitted on the log-log scale from $t = 1000$ on (from $n/10$ for the
-# runs shorter than $10^4$), where start-up costs no longer dominate: a method whose
-# cost is $O(n^k)$ has slope $k$.  `make book` runs this chapter after the others,
-# alone on the cores; the times depend on the machine, the slopes and the ratios
-# between methods carry over.
+# Wall-clock and CPU seconds against the stream's length, with the Thompson-sampling
+# policy and the best interval of eq. (13).  The slopes in the legend are the exponents
+# fitted on the log-log scale from $t = 1000$ on (from $n/10$ for the runs shorter than
+# $10^4$), where start-up costs no longer dominate: a method whose cost is $O(n^k)$ has
+# slope $k$.  The full build runs this chapter after the others, alone on the 2 cores
+# (quick mode runs it beside another chapter, on one numba thread); the times depend on
+# the machine, the slopes and the ratios between methods carry over.
 
 # %% tags=["hide-input"] fig_caption="Seconds spent by each online method when individual n has been processed (its cost for a stream of length n), ε = 1 and 10, on log-log axes; the legend gives the fitted slope." fig_alt="Two log-log line plots, wall clock and CPU seconds against stream length, one line per method and epsilon: the latent SMC rises steeply and stops early, the subset SMC a little less steeply, the marginal SMC and the online gradient rise about linearly to the longest streams."
 adaptive = clock[clock.policy == "adaptive"]
