@@ -7,7 +7,13 @@
 * ``write_csv``: a function writing a data file (header y,l,r) into the test's folder;
 * ``dask_scheduler``: the address of a local Dask cluster of two worker processes (one
   thread each), started once for the session and shared by the tests that run on Dask.
+
+Each pytest-xdist worker runs numba's parallel loops on one thread (tests of the thread
+count set theirs): with a thread per core in each of two workers, their loops wait on
+threads the other holds.
 """
+
+import os
 
 import pandas as pd
 import pytest
@@ -15,6 +21,13 @@ import pytest
 from dpbook.families import get_family
 
 FAMILIES = ("normal", "laplace", "student_t", "poisson")
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import numba
+
+        numba.set_num_threads(1)
 
 
 def shipped_family(name):

@@ -23,7 +23,7 @@ def test_same_seed_bit_identical_any_thread_count():
     try:
         numba.set_num_threads(1)
         a = smc_posterior(y, l, r, eps, n_particles=200, seed=11)
-        numba.set_num_threads(old)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
         b = smc_posterior(y, l, r, eps, n_particles=200, seed=11)
     finally:
         numba.set_num_threads(old)
