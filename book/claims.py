@@ -611,8 +611,11 @@ def _sbc_cells(df, want, alpha):
     # a method that should fail and is not rejected was not seen to fail: too few
     # replications for its effect (the original code's needs several hundred), not
     # evidence that it is calibrated
+    def verdict(cal, rejected):
+        return (FAILS if rejected else HOLDS) if cal else (HOLDS if rejected else UNDECIDED)
+
     return [{"cell": m + (" (should be calibrated)" if cal else " (should fail)"),
-             "verdict": HOLDS if (p > alpha / tests) == cal else FAILS if cal else UNDECIDED,
+             "verdict": verdict(cal, p <= alpha / tests),
              "evidence": {"smallest KS p-value": ev(float(p), n=n)}}
             for m, cal, p, n, _ in rows], tests
 

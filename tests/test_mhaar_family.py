@@ -97,11 +97,9 @@ def test_matches_exact_posterior(name, mechanism):
     over the 8 cases.  Measured over the chain's seeds 0-19 (the releases fixed;
     benchmarks/false_failure_rates.py mhaar), every case: 1 failure in 160 checks
     (paper-laplace, seed 6: 4 se of sigma's sd 0.1717 against 0.3 posterior sd 0.1722,
-    the guard below).  With a box of +-10 sd laplace-laplace failed 3 of 20 seeds, each
-    on the box's edge (e^-7.8 to e^-7.99), not on the comparison.  Smallest error
-    detected: a bias of 4 se + 0.01 sd half the time, twice that almost always; 4 se <
-    0.3 posterior sd is asserted, so a bias of 0.6 posterior sd in a mean or sd is
-    always caught.
+    the guard below).  Smallest error detected: a bias of 4 se + 0.01 sd half the
+    time, twice that almost always; 4 se < 0.3 posterior sd is asserted, so a bias of
+    0.6 posterior sd in a mean or sd is always caught.
     """
     check_against_exact(name, mechanism, seed=11)
 

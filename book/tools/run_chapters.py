@@ -56,13 +56,12 @@ SOURCES = ROOT / "notebooks"
 OUTPUT = ROOT / "build" / "chapters"
 KERNEL = "python3"
 # Submission order when chapters run side by side (longest first, so no core idles at
-# the end).  Full mode: chapter 5 computes the paper's experiment (about 50 CPU-minutes)
-# and chapter 7 starts beside it; chapter 12's batched streams (about 60) start when a
-# slot frees and keep both cores busy to the end (64 minutes in all on 2026-11-29,
-# book/running.md).  Quick mode: chapters 10-12 take longest; chapter 9 goes late (its
-# streams, numba-parallel, slow down several times beside another chapter's pool: 170 s
-# against 36 s alone when it started first).  Chapter 6 only reads chapter 5's store (it
-# waits for it), so it goes last.  The results do not depend on the order.
+# the end).  Full mode: chapter 5 computes the paper's experiment and chapter 7 starts
+# beside it; chapter 12's batched streams start when a slot frees and keep both cores
+# busy to the end (book/running.md).  Quick mode: chapters 10-12 take longest; chapter 9
+# goes late, its timed streams being the most slowed by a chapter beside them.  Chapter
+# 6 only reads chapter 5's store (it waits for it), so it goes last.  The results do not
+# depend on the order.
 FIRST = {"full": ("05", "07"), "quick": ("10", "12", "11", "07", "05")}
 LAST = ("06",)
 # Chapters that time their own computations (chapter 9's cost against n) run after the
@@ -554,11 +553,10 @@ def parse_args(argv=None):
 
 
 def one_numba_thread():
-    """Chapters side by side get one numba thread each (unless NUMBA_NUM_THREADS is set):
-    with a thread per core in each, their parallel loops wait on threads the other
-    chapter holds (quick mode, warm: chapter 10 95 s with the default, 30 s with one;
-    all chapters 174 s against 147 s; the same numbers, the library's results not
-    depending on the thread count).  A chapter that runs alone (ALONE) keeps every core."""
+    """Give the chapters run side by side one numba thread each (a NUMBA_NUM_THREADS the
+    user set wins): with a thread per core in each, their parallel loops wait on threads
+    the other chapter holds.  The results do not depend on the thread count; a chapter
+    that runs alone (ALONE) keeps every core."""
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 

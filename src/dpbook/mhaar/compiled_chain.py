@@ -216,9 +216,7 @@ def make_chain(ppf):
     return cached(chain)
 
 
-@functools.cache
-def _chain_for(ppf):
-    return make_chain(ppf)
+_chain_for = functools.cache(make_chain)
 
 
 # ------------------------------------------------------------------ which path

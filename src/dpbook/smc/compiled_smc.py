@@ -434,9 +434,7 @@ def _move_for(logpdf, gibbs):
     return make_rw_move(logpdf) if gibbs is None else make_gibbs_move(gibbs)
 
 
-@functools.cache
-def _step_for(prepare, propose, propose1, propagate, move_theta):
-    return make_step(prepare, propose, propose1, propagate, move_theta)
+_step_for = functools.cache(make_step)
 
 
 def _run(step, n, t, *args):
