@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 from numba import njit
 
-from dpbook.model.compiler import _outlined
+from dpbook.model.compiler import outlined
 from dpbook.numba_cache import cached
 from dpbook.vmath import compile_scalar
 
@@ -21,7 +21,7 @@ def _kernel(scale, helper=None):
     def base_logpdf(self, z):
         return -scale * z * z + (0.0 if helper is None else helper(z))
 
-    return _outlined(compile_scalar(base_logpdf))
+    return outlined(compile_scalar(base_logpdf))
 
 
 def test_the_key_follows_the_code_and_the_values_it_reads():

@@ -49,6 +49,7 @@ from dpbook.model.compiler import (
     compiled_primitive,
     family_key,
     family_state,
+    outlined,
     warn_not_compiled,
 )
 from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleFamily
@@ -64,6 +65,16 @@ GL_NODES = 8
 SCORE_GL_NODES = 16
 SLIVER = 0.25  # no noise half-width point within this (x min(1, b/c)) of another
 _ARGS = (-30.0, -3.0, -1.2, -0.3, 0.0, 0.4, 1.1, 2.5, 30.0)  # where compiled = numpy
+
+
+@njit(cache=True, error_model="numpy")
+def _log(x):  # vmath.log out of line for the sites outside the loops over the nodes:
+    return vmath.log(x)  # the same bits, compiled once instead of inlined at each
+
+
+@njit(cache=True, error_model="numpy")
+def _exp(x):
+    return vmath.exp(x)
 
 
 @njit(inline="always", error_model="numpy")
@@ -277,6 +288,9 @@ def make_release(logpdf, cdf, sf):
         return xs, 1.0 / math.sqrt(curv)
 
     tail = getattr(sf, "tail_default", False)  # a constant of the compiled code
+    # the family's functions inlined only in the loop over the nodes (to vectorise it),
+    # called out of line elsewhere: the same bits, in half the compile time
+    logpdf1, cdf1, sf1 = outlined(logpdf), outlined(cdf), outlined(sf)
 
     @njit(nogil=True, error_model="numpy")
     def release(m, c, fs, y, l, r, b, lay, kind, qz, offs, gx, gw, top, pts, near, vals, zs,
@@ -286,15 +300,15 @@ def make_release(logpdf, cdf, sf):
                             hw)
         ib = 1.0 / b
         va, vb = (y - l) * ib, (y - r) * ib
-        la = vmath.log(cdf(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
+        la = _log(cdf1(fs, zl)) + (-abs(va) if kind == 0 else -0.5 * va * va)
         lbn = -abs(vb) if kind == 0 else -0.5 * vb * vb
         far_r = False
         if tail:  # the default sf: its upper tail's integral below, only where it counts
-            s_r = 1.0 - cdf(fs, zr)
+            s_r = 1.0 - cdf1(fs, zr)
             far_r = s_r < SF_SWITCH
-            lb = -math.inf if far_r else vmath.log(s_r) + lbn
+            lb = -math.inf if far_r else _log(s_r) + lbn
         else:
-            lb = vmath.log(sf(fs, zr)) + lbn
+            lb = _log(sf1(fs, zr)) + lbn
         yt = y - m
         for k in range(nv):  # vectorised: no carried state
             z = zs[k]
@@ -303,35 +317,35 @@ def make_release(logpdf, cdf, sf):
         # shift: a bound of the log integrand (log g <= top, noise <= 1), then the exact
         # maximum where that bound would underflow the sum
         mx = max(max(la, lb), top)
-        s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+        s = _sum_exp(vals, hw, nv, mx) + _exp(la - mx) + _exp(lb - mx)
         if not 1e-200 < s < math.inf:  # rare: the nodes again, with their maximum
             mx = max(la, lb)
             for k in range(nv):
                 z = zs[k]
                 e = (yt - c * z) * ib
-                vals[k] = logpdf(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
-                v = vals[k] + vmath.log(hw[k])
+                vals[k] = logpdf1(fs, z) + (-abs(e) if kind == 0 else -0.5 * e * e)
+                v = vals[k] + _log(hw[k])
                 mx = v if v > mx else mx
             s = 0.0
             if mx > -math.inf:
-                s = _sum_exp(vals, hw, nv, mx) + vmath.exp(la - mx) + vmath.exp(lb - mx)
+                s = _sum_exp(vals, hw, nv, mx) + _exp(la - mx) + _exp(lb - mx)
         # S(z_r) < SF_SWITCH, where the default sf integrates the tail: 1 - cdf rounds
         # with an absolute error below CDF_ERR, so its atom's error is below
         # CDF_ERR g_b(y - r); where that is below ATOM_TOL of p, 1 - cdf is kept (it
         # changes log p by < 1e-12; the integral would take ~90 density evaluations)
         if far_r:
-            if lbn + LOG_CDF_ERR > mx + vmath.log(s) + LOG_ATOM_TOL:
-                lb = vmath.log(sf(fs, zr)) + lbn
+            if lbn + LOG_CDF_ERR > mx + _log(s) + LOG_ATOM_TOL:
+                lb = _log(sf1(fs, zr)) + lbn
             else:
-                lb = vmath.log(s_r) + lbn
+                lb = _log(s_r) + lbn
             if lb > mx:  # a new shift: the nodes' values (the score's) too
-                f = vmath.exp(mx - lb)
+                f = _exp(mx - lb)
                 for k in range(nv):  # (mx = -inf: the nodes hold logs of 0)
                     vals[k] = vals[k] * f if mx > -math.inf else 0.0
                 s = s * f + 1.0
                 mx = lb
             elif lb > -math.inf:
-                s += vmath.exp(lb - mx)
+                s += _exp(lb - mx)
         if not (mx > -math.inf and s > 0.0):
             return False, mx, 0.0, nv
         return True, mx, s, nv
@@ -355,7 +369,7 @@ def make_loglik_sum(logpdf, cdf, sf):
             if not ok:
                 acc = -math.inf
                 continue
-            acc += mx + vmath.log(s) + lnorm[t]
+            acc += mx + _log(s) + lnorm[t]
         return acc
 
     return loglik_sum

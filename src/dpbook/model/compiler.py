@@ -77,7 +77,7 @@ class CompiledFamily:
         self.draw, self.pair = _draw_primitives(type(family))
         if self.draw is not None:
             try:
-                _outlined(self.draw)(self.state[0], np.uint64(1))
+                outlined(self.draw)(self.state[0], np.uint64(1))
             except Exception as e:  # numba's typing errors are many classes
                 raise NotCompilable(f"base_draw: {_first_line(e)}") from None
         if self.pair is not None:
@@ -140,7 +140,7 @@ def _information_kernel(cls):
 def _primitives(cls):
     logpdf = vmath.compile_scalar(cls.base_logpdf)
     ppf = vmath.compile_scalar(cls.base_ppf)
-    return logpdf, ppf, _outlined(logpdf), _outlined(ppf)
+    return logpdf, ppf, outlined(logpdf), outlined(ppf)
 
 
 @functools.cache
@@ -161,7 +161,11 @@ def _outlined2(fn):
     return cached(call)
 
 
-def _outlined(fn):
+@functools.cache
+def outlined(fn):
+    """``fn(state, v)`` (a primitive of :func:`dpbook.vmath.compile_scalar`, which numba
+    inlines at every call) called out of line: for call sites outside a vectorised loop,
+    where inlining only multiplies the compile time."""
     @njit(error_model="numpy")
     def call(state, v):
         return fn(state, v)
@@ -205,7 +209,7 @@ def compiled_primitive(family, name, args):
     if key not in _COMPILED:
         try:
             fn = vmath.compile_scalar(getattr(type(family), name))
-            one, state = _outlined(fn), family_state(family)[0]  # compiled once
+            one, state = outlined(fn), family_state(family)[0]  # compiled once
             got = np.array([one(state, v) for v in args])
         except Exception as e:  # numba's typing errors are many classes
             _COMPILED[key] = NotCompilable(f"{name}: {_first_line(e)}")
