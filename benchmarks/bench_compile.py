@@ -57,7 +57,9 @@ def main():
     if sys.argv[1:] == ["--worker"]:
         print(json.dumps(worker()))
         return
-    env = dict(os.environ, PYTHONPATH=str(HERE), NUMBA_NUM_THREADS="1")
+    # the caller's PYTHONPATH kept (another checkout's src, to compare side by side)
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=path, NUMBA_NUM_THREADS="1")
     runs = []
     for _ in range(2):
         res = subprocess.run([sys.executable, __file__, "--worker"], env=env,

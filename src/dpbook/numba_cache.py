@@ -3,7 +3,7 @@
 numba caches a function only by its own bytecode and, for a closure, a pickle of its
 cells; the kernels built for a family are closures over other compiled functions, whose
 pickles differ from process to process, so numba compiles them again in every process
-(15 s for the SMC of a new family).  :func:`cached` keys them by their content instead:
+(12 s for the SMC of a new family).  :func:`cached` keys them by their content instead:
 the bytecode of the function and of everything it calls, its cells and the globals it
 reads, followed recursively, with dpbook's own source and the versions of numba and
 numpy.  A kernel whose content cannot be read that way (a cell holding an object of
