@@ -372,11 +372,13 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
     """The compiled time step (module docstring, steps 2-4) for particles i0 <= i < i1,
     for a family's draws (:func:`make_proposals`) and theta move (:func:`make_rw_move`
     or :func:`make_gibbs_move`); one kernel per family class."""
-    if prepare is _no_prepare:  # propose computes z: the rare exact sweep calls its
-        @njit(inline="always", error_model="numpy")  # out-of-line twin (the same z),
-        def again(fs, base, j, zbuf):  # which saves a third of the compile time
+    if prepare is _no_prepare:
+        # propose computes z: the rare exact sweep calls its out-of-line twin propose1
+        # (the same z) instead, which saves a third of the step's compile time
+        @njit(inline="always", error_model="numpy")
+        def again(fs, base, j, zbuf):
             return propose1(fs, base, j)
-    else:  # z read from zbuf
+    else:  # z is read from zbuf
         again = propose
 
     @njit(nogil=True, error_model="numpy")
