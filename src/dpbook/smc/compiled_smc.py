@@ -432,9 +432,7 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
     return cached(step)
 
 
-@functools.cache
-def _proposals_for(ppf, ppf1, draw, pair, word):
-    return make_proposals(ppf, ppf1, draw, pair, word)
+_proposals_for = functools.cache(make_proposals)
 
 
 @functools.cache
