@@ -206,8 +206,8 @@ def check_observations(y, l, r):
     y, l, r = np.broadcast_arrays(np.atleast_1d(y), np.atleast_1d(l), np.atleast_1d(r))
     if y.ndim != 1 or y.size == 0:
         raise ValueError("observations must be a non-empty 1-d sequence")
-    return (np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(l, dtype=float),
-            np.ascontiguousarray(r, dtype=float))
+    # copies: numba types a read-only array apart, and compiles each kernel again for it
+    return np.array(y, dtype=float), np.array(l, dtype=float), np.array(r, dtype=float)
 
 
 def as_generator(rng, name: str = "rng") -> np.random.Generator:

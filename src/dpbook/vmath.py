@@ -20,6 +20,7 @@ forms; every other name of numpy or math is numba's own (compiled, not vectorise
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 
@@ -279,6 +280,7 @@ _SPECIAL.__dict__.update(ndtri=ndtri, ndtr=ndtr, logit=logit, expit=expit, erf=m
                          erfc=math.erfc, gammaln=math.lgamma, gamma=math.gamma)
 
 
+@functools.cache  # one dispatcher per function: its out-of-line callers compile it once
 def compile_scalar(func):
     """``func`` (a plain Python function of numpy code) compiled by numba for scalars,
     with numpy's and math's elementary functions replaced as the module docstring says.

@@ -532,7 +532,7 @@ class _Setup:
 
     def releases(self, y, l, r, eps):
         """(y, l, r, b, log of the noise density's constant) as the kernels take them."""
-        y, l, r = (np.ascontiguousarray(v, dtype=float) for v in (y, l, r))
+        y, l, r = (np.array(v, dtype=float) for v in (y, l, r))  # writable: one compile
         b = (r - l) / eps
         lnorm = -np.log(2.0 * b) if self.kind == 0 else -np.log(b * math.sqrt(2 * math.pi))
         return y, l, r, b, lnorm
