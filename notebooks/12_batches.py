@@ -51,7 +51,8 @@ save = figure_saver("12_batches", mode=mode, seed=seed)
 N, EPS = 1000, (1.0, 10.0)  # particles, privacy levels
 SIZES = {"quick": dict(n=5_000, streams=2, batches=[1, 10, 100, 1000]),
          "full": dict(n=20_000, streams=3, batches=[1, 10, 100, 1000, 2000])}[mode]
-tail = "" if seed == 0 else f"-seed{seed}"
+# the stream length in the stores' names: a store of other streams would be an error
+tail = f"-{SIZES['n']}" + ("" if seed == 0 else f"-seed{seed}")
 common = dict(eps=EPS, runs=SIZES["streams"], n=SIZES["n"], particles=N, seed=seed,
               keep_particles=0, quartiles=True, progress=False, scheduler=scheduler)
 adaptive, _ = ensure_results(f"results/batches-{mode}{tail}", methods="smc-marginal-adaptive",
