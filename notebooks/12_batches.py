@@ -29,10 +29,11 @@
 # is one task of an experiment store ({func}`dpbook.experiment.run_experiment` with a
 # list of batch sizes, every task bit for bit the one of a store of its batch size
 # alone), so the streams are computed once, resumed if interrupted, and read again when
-# only this page changes.  The largest batch is a tenth of the stream: after a coarse
-# batch the sampler moves its particles late in the stream, and each move costs N t
+# only this page changes.  The largest batch is a tenth of the stream.  After a coarse
+# batch the sampler moves its particles late in the stream, and each move costs $N t$
 # likelihood terms, so the full mode's streams have 20,000 individuals, not the $10^5$ of
-# {ref}`ch-long-streams` (where a tenth, $B = 10^4$, would take an hour of CPU).
+# {ref}`ch-long-streams`: at $10^5$ this chapter took an hour of CPU, most of it at
+# $B = 10^4$.
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": streams of 5,000 (about a minute); "full": 20,000 (about 10 CPU-minutes)
