@@ -80,7 +80,7 @@ from dpbook.privacy.population import normal_population
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
 save = figure_saver("09_long_streams", mode=mode, seed=seed)
 SIZES = {"quick": dict(long=5_000, smc=1_000, subset=2_000, exact_at=(1_000,)),
-         "full": dict(long=100_000, smc=2_000, subset=5_000, exact_at=(1_000, 10_000))}[mode]
+         "full": dict(long=100_000, smc=5_000, subset=5_000, exact_at=(1_000, 10_000))}[mode]
 N, M, EPS = 1000, 100, (1.0, 10.0)  # particles, subset size, privacy levels
 MU, SIGMA = 50.0, 10**0.5  # the paper's population
 FIXED = (MU - 10 * SIGMA, MU + 10 * SIGMA)  # Section 6's fixed interval
