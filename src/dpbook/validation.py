@@ -206,8 +206,14 @@ def check_observations(y, l, r):
     y, l, r = np.broadcast_arrays(np.atleast_1d(y), np.atleast_1d(l), np.atleast_1d(r))
     if y.ndim != 1 or y.size == 0:
         raise ValueError("observations must be a non-empty 1-d sequence")
-    # copies: numba types a read-only array apart, and compiles each kernel again for it
-    return np.array(y, dtype=float), np.array(l, dtype=float), np.array(r, dtype=float)
+    return kernel_arrays(y, l, r)
+
+
+def kernel_arrays(*arrays) -> tuple:
+    """Each array copied into a new contiguous, writable float array, as the compiled
+    kernels take them: numba types a read-only array (a pandas column, say) apart, and
+    would compile every kernel again for one."""
+    return tuple(np.array(v, dtype=float) for v in arrays)
 
 
 def as_generator(rng, name: str = "rng") -> np.random.Generator:

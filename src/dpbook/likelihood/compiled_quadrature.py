@@ -56,6 +56,7 @@ from dpbook.model.families.base import SF_ENDS, SF_GL, SF_SWITCH, LocationScaleF
 from dpbook.model.mechanisms import KIND, get_mechanism
 from dpbook.numba_cache import cached
 from dpbook.parallel import run_chunks
+from dpbook.validation import kernel_arrays
 
 LEVELS = np.array([1e-14, 1e-9, 1e-4, 0.01, 0.15, 0.5, 0.85, 0.99, 1 - 1e-4, 1 - 1e-9,
                    1 - 1e-14])  # base quantiles: panel ends (the outer two: the support)
@@ -532,7 +533,7 @@ class _Setup:
 
     def releases(self, y, l, r, eps):
         """(y, l, r, b, log of the noise density's constant) as the kernels take them."""
-        y, l, r = (np.array(v, dtype=float) for v in (y, l, r))  # writable: one compile
+        y, l, r = kernel_arrays(y, l, r)
         b = (r - l) / eps
         lnorm = -np.log(2.0 * b) if self.kind == 0 else -np.log(b * math.sqrt(2 * math.pi))
         return y, l, r, b, lnorm

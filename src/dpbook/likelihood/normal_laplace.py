@@ -44,6 +44,7 @@ from dpbook.validation import (
     check_eps,
     check_finite,
     check_interval,
+    kernel_arrays,
     refuse_not_real_array,
 )
 
@@ -579,9 +580,8 @@ def _nb_loglik_run(y, l, r, invb, log2b, el, er, mu, sigma, out, j):
 
 def _kernel_args(y, l, r, eps, mu, sigma):
     """The arguments of the compiled sums: y, l, r, 1/b, log 2b, exp(-|y - l|/b),
-    exp(-|y - r|/b), mu, sigma as contiguous float arrays (y, l, r copied: numba types a
-    read-only array apart, and would compile the sums again for one)."""
-    y, l, r = (np.array(v, dtype=float) for v in (y, l, r))
+    exp(-|y - r|/b), mu, sigma as contiguous float arrays (:func:`kernel_arrays`)."""
+    y, l, r = kernel_arrays(y, l, r)
     b = (r - l) / eps
     invb = 1.0 / b
     return (y, l, r, invb, np.log(2.0 * b), np.exp(-np.abs(y - l) * invb),
