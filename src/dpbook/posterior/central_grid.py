@@ -41,6 +41,7 @@ draws clipped to a fixed interval (chapter 11 checks the calibration).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -101,6 +102,14 @@ def _log_normal_laplace(y, a, w, b):
     return np.logaddexp(left, right)
 
 
+@functools.cache
+def _legendre(nodes):
+    """log u of the Gauss-Legendre nodes u on (0, 1), and their weights (cached: the mode
+    search calls :func:`log_likelihood` thousands of times)."""
+    u, wq = np.polynomial.legendre.leggauss(nodes)
+    return np.log(0.5 * (u + 1.0)), 0.5 * wq
+
+
 def log_likelihood(release, mu, sigma, naive=False, nodes=32):
     """log p(y_1, y_2 | mu, sigma) under the normal approximation of the sums convolved
     with the Laplace noise (module docstring); arrays mu, sigma broadcast.  ``naive``:
@@ -115,8 +124,7 @@ def log_likelihood(release, mu, sigma, naive=False, nodes=32):
         return (-_LOG2PI - 0.5 * np.log(v2) - 0.5 * np.log(w)
                 - 0.5 * e2 * e2 / v2 - 0.5 * e1 * e1 / w)
     nodes = check_count("nodes", nodes, 2)
-    u, wq = np.polynomial.legendre.leggauss(nodes)
-    u, wq = 0.5 * (u + 1.0), 0.5 * wq
+    log_u, wq = _legendre(nodes)
     sv = np.sqrt(v2)
     lead = -math.log(2 * b2) + 0.5 * v2 / b2**2
     terms = []
@@ -125,7 +133,7 @@ def log_likelihood(release, mu, sigma, naive=False, nodes=32):
         tau = side * (centre - y2) / sv  # truncation point in the tilted normal's units
         log_mass = lead + side * (y2 - m2) / b2 + special.log_ndtr(tau)
         # quantile u of the normal truncated to the side of y_2: s_2 = centre -+ sv t
-        t = special.ndtri_exp(np.log(u)[:, None] + np.ravel(special.log_ndtr(tau))[None, :])
+        t = special.ndtri_exp(log_u[:, None] + np.ravel(special.log_ndtr(tau))[None, :])
         s2 = np.ravel(centre)[None, :] - side * np.ravel(sv)[None, :] * t
         shape = np.shape(log_mass)
         a = np.ravel(m1 + c12 / v2 * (s2.reshape((nodes,) + shape) - m2)).reshape(s2.shape)
