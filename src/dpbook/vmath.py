@@ -309,7 +309,8 @@ def compile_scalar(func):
 # so math.exp would keep the loop scalar): exp(d) = 2^n exp(r), |r| <= ln2/2, exp(r) by
 # its Taylor polynomial of degree 6, relative error below 2e-7 (tested).  A decision
 # with u within a relative EXP_TOL of the approximation is taken again with
-# math.exp, so every decision is exactly that of u < math.exp(d).
+# math.exp, so every decision is exactly that of u < math.exp(d).  The kernels take it
+# as an argument, read here at each call (a compiled constant would outlive a change).
 EXP_TOL = 1e-6
 _LN2 = 0.6931471805599453
 # (multiply, not divide)

@@ -151,13 +151,14 @@ def _init_theta(key, theta, pr):
 
 
 @njit(inline="always", error_model="numpy")
-def _sweep(propose, fs, m, c, base, zbuf, t, x_old, x_new, y, l, r, invb, kind, exact):
+def _sweep(propose, fs, m, c, base, zbuf, t, x_old, x_new, y, l, r, invb, kind, exact,
+           exp_tol):
     """Algorithm 3's independent MH moves of x_0..x_{t-1} (one particle's row, proposal
     x' = m + c z, z = propose(fs, base, 2 k, zbuf): :func:`make_proposals`): accept if
     log u' < d, d the log likelihood ratio.  The test is
     u' < exp_approx(min(d, 0)) unless ``exact``; a decision with u' within a relative
-    EXP_TOL of the approximation is counted in ``close`` and the caller sweeps the row
-    again with ``exact``, so every decision is that of vmath.log(u') < d.
+    ``exp_tol`` (vmath.EXP_TOL) of the approximation is counted in ``close`` and the
+    caller sweeps the row again with ``exact``, so every decision is that of vmath.log(u') < d.
     Returns (accepted, close)."""
     nacc = 0
     close = 0
@@ -172,7 +173,7 @@ def _sweep(propose, fs, m, c, base, zbuf, t, x_old, x_new, y, l, r, invb, kind, 
         else:
             e = vmath.exp_approx(max(min(lp - lo, 0.0), -700.0))
             ok = u < e
-            close += abs(u - e) <= vmath.EXP_TOL * e
+            close += abs(u - e) <= exp_tol * e
         x_new[k] = xp if ok else xo
         nacc += ok
     return nacc, close
@@ -383,7 +384,7 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
 
     @njit(nogil=True, error_model="numpy")
     def step(i0, i1, t, state, key, anc, x_old, x_new, th_old, th_new, y, l, r, invb, kind,
-             ks, chol, pr, n_moves, logw, acc_x, acc_th):
+             ks, chol, pr, n_moves, logw, acc_x, acc_th, exp_tol):
         fs = state[0]
         n_moved = ks.shape[0]
         tmp = np.empty(max(t, 1))
@@ -399,10 +400,10 @@ def make_step(prepare, propose, propose1, propagate, move_theta):
             if n_moved == t:  # Algorithm 3 as written: every x_k, vectorised over k
                 prepare(fs, key, t, i, base, zbuf, zq, bad)
                 nacc, close = _sweep(propose, fs, m, c, base, zbuf, t, x_old[a], x_new[i],
-                                     y, l, r, invb, kind, False)
+                                     y, l, r, invb, kind, False, exp_tol)
                 if close:  # rare: the row again, every test with vmath.log
                     nacc, close = _sweep(again, fs, m, c, base, zbuf, t, x_old[a],
-                                         x_new[i], y, l, r, invb, kind, True)
+                                         x_new[i], y, l, r, invb, kind, True, exp_tol)
             else:  # subset rejuvenation: the others are copied
                 for k in range(t):
                     x_new[i, k] = x_old[a, k]
@@ -509,7 +510,7 @@ class CompiledSMC(SMC):
         _run(self._step, self.N, t, self._cf.state, self._key, self._anc, x_old, x_new,
              self.theta, self._theta2, self._y, self._l, self._r, self._invb, self._kind,
              ks, chol, self._pr, self.n_theta_moves, self._logw, self._acc_x,
-             self._acc_th)
+             self._acc_th, vmath.EXP_TOL)
         self._x = [x_new, x_old]
         self.theta, self._theta2 = self._theta2, self.theta
         w = np.exp(self._logw - self._logw.max())

@@ -36,12 +36,13 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from dpbook import rng as _rng
+from dpbook import vmath
 from dpbook.model.families import as_family
 from dpbook.model.families.normal import gibbs_conjugate
 from dpbook.smc.resample_move import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
-from dpbook.vmath import EXP_TOL, exp_approx
+from dpbook.vmath import exp_approx
 
 # Random streams, rng.stream_key(key, a, b): initial particles a = 1 (b = particle);
 # with subset rejuvenation, the x_k moved at time t from numpy's Generator([key, t, 7]);
@@ -152,7 +153,7 @@ class _Scratch(NamedTuple):
 
 @njit(parallel=True, cache=True)
 def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y, l, r,
-                           invb, logw, acc, pr, moved,
+                           invb, logw, acc, pr, moved, exp_tol,
                            S0, S1, S2, S3, J, AOFF, BAD, MAG, U, Z, XC, SUM1, SUM2, M, SG):
     """Algorithm 2 steps 2-4 for every particle, given resampled ancestors ``anc``.
 
@@ -175,6 +176,8 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
     no array views and calls no numba-inlined function returning a tuple: then numba
     marks the arrays `noalias`, which LLVM needs to vectorise (a) and (c).
     ``anc`` is uint64 (unsigned indices carry no negative-index wrap-around).
+    An MH test with u within a relative ``exp_tol`` (:data:`dpbook.vmath.EXP_TOL`) of
+    exp_approx(d) is taken again with math.exp.
     """
     n_part = mu.shape[0]
     n_blk = acc.shape[0]
@@ -236,7 +239,7 @@ def move_propagate_weight(key, t, anc, x_old, x_new, mu, sig, mu_new, sig_new, y
                 e = exp_approx(max(min(d, 0.0), -700.0))
                 u = U[i]
                 ok = u < e
-                close += abs(u - e) <= EXP_TOL * e
+                close += abs(u - e) <= exp_tol * e
                 xn = xp if ok else xc
                 x_new[row + i] = xn
                 SUM1[i] += xn
@@ -379,7 +382,7 @@ class NormalLaplaceSMC(SMC):
         move_propagate_weight(self._key, t, self._anc.view(np.uint64), x_old, x_new,
                                th_old[0], th_old[1], th_new[0], th_new[1], self._y, self._l,
                                self._r, self._invb, self._logw, self._acc, self._pr,
-                               self._moved, *self._work)
+                               self._moved, vmath.EXP_TOL, *self._work)
         self._moved[:t] = 1
         self._x = [x_new, x_old]
         self._theta = [th_new, th_old]
