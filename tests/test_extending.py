@@ -45,7 +45,7 @@ class Logistic(LocationScaleFamily):
         return special.expit(z)
 
     def base_ppf(self, q):
-        return special.logit(q)
+        return np.log(q) - np.log1p(-q)
 
     def base_sample(self, rng, size=None):
         return rng.logistic(0.0, 1.0, size)
