@@ -5,10 +5,11 @@ import json
 
 import numpy as np
 import pytest
+from test_engine import Logistic
 
 from dpbook.cli import main
 from dpbook.experiment import load_results, run_experiment, summarize
-from dpbook.model.families import LocationScaleFamily, available
+from dpbook.model.families import available
 
 
 def call(capsys, *args):
@@ -88,27 +89,6 @@ def test_best_interval_and_posterior_for_other_families(capsys, tmp_path):
         assert got["family"] == "laplace" and abs(got["posterior"]["loc"]["mean"] - 5.0) < 2.0
 
 
-class Gumbel(LocationScaleFamily):
-    """A family that dpbook does not ship (as in chapter 7)."""
-
-    name = "gumbel"
-
-    def base_logpdf(self, z):
-        return -z - np.exp(-np.maximum(z, -700.0))
-
-    def base_dlogpdf(self, z):
-        return -1.0 + np.exp(-np.maximum(z, -700.0))
-
-    def base_cdf(self, z):
-        return np.exp(-np.exp(-np.maximum(z, -700.0)))
-
-    def base_ppf(self, q):
-        return -np.log(-np.log(q))
-
-    def base_sample(self, rng, size=None):
-        return rng.gumbel(0.0, 1.0, size)
-
-
 @pytest.mark.slow
 def test_experiment_with_other_families(tmp_path):
     """Shipped (Poisson, Gaussian mechanism: theta-grid intervals) and unshipped families
@@ -125,7 +105,7 @@ def test_experiment_with_other_families(tmp_path):
     _, tr = load_results(tmp_path / "p")
     assert "table" in tr.manifest["intervals"]["2.0"]
     assert set(summarize(est).columns) >= {"lam_mean", "lam_bias", "lam_rmse"}
-    g = Gumbel()
+    g = Logistic()  # test_engine's: its kernels are compiled once for the suite
     kw.update(methods=["smc-adaptive", "smc-fixed"], theta=(50.0, 3.0), runs=2)
     one = run_experiment(family=g, out=tmp_path / "g1", **kw)
     cols = ["loc_hat", "scale_hat", "loc_sd", "scale_sd"]
