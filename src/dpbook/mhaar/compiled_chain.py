@@ -250,8 +250,7 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
     :func:`dpbook.mhaar.mhaar` (same parameters; ``steps`` in the walk's coordinates,
     log for positive parameters; ``start``: theta to start at, default ``family.guess``).
     Returns an :class:`MHAARResult`."""
-    if options:
-        raise ValueError(f"the MHAAR engine has no option {sorted(options)[0]!r}")
+    _no_options(options)
     fam, mech = as_family(family), get_mechanism(mechanism)
     y, l, r = check_observations(y, l, r)
     eps = check_eps(eps)
@@ -333,10 +332,17 @@ def mhaar_engine(y, l, r, eps, family=None, mechanism="laplace", n_iter=100_000,
 
 
 
+def _no_options(options):
+    if options:
+        raise ValueError(f"the MHAAR engine has no option {sorted(options)[0]!r}")
+
+
 def _default_walk(impl, data, eps, fam, mechanism, steps, options):
     """The start and walk of :func:`mhaar_engine` (for ``mhaar``'s choice of start,
     :func:`dpbook.mhaar.sampler._default_walk`): the moment guess, a walk in (loc,
-    log scale) with the pilot's caps (1 in log coordinates, sd(y) in the others)."""
+    log scale) with the pilot's caps (1 in log coordinates, sd(y) in the others).
+    An option the engine does not take is refused here, before the start is searched."""
+    _no_options(options)
     pos = np.array(fam.positive, dtype=bool)
     sd_y = float(np.std(data[0])) if data[0].size > 1 else 1.0
     bound = np.array(steps if steps is not None else
