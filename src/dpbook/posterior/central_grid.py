@@ -41,12 +41,12 @@ draws clipped to a fixed interval (chapter 11 checks the calibration).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 from scipy import special
 
+from dpbook.likelihood.quadrature import gauss_legendre
 from dpbook.model.prior import SECTION6, LocationScalePrior
 from dpbook.posterior.grid_density import NodeGridPosterior
 from dpbook.validation import check_count
@@ -102,14 +102,6 @@ def _log_normal_laplace(y, a, w, b):
     return np.logaddexp(left, right)
 
 
-@functools.cache
-def _legendre(nodes):
-    """log u of the Gauss-Legendre nodes u on (0, 1), and their weights (cached: the mode
-    search calls :func:`log_likelihood` thousands of times)."""
-    u, wq = np.polynomial.legendre.leggauss(nodes)
-    return np.log(0.5 * (u + 1.0)), 0.5 * wq
-
-
 def log_likelihood(release, mu, sigma, naive=False, nodes=32):
     """log p(y_1, y_2 | mu, sigma) under the normal approximation of the sums convolved
     with the Laplace noise (module docstring); arrays mu, sigma broadcast.  ``naive``:
@@ -124,7 +116,8 @@ def log_likelihood(release, mu, sigma, naive=False, nodes=32):
         return (-_LOG2PI - 0.5 * np.log(v2) - 0.5 * np.log(w)
                 - 0.5 * e2 * e2 / v2 - 0.5 * e1 * e1 / w)
     nodes = check_count("nodes", nodes, 2)
-    log_u, wq = _legendre(nodes)
+    u, wq = gauss_legendre(nodes)  # cached: the mode search calls this thousands of times
+    log_u, wq = np.log(0.5 * (u + 1.0)), 0.5 * wq
     sv = np.sqrt(v2)
     lead = -math.log(2 * b2) + 0.5 * v2 / b2**2
     terms = []
