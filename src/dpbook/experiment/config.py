@@ -227,9 +227,9 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     differ from ``seed``, which then seeds the data only (the same sensitive samples and
     noise, other SMC and MHAAR draws: the Monte Carlo spread of a rerun, issue 38's
     equivalence check); recorded only when given.  ``quartiles=True``: each online
-    task's row also holds the final posterior's quartiles (``mu_q25``, ``mu_q50``,
-    ``mu_q75``, ...; the posterior of a scale can have infinite variance under clipping,
-    so its spread is an interquartile range); recorded only when True.
+    task's row also holds the final posterior's 5%, 25%, 50%, 75% and 95% quantiles
+    (``mu_q05``, ..., ``mu_q95``; the posterior of a scale can have infinite variance
+    under clipping, so it is summarised by quantiles); recorded only when True.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":

@@ -28,6 +28,8 @@ from dpbook.experiment.config import (
     task_seed,
 )
 
+QUANTILES = (5, 25, 50, 75, 95)  # percent: the final posterior's, with quartiles=True
+
 
 def task_spec(config: dict, intervals: dict, task: Task, threads,
               family_obj=None) -> dict:
@@ -212,10 +214,10 @@ def run_task(spec: dict) -> dict:
         row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
                    acceptance=float(acc.mean()) if acc.size else math.nan)
         if spec.get("quartiles"):
-            q = res.smc.quantile([0.25, 0.5, 0.75]) if hasattr(res.smc, "quantile") \
-                else np.full((3, len(params)), math.nan)  # a point estimate
-            row.update({f"{p}_q{k}": float(q[i, j]) for j, p in enumerate(params)
-                        for i, k in enumerate((25, 50, 75))})
+            q = res.smc.quantile(np.divide(QUANTILES, 100)) if hasattr(res.smc, "quantile") \
+                else np.full((len(QUANTILES), len(params)), math.nan)  # a point estimate
+            row.update({f"{p}_q{k:02d}": float(q[i, j]) for j, p in enumerate(params)
+                        for i, k in enumerate(QUANTILES)})
         arrays.update(y=res.y, l=res.l, r=res.r)
         keys = [f"{k}_{p}" for k in ("mean", "sd") for p in params] + ["ess", "acceptance"]
         for k in keys:
