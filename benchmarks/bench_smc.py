@@ -49,7 +49,7 @@ def _policy(name, eps):
 def _time_split():
     """Time every call of the SMC's two compiled functions (module globals that
     SMC.update looks up at each call); returns the dict that accumulates the seconds."""
-    import dpbook.smc.compiled_smc as smc
+    import dpbook.smc.paper_kernel as smc
 
     acc = {"sweep": 0.0, "resample": 0.0}
 
@@ -60,7 +60,7 @@ def _time_split():
             acc[key] += time.perf_counter() - t0
         return call
 
-    smc._run = timed(smc._run, "sweep")
+    smc.move_propagate_weight = timed(smc.move_propagate_weight, "sweep")
     smc.systematic_keyed = timed(smc.systematic_keyed, "resample")
     return acc
 

@@ -516,7 +516,7 @@ save(fig, "hard_case_repeats",
 # %% caption="Tail probabilities P(σ > v) of the exact posterior and of each SMC run, in the hard case." name="tbl-02-tails"
 tail = dict(zip((0.5, 0.9, 0.99), post.quantile([0.5, 0.9, 0.99])[:, 1]))
 show_table(pd.DataFrame({f"P(σ > {v:.3g})": {"exact": 1 - q, **{
-    f"SMC run {k + 1}": float(smc.w[smc.theta[:, 1] > v].sum())
+    f"SMC run {k + 1}": float(smc.w[smc.sigma > v].sum())
     for k, smc in enumerate(hard_runs)}} for q, v in tail.items()}).T)
 
 # %% [markdown]

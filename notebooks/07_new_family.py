@@ -179,9 +179,9 @@ show_table(checks)
 # run includes compiling, which numba cannot cache for a class defined in a notebook:
 # every kernel start and every worker process pays it once), through the numpy SMC that
 # ran families like this one before (`generic=True`), and, for scale, the normal
-# family's releases through the same engine (with its conjugate Gibbs move).
+# family's releases through the paper's own kernel.
 
-# %% caption="The latent SMC on one stream of releases: the Gumbel on the compiled engine (CompiledSMC) and on the numpy SMC, the normal family on the same engine; seconds of a first run (with compiling or loading compiled code) and of a second, one thread each." name="tbl-07-speed" tags=["hide-input"]
+# %% caption="The latent SMC on one stream of releases: the Gumbel on the compiled engine (CompiledSMC) and on the numpy SMC, the normal family on the paper's kernel; seconds of a first run (with compiling or loading compiled code) and of a second, one thread each." name="tbl-07-speed" tags=["hide-input"]
 eps0, n0 = size["EPS"][-1], size["n"]
 lo, hi = gumbel.fixed_interval(*THETA)
 pop = family_population(gumbel, THETA, n0, eps0, seed=seed)
@@ -211,7 +211,7 @@ speed = pd.DataFrame(
     columns=["family", "SMC", "first run", "again"],
 )
 numba.set_num_threads(threads)
-speed["again / normal"] = speed["again"] / speed["again"].iloc[-1]
+speed["again / paper's kernel"] = speed["again"] / speed["again"].iloc[-1]
 timings["compiling the Gumbel's SMC"] = speed["first run"][0] - speed["again"][0]
 show_table(speed.set_index(["family", "SMC"]))
 

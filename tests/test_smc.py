@@ -27,10 +27,10 @@ def test_same_seed_bit_identical_any_thread_count():
         b = smc_posterior(y, l, r, eps, n_particles=200, seed=11)
     finally:
         numba.set_num_threads(old)
-    np.testing.assert_array_equal(a.theta, b.theta)
+    np.testing.assert_array_equal(a.mu, b.mu)
     np.testing.assert_array_equal(a.history.mean_sigma, b.history.mean_sigma)
     c = smc_posterior(y, l, r, eps, n_particles=200, seed=12)
-    assert not np.array_equal(a.theta, c.theta)
+    assert not np.array_equal(a.mu, c.mu)
 
 
 def test_records_history():
@@ -78,7 +78,7 @@ def _smc_within_tolerance(first_seed):
         se = v.std(ddof=1) / np.sqrt(len(v))
         if not abs(v.mean() - target) < 4 * se + grid_tol[p]:
             bad.append((p, stat, v.mean(), target, se))
-    v = np.array([_weighted_quantiles(run.theta[:, 1], run.w, QS) for run in runs])
+    v = np.array([_weighted_quantiles(run.sigma, run.w, QS) for run in runs])
     se = v.std(axis=0, ddof=1) / np.sqrt(len(v))
     if not np.all(np.abs(v.mean(axis=0) - q_sigma) < 4 * se + grid_tol["sigma"]):
         bad.append(("sigma quartiles", v.mean(axis=0), q_sigma, se))
@@ -129,19 +129,15 @@ def test_bad_update():
 
 
 def _reference_update(smc, y, l, r):
-    """One SMC.update (Algorithm 2 with Algorithm 3) of the paper's model written
-    plainly, particle by particle, with the engine's keyed streams (x_k's proposal by
-    the ziggurat from word 2k, its MH uniform word 2k + 1, the conjugate Gibbs move and
-    the propagation from the particle's theta stream) and the MH test log u < d.
+    """One SMC.update (Algorithm 2 with Algorithm 3) written plainly, particle by
+    particle, with the kernel's random streams and the MH test u < math.exp(d).
     Returns (paths (N, t+1), mu, sigma, log weights) after the update."""
     import math
 
     from dpbook import rng
-    from dpbook.model.families.normal import gibbs_path
-    from dpbook.smc import compiled_smc as S
+    from dpbook.smc import paper_kernel as S
 
-    t, N, key, cf = smc.t, smc.N, smc._key, smc._cf
-    fast, slow = rng.ZIGGURAT
+    t, N, key = smc.t, smc.N, smc.key
     ys, ls, rs = (np.append(v, w) for v, w in zip(smc.releases(), (y, l, r)))
     invb = smc.eps / (rs - ls)
     anc = np.arange(N)
@@ -151,23 +147,27 @@ def _reference_update(smc, y, l, r):
     paths, mus, sigs, logw = np.zeros((N, t + 1)), np.zeros(N), np.zeros(N), np.zeros(N)
     for i in range(N):
         a = anc[i]
-        m, sg = smc.theta[a]
-        base = np.uint64(rng.stream_key(key, 8 * t + S.P_MOVE, i))
+        m, sg = smc.mu[a], smc.sigma[a]
+        st = [np.uint64(w) for w in rng.xoshiro_seed(key, 8 * t + S.P_MH, i)]
+        s1 = s2 = 0.0
         for k in range(t):
-            w = np.uint64(rng.keyed_word(base, 2 * k))
-            z = fast(w)
-            z = slow(w) if np.isnan(z) else z
-            u = rng.keyed_uniform(base, 2 * k + 1)
+            *st, w1 = rng.xoshiro_next(*st)
+            *st, w2 = rng.xoshiro_next(*[np.uint64(v) for v in st])
+            st = [np.uint64(v) for v in st]
+            j, mag = rng.ziggurat_split(np.uint64(w1))
+            z = rng.ziggurat_fast(j, mag)
+            if np.isnan(z):
+                st_slow = np.uint64(rng.stream_key(key, 8 * t + S.P_ZIG, (i << 32) | k))
+                z = rng.ziggurat_slow(st_slow, j, mag)
+            u = rng.u64_to_uniform(np.uint64(w2))
             xc, xp = old[a, k], m + sg * z
             d = (abs(ys[k] - min(max(xc, ls[k]), rs[k]))
                  - abs(ys[k] - min(max(xp, ls[k]), rs[k]))) * invb[k]
-            paths[i, k] = xp if math.log(u) < d else xc
-        st = np.uint64(rng.stream_key(key, 8 * t + S.P_THETA, i))
-        if t > 0:
-            st, m, sg = gibbs_path(cf.state[0], st, paths[i], t, m, sg, smc._pr)
-            st = np.uint64(st)
-        st, u = rng.uniform(st)
-        xt = m + sg * cf.ppf1(cf.state[0], u)
+            x = xp if u < math.exp(d) else xc
+            paths[i, k] = x
+            s1 += x
+            s2 += x * x
+        m, sg, xt = S.gibbs_propagate(key, 8 * t + S.P_GIBBS, i, t, m, sg, s1, s2, smc._pr)
         paths[i, t], mus[i], sigs[i] = xt, m, sg
         logw[i] = -abs(ys[t] - min(max(xt, ls[t]), rs[t])) * invb[t]
     return paths, mus, sigs, logw
@@ -175,8 +175,8 @@ def _reference_update(smc, y, l, r):
 
 @pytest.mark.parametrize("eps, width", [(1.0, 60.0), (10.0, 2.0)])
 def test_kernel_equals_plain_algorithm(eps, width):
-    """The compiled engine gives bit for bit what the plain algorithm gives for the
-    paper's model (narrow and wide intervals, accept rates from ~0.3 to ~1)."""
+    """The vectorised sweep gives bit for bit what the plain algorithm gives (several
+    blocks of particles, narrow and wide intervals, accept rates from ~0.3 to ~1)."""
     import copy
 
     rng = np.random.default_rng(3)
@@ -190,7 +190,8 @@ def test_kernel_equals_plain_algorithm(eps, width):
         smc.update(y[t], l, r)
         paths, mus, sigs, logw = _reference_update(before, y[t], l, r)
         np.testing.assert_array_equal(smc.paths(), paths)
-        np.testing.assert_array_equal(smc.theta, np.column_stack([mus, sigs]))
+        np.testing.assert_array_equal(smc.mu, mus)
+        np.testing.assert_array_equal(smc.sigma, sigs)
         w = np.exp(logw - logw.max())
         np.testing.assert_array_equal(smc.w, w / w.sum())
 
@@ -199,14 +200,15 @@ def test_exp_approx_accuracy():
     """The polynomial exp of the MH test is within a fifth of the tolerance that
     sends a decision to math.exp, over the whole clamped range."""
     from dpbook import vmath
+    from dpbook.smc import paper_kernel as S
 
     d = np.concatenate([np.linspace(-700, 0, 200_001),
                         -np.random.default_rng(1).exponential(2, 200_000),
                         [-0.0, -1e-300, -0.34657359, -0.34657360]])
-    got = np.array([vmath.exp_approx(v) for v in d])
+    got = np.array([S.exp_approx(v) for v in d])
     rel = np.abs(got / np.exp(d) - 1)
     assert rel.max() < vmath.EXP_TOL / 5, rel.max()
-    assert vmath.exp_approx(0.0) == 1.0  # so u < 1 = e accepts every d >= 0
+    assert S.exp_approx(0.0) == 1.0  # so u < 1 = e accepts every d >= 0
 
 
 @pytest.mark.parametrize("n", [5, 64])

@@ -13,6 +13,7 @@ from dpbook.privacy.population import family_population, normal_population
 from dpbook.smc import SMC, smc_posterior
 from dpbook.smc import resample_move as smc_algorithm
 from dpbook.smc.compiled_smc import CompiledSMC
+from dpbook.smc.paper_kernel import NormalLaplaceSMC
 
 N_DATA, EPS = 30, 10.0
 R, N_PART = 8, 1000  # independent SMC runs per case, particles per run
@@ -133,8 +134,8 @@ def test_generic_agrees_with_compiled_smc():
     for a, b in ((m_gen, m_cmp), (sd_gen, sd_cmp)):
         se = np.sqrt(a.var(axis=0, ddof=1) / R + b.var(axis=0, ddof=1) / R)
         assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < Z * se), (a.mean(0), b.mean(0))
-    # the normal family runs the compiled engine with either mechanism
-    assert type(smc_posterior(y[:3], l[:3], r[:3], EPS, n_particles=10)) is CompiledSMC
+    # make_smc picks the compiled one for the normal family with the Laplace mechanism
+    assert type(smc_posterior(y[:3], l[:3], r[:3], EPS, n_particles=10)) is NormalLaplaceSMC
     assert type(SMC(EPS, "normal", "gaussian", n_particles=10)) is CompiledSMC
 
 
@@ -194,8 +195,10 @@ def test_history_snapshots_and_thompson_draw():
     # the normal family's history has the compiled SMC's names
     hn = _run(shipped_family("normal"), "gaussian", 1).history
     assert {"mean_mu", "mean_sigma", "sd_mu", "sd_sigma", "snapshot_mu"} <= set(vars(hn))
+    # and the compiled SMC has FamilySMC's read-only conveniences
     c = smc_posterior(*_data(shipped_family("normal"), "laplace", n=5), EPS, n_particles=10)
-    assert c.params == ("mu", "sigma") and c.family.name == "normal" and c.theta.shape == (10, 2)
+    assert c.params == ("mu", "sigma") and c.family.name == "normal"
+    np.testing.assert_array_equal(c.theta, np.column_stack([c.mu, c.sigma]))
 
 
 @pytest.mark.slow
@@ -232,7 +235,7 @@ def test_online_default_is_the_compiled_smc_unchanged():
     pol = AdaptivePolicy(-0.5, 0.5)
     run = run_online(normal_population(25, 3.0, 2.0, 1.0, seed=4), pol, 25, n_particles=100,
                      seed=7, every=10)
-    assert type(run.smc) is CompiledSMC
+    assert type(run.smc) is NormalLaplaceSMC
     # Algorithm 1 written out with the compiled SMC, as run_online did before families
     smc_ss, policy_ss = np.random.SeedSequence(7).spawn(2)
     smc = SMC(1.0, n_particles=100, n_max=25, seed=smc_ss, every=10)
@@ -242,7 +245,7 @@ def test_online_default_is_the_compiled_smc_unchanged():
         y = pop.release(l, r)
         assert (y, l, r) == (run.y[t], run.l[t], run.r[t])
         smc.update(y, l, r)
-    np.testing.assert_array_equal(smc.theta, run.smc.theta)
+    np.testing.assert_array_equal(smc.mu, run.smc.mu)
     np.testing.assert_array_equal(smc.w, run.smc.w)
     # a Gaussian-mechanism population gets the engine with the Gaussian likelihood
     g = run_online(normal_population(5, 3.0, 2.0, 1.0, seed=4, mechanism="gaussian"), pol, 5,
@@ -278,6 +281,7 @@ def _two_updates(s):
     (lambda: SMC(1.0, n_particles=10, generic=True).update(0.0, 0.0, np.inf), "finite"),
     (lambda: _two_updates(SMC(1.0, n_particles=10, n_max=1, generic=True)), "n_max"),
     (lambda: smc_posterior([0.0, 1.0], [0.0], [1.0, 2.0, 3.0], 1.0), "shape"),
+    (lambda: SMC(1.0, "normal", "laplace", n_theta_moves=2), "n_theta_moves"),
     (lambda: family_population("normal", (0.0, -1.0), 5, 1.0), "sigma"),
     (lambda: family_population("poisson", (1.0, 2.0), 5, 1.0), "parameters"),
     (lambda: family_population("poisson", 1.0, 0, 1.0), "n"),

@@ -9,6 +9,15 @@ not matter.  Normal variates use the 256-layer ziggurat (Marsaglia & Tsang, 2000
 as numpy's ``Generator`` does; the tables are built below at import time.
 
 The functions thread the 64-bit state explicitly: ``state, value = f(state)``.
+
+The SMC's MH sweep draws two 64-bit words per latent value, about 10^9 per run, so
+it uses a cheaper generator inside each (time step, particle) stream: xoshiro256++
+(Blackman & Vigna, 2021; shifts, rotations and adds only, no multiplies, so it
+vectorises across particles), seeded from that stream's SplitMix64 key.  Its words
+feed the same ziggurat, split into a branch-free fast path (``ziggurat_fast``) and
+the rare rejection steps (``ziggurat_slow``), which draw from a counter-keyed
+SplitMix64 stream of their own so that the xoshiro stream always advances by
+exactly two words per value.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
 # Purposes of the keyed streams, stream_key(key, purpose, index): every algorithm's
 # draws come from streams named here, so no two algorithms share one by accident.
-# The latent SMC: at time t, purpose 8 t + code, index the particle.
+# The latent SMC (the compiled engine and the paper's kernel): at time t, purpose
+# 8 t + code, index the particle (the paper kernel's ziggurat: particle << 32 | k).
 SMC_INIT, SMC_RESAMPLE, SMC_MOVE, SMC_DRAW, SMC_THETA, SMC_SUBSET = 1, 3, 4, 5, 6, 7
 # MHAAR: the "observation index" of the proposal / accept stream; the paper kernel's
 # ziggurat rejection steps; the seeds of the step pilot (paper kernel, engine)
@@ -135,6 +145,48 @@ KIF = np.concatenate([KI, KI]).astype(np.float64)
 _MASK52 = uint64(0x000FFFFFFFFFFFFF)
 
 
+# The xoshiro/ziggurat-split functions below are plain @njit (not inline="always")
+# on purpose: numba's parfor alias analysis treats the tuples that numba-level
+# inlining builds as possible array aliases and then drops the `noalias` marks that
+# let LLVM vectorise the SMC's loops.  LLVM inlines them anyway.
+
+
+@njit(cache=True)
+def _rotl(x, k):
+    return (x << uint64(k)) | (x >> uint64(64 - k))
+
+
+@njit(cache=True)
+def xoshiro_seed(seed, a, b):
+    """xoshiro256++ state for stream (seed, a, b): four SplitMix64 words (never all 0)."""
+    s = stream_key(seed, a, b)
+    s, w0 = next_u64(s)
+    s, w1 = next_u64(s)
+    s, w2 = next_u64(s)
+    s, w3 = next_u64(s)
+    return w0, w1, w2, w3
+
+
+@njit(cache=True)
+def xoshiro_next(s0, s1, s2, s3):
+    """One xoshiro256++ step: ``s0, s1, s2, s3, word = xoshiro_next(s0, s1, s2, s3)``."""
+    out = _rotl(s0 + s3, 23) + s0
+    t = s1 << uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    return s0, s1, s2, s3, out
+
+
+@njit(cache=True)
+def u64_to_uniform(z):
+    """The top 53 bits of a word as a uniform on the open interval (0, 1)."""
+    return (float(int64(z >> uint64(11))) + 0.5) * TWO53_INV
+
+
 @njit(cache=True)
 def ziggurat_split(z):
     """Ziggurat word -> (j, |x| numerator): the table index and the 52-bit magnitude.
@@ -211,6 +263,32 @@ def gammas(seed, a, shape, size):
     state = stream_key(seed, a, 0)
     for i in range(size):
         state, out[i] = gamma(state, shape)
+    return out
+
+
+@njit(cache=True)
+def xoshiro_normals(seed, a, size):
+    """``size`` normals from xoshiro stream (seed, a, 0) through the split ziggurat,
+    exactly as the SMC's MH sweep draws them; for tests."""
+    out = np.empty(size)
+    s0, s1, s2, s3 = xoshiro_seed(seed, a, 0)
+    for i in range(size):
+        s0, s1, s2, s3, z = xoshiro_next(s0, s1, s2, s3)
+        j, m = ziggurat_split(z)
+        x = ziggurat_fast(j, m)
+        if math.isnan(x):
+            x = ziggurat_slow(stream_key(seed, a, i + 1), j, m)
+        out[i] = x
+    return out
+
+
+@njit(cache=True)
+def xoshiro_uniforms(seed, a, size):
+    out = np.empty(size)
+    s0, s1, s2, s3 = xoshiro_seed(seed, a, 0)
+    for i in range(size):
+        s0, s1, s2, s3, z = xoshiro_next(s0, s1, s2, s3)
+        out[i] = u64_to_uniform(z)
     return out
 
 

@@ -4,11 +4,10 @@
   mechanism), and :func:`smc_posterior` for a whole released data set;
 * :mod:`dpbook.smc.resampling`: systematic resampling and the ESS;
 * :mod:`dpbook.smc.sweep`: the compiled MH sweep of Algorithm 3 for the shipped mechanisms;
-* :mod:`dpbook.smc.compiled_smc`: the same algorithm compiled for every location-scale
-  family, the paper's normal model included, which ``SMC(...)`` returns for them.
+* :mod:`dpbook.smc.paper_kernel`: the compiled backend for the normal family with the
+  Laplace mechanism, which ``SMC(...)`` returns for that model (:mod:`dpbook.backends`).
 """
 
-from dpbook.smc import compiled_smc  # noqa: E402,F401,I001  (the engine: SMC.for_model)
 from dpbook.smc.resample_move import SMC, History, Particles, smc_posterior
 
 __all__ = ["SMC", "History", "Particles", "smc_posterior"]

@@ -4,8 +4,8 @@
 location-scale family (Definition 2) with the Laplace or Gaussian mechanism and a
 :class:`~dpbook.model.prior.LocationScalePrior`, when the family's ``base_logpdf`` and
 ``base_ppf`` compile (:func:`compiled_family`) and it moves theta by random-walk MH
-(no conjugate ``gibbs``) or gives its conjugate move compiled (``engine_gibbs``), as
-the paper's normal model does.  It is the
+(no conjugate ``gibbs``) or gives its conjugate move compiled (``engine_gibbs``); the
+paper's model keeps its own kernel (:mod:`dpbook.smc.paper_kernel`).  It is the
 algorithm of :class:`dpbook.smc.SMC`, whose numpy code stays the reference it is
 tested against, in one compiled kernel per time step, one particle per loop iteration
 (in parallel):
@@ -16,10 +16,10 @@ tested against, in one compiled kernel per time step, one particle per loop iter
    a keyed uniform) or, for a family with ``base_draw`` (the Student-t: its quantile is
    a slow Newton iteration), z drawn by it from a stream keyed by (particle, t, k),
    accepted if log u' < log g_b(y_k - T(x'_k)) - log g_b(y_k - T(x_k))
-   (decided by u' against a fast exponential, and again with
+   (decided as the paper's kernel does: u' against a fast exponential, and again with
    ``vmath.log`` where the two are within a relative 1e-6, so every decision is the
    exact one); then ``n_theta_moves`` moves of theta: the family's compiled conjugate
-   draw (``engine_gibbs``: the normal family's is
+   draw (``engine_gibbs``: the normal family's is the paper kernel's
    :func:`~dpbook.model.families.normal.gibbs_conjugate`), or random-walk MH moves of
    (m, log c) targeting
    eta(theta) prod_k p_theta(x_k) (with the log-Jacobian), with the covariance of
@@ -80,24 +80,24 @@ P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = (
 PAIR_TRIES = 3
 
 
-def takes(family, mechanism) -> bool:
-    """Whether this model runs on the compiled engine (else the numpy SMC runs; a family
-    whose primitive does not compile is named in a warning)."""
+def engine_class(family, mechanism):
+    """:class:`CompiledSMC` if this model runs on the compiled engine, else None (the
+    numpy SMC runs; a family whose primitive does not compile is named in a warning)."""
     if not isinstance(family, LocationScaleFamily) or \
             not isinstance(getattr(family, "prior", None), LocationScalePrior) or \
             type(get_mechanism(mechanism)) not in KIND or \
             not family.compiled_smc or \
             (_gibbs_owner(family) is not Family and _engine_gibbs(family) is None):
-        return False  # a conjugate move without a compiled form is the numpy SMC's
+        return None  # a conjugate move without a compiled form is the numpy SMC's
     try:
         compiled_family(family)
     except NotCompilable as e:
         warn_not_compiled(family, f"the {family.name} family runs the numpy SMC, not the "
                           f"compiled engine: {e}.  To compile, write base_logpdf and "
                           f"base_ppf with numpy or math functions of one value (no scipy); "
-                          f"see dpbook.smc.compiled_smc", stacklevel=5)
-        return False
-    return True
+                          f"see dpbook.smc.compiled_smc", stacklevel=4)
+        return None
+    return CompiledSMC
 
 
 def _gibbs_owner(family):
@@ -455,8 +455,6 @@ class CompiledSMC(SMC):
     """:class:`dpbook.smc.SMC` compiled for a location-scale family (module docstring);
     created by ``SMC(eps, family, mechanism, ...)``, with the same parameters (``seed``:
     int, list of ints or SeedSequence, keying counter-based streams)."""
-
-    takes = staticmethod(takes)
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
                  seed=0, every=20, n_theta_moves=1, generic=False, subset=None):
