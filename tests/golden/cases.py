@@ -430,8 +430,9 @@ def run_case(name) -> dict:
 
 def math_signature() -> str:
     """A hash of the last bits of the floating-point functions the algorithms call
-    (numpy's SIMD loops, libm through numba, scipy's special functions) on fixed
-    arguments: equal on machines where the golden outputs can be compared bit for bit."""
+    (numpy's SIMD loops and reductions, BLAS, whose kernels are chosen by the CPU, libm
+    through numba, scipy's special functions) on fixed arguments: equal on machines
+    where the golden outputs can be compared bit for bit."""
     import numba
     import scipy.special as sc
 
@@ -453,7 +454,10 @@ def math_signature() -> str:
     parts = [np.exp(-np.abs(x)), np.log(np.abs(x)), np.log1p(np.abs(x)), np.expm1(x / 9),
              np.sin(x), np.cos(x), np.tanh(x), np.power(np.abs(x), 0.3), sc.ndtr(x),
              sc.erfc(x), sc.gammaln(np.abs(x) + 0.5), sc.log_ndtr(x),
-             sc.betainc(2.5, 1.5, 1 / (1 + x * x)), libm(x)]
+             sc.betainc(2.5, 1.5, 1 / (1 + x * x)), libm(x),
+             # reductions: the SMC's weighted means and ESS (dot), covariances (matmul)
+             [x @ x[::-1], x[:1001] @ x[1:1002], np.sum(x), np.sum(x[:999] ** 2)],
+             x.reshape(64, 64) @ x.reshape(64, 64).T, x.reshape(64, 64) @ x[:64]]
     h = hashlib.sha256()
     for p in parts:
         h.update(np.ascontiguousarray(p, dtype=np.float64).tobytes())
