@@ -11,7 +11,7 @@ from posterior_oracle import exact_posterior_quadrature
 from scipy import special, stats
 from test_smc_family import EPS, N_PART, R, Z, _close, _stats
 
-from dpbook import backends, vmath
+from dpbook import vmath
 from dpbook.model.compiler import compiled_family
 from dpbook.model.families import get_family
 from dpbook.model.families.base import Family, LocationScaleFamily
@@ -19,7 +19,7 @@ from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import release
 from dpbook.rng import keyed_uniform, keyed_word
 from dpbook.smc import SMC, smc_posterior
-from dpbook.smc.compiled_smc import CompiledSMC, engine_class
+from dpbook.smc.compiled_smc import CompiledSMC, takes
 from dpbook.smc.paper_kernel import NormalLaplaceSMC
 
 
@@ -139,20 +139,26 @@ def test_which_models_run_the_engine():
     assert type(SMC(1.0, "laplace", "gaussian")) is CompiledSMC
     assert type(SMC(1.0, Logistic(), generic=True)) is SMC  # the numpy reference
     # the normal family's conjugate move compiled (engine_gibbs), any prior; the paper's
-    # model keeps its own kernel
-    assert engine_class(get_family("normal"), "gaussian") is CompiledSMC
+    # model keeps its own kernel, and a subclass of the normal family inherits both
+    assert takes(get_family("normal"), "gaussian")
     narrow = Normal().with_prior(loc_mean=0.0, loc_var=1.0)
-    assert backends.backend("smc", narrow, "gaussian") is CompiledSMC
-    assert backends.backend("smc", narrow, "laplace") is NormalLaplaceSMC
-    assert backends.backend("smc", "normal", "laplace") is NormalLaplaceSMC
+    assert SMC.for_model(narrow, "gaussian") is CompiledSMC
+    assert SMC.for_model(narrow, "laplace") is NormalLaplaceSMC
+    assert SMC.for_model("normal", "laplace") is NormalLaplaceSMC
+    mine = type("MyNormal", (Normal,), {"name": "my_normal"})()
+    assert type(SMC(1.0, mine)) is NormalLaplaceSMC
+    assert type(SMC(1.0, mine, "gaussian")) is CompiledSMC
+    # ... and one that changes the density is another model: not the paper's kernel
+    logistic_body = type("NormalBody", (Normal,), {"base_logpdf": Logistic.base_logpdf})()
+    assert SMC.for_model(logistic_body, "laplace") is not NormalLaplaceSMC
     # the Student-t proposes by its keyed draw (base_draw), not its slow quantile
     assert compiled_family(get_family("student_t", df=3)).draw is not None
     assert compiled_family(Logistic()).draw is None
     for fam, mech in (("student_t", "laplace"), ("student_t", "gaussian"),
                       ("normal", "gaussian"), ("laplace", "laplace")):
-        assert backends.is_compiled(fam, mech), (fam, mech)
-    assert engine_class(get_family("poisson"), "laplace") is None  # not location-scale
-    assert not backends.is_compiled("poisson", "laplace")
+        assert SMC.for_model(fam, mech) is CompiledSMC, (fam, mech)
+    assert not takes(get_family("poisson"), "laplace")  # not location-scale
+    assert SMC.for_model("poisson", "laplace") is SMC
 
 
 class OwnGibbs(Normal):
@@ -167,8 +173,8 @@ class OwnGibbs(Normal):
 
 @pytest.mark.slow
 def test_a_gibbs_without_its_compiled_form_runs_numpy():
-    assert engine_class(OwnGibbs(), "gaussian") is None
-    assert engine_class(NormalRW(), "gaussian") is CompiledSMC  # random walk, compiled
+    assert not takes(OwnGibbs(), "gaussian")
+    assert takes(NormalRW(), "gaussian")  # random walk, compiled
 
 
 @pytest.mark.slow

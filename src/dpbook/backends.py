@@ -3,7 +3,7 @@
 Every algorithm of dpbook is written once for any family and mechanism (numpy, in the
 algorithm's own subpackage).  For the paper's model, the normal family with the Laplace
 mechanism (Section 6), compiled kernels compute the same quantities much faster.  The
-public entry points (:class:`dpbook.smc.SMC`, :func:`dpbook.mhaar.mhaar`,
+public entry points (:func:`dpbook.mhaar.mhaar`,
 :func:`dpbook.posterior.exact_posterior`, :mod:`dpbook.fisher`) ask :func:`backend` which
 implementation to run; the command line, the experiment runner and the notebooks never
 choose one themselves.
@@ -12,15 +12,16 @@ The registry is keyed by (algorithm, family class, mechanism class), matched exa
 a subclass of :class:`~dpbook.model.families.normal.Normal` is not the model the kernel
 implements, so it runs the generic code.  So does a family whose prior is not Section
 6's (``family.with_prior(...)``), except for the kernels that take the prior as an
-argument (the exact posterior's and MHAAR's, called with ``prior=family.prior``; the
-SMC class reads it from the family it is given) and those it does not enter (Fisher
-information, likelihood).  Targets are written as
+argument (the exact posterior's and MHAAR's, called with ``prior=family.prior``) and
+those it does not enter (Fisher
+information, likelihood).  (The latent SMC is not chosen here: ``SMC(...)`` asks its
+compiled subclasses, :meth:`dpbook.smc.SMC.for_model`.)  Targets are written as
 ``"module:attribute"`` and imported when first asked for, so that importing the model
 never loads an algorithm.
 
 Where no kernel is registered for the exact classes, an *engine* compiled for any model
-may take the model (:data:`ENGINES`): the latent SMC's (:mod:`dpbook.smc.compiled_smc`),
-MHAAR's (:mod:`dpbook.mhaar.compiled_chain`) and the exact posterior's log-likelihood grid
+may take the model (:data:`ENGINES`): MHAAR's (:mod:`dpbook.mhaar.compiled_chain`) and
+the exact posterior's log-likelihood grid
 (:mod:`dpbook.likelihood.compiled_quadrature`, also the marginal SMC's and the reliability checks'
 likelihood at particles, ``loglik_particles``, and its terms release by release,
 ``loglik_terms``, and the score of one release, ``score``, that the online gradient of
@@ -45,11 +46,10 @@ from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
 
-ALGORITHMS = ("smc", "mhaar", "posterior", "posterior_model", "fisher_exact", "fisher_mc",
+ALGORITHMS = ("mhaar", "posterior", "posterior_model", "fisher_exact", "fisher_mc",
               "loglik_particles", "loglik_terms", "score")
-# kernels that need no prior argument: the prior does not enter, or the kernel (the SMC
-# class) reads it from the family
-PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "loglik_terms", "score", "smc")
+# kernels that need no prior argument: the prior does not enter
+PRIOR_FREE = ("fisher_exact", "fisher_mc", "loglik_particles", "loglik_terms", "score")
 # kernels called with prior=family.prior
 PRIOR_ARGUMENT = ("posterior", "posterior_model", "mhaar")
 
@@ -57,8 +57,7 @@ _REGISTRY: dict = {}
 # Compiled engines for any model: asked, with (family, mechanism), for the class or
 # function to run when no kernel is registered for the exact classes (None: the
 # numpy code)
-ENGINES = {"smc": "dpbook.smc.compiled_smc:engine_class",
-           "fisher_mc": "dpbook.fisher.mc_primitives:engine_class",
+ENGINES = {"fisher_mc": "dpbook.fisher.mc_primitives:engine_class",
            "mhaar": "dpbook.mhaar.compiled_chain:engine_mhaar",
            "posterior_model": "dpbook.posterior.exact:engine_model",
            "loglik_particles": "dpbook.likelihood.compiled_quadrature:engine_loglik",
@@ -109,14 +108,8 @@ def _resolve(target):
     return getattr(importlib.import_module(module), attr)
 
 
-def is_compiled(family=None, mechanism="laplace") -> bool:
-    """Whether the SMC of this model runs compiled (a registered kernel or the engine)."""
-    return backend("smc", family, mechanism) is not None
-
-
 # the compiled kernels of the paper's model (normal family, Laplace mechanism)
 for _algorithm, _target in (
-    ("smc", "dpbook.smc.paper_kernel:NormalLaplaceSMC"),
     ("mhaar", "dpbook.mhaar.paper_chain:mhaar_normal_laplace"),
     ("posterior_model", "dpbook.posterior.exact:PaperModel"),  # closed-form likelihood
     ("fisher_exact", "dpbook.likelihood.normal_laplace:fisher_exact_theta"),

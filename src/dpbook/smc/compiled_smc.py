@@ -60,7 +60,7 @@ from dpbook.model.compiler import (
     compiled_family,
     warn_not_compiled,
 )
-from dpbook.model.families.base import Family, LocationScaleFamily
+from dpbook.model.families.base import Family, LocationScaleFamily, owner
 from dpbook.model.mechanisms import KIND, get_mechanism, noise_loglik
 from dpbook.model.prior import LocationScalePrior, log_prior_free
 from dpbook.numba_cache import cached
@@ -80,32 +80,30 @@ P_INIT, P_RESAMPLE, P_MOVE, P_DRAW, P_THETA, P_SUBSET = (
 PAIR_TRIES = 3
 
 
-def engine_class(family, mechanism):
-    """:class:`CompiledSMC` if this model runs on the compiled engine, else None (the
-    numpy SMC runs; a family whose primitive does not compile is named in a warning)."""
+def takes(family, mechanism) -> bool:
+    """Whether this model runs on the compiled engine (else the numpy SMC runs; a family
+    whose primitive does not compile is named in a warning)."""
     if not isinstance(family, LocationScaleFamily) or \
             not isinstance(getattr(family, "prior", None), LocationScalePrior) or \
             type(get_mechanism(mechanism)) not in KIND or \
             not family.compiled_smc or \
             (_gibbs_owner(family) is not Family and _engine_gibbs(family) is None):
-        return None  # a conjugate move without a compiled form is the numpy SMC's
+        return False  # a conjugate move without a compiled form is the numpy SMC's
     try:
         compiled_family(family)
     except NotCompilable as e:
         warn_not_compiled(family, f"the {family.name} family runs the numpy SMC, not the "
                           f"compiled engine: {e}.  To compile, write base_logpdf and "
                           f"base_ppf with numpy or math functions of one value (no scipy); "
-                          f"see dpbook.smc.compiled_smc", stacklevel=4)
-        return None
-    return CompiledSMC
+                          f"see dpbook.smc.compiled_smc", stacklevel=6)
+        return False
+    return True
 
 
 def _gibbs_owner(family):
     """The class whose ``gibbs`` the family has (Family: none, the random walk; so also
     for a subclass that sets ``gibbs = Family.gibbs``)."""
-    if type(family).gibbs is Family.gibbs:
-        return Family
-    return next(c for c in type(family).__mro__ if "gibbs" in vars(c))
+    return Family if type(family).gibbs is Family.gibbs else owner(family, "gibbs")
 
 
 def _engine_gibbs(family):
@@ -127,8 +125,7 @@ def _engine_draw(family):
     functions of one 64-bit word, :func:`make_proposals`) if the class that defines its
     ``base_ppf`` gives it (so a subclass with another base does not inherit it); else
     None (the quantile or ``base_draw``)."""
-    owner = next(c for c in type(family).__mro__ if "base_ppf" in vars(c))
-    target = vars(owner).get("engine_draw")
+    target = vars(owner(family, "base_ppf")).get("engine_draw")
     if target is None:
         return None
     module, _, attr = target.partition(":")
@@ -455,6 +452,9 @@ class CompiledSMC(SMC):
     """:class:`dpbook.smc.SMC` compiled for a location-scale family (module docstring);
     created by ``SMC(eps, family, mechanism, ...)``, with the same parameters (``seed``:
     int, list of ints or SeedSequence, keying counter-based streams)."""
+
+    takes = staticmethod(takes)
+    general = True
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
                  seed=0, every=20, n_theta_moves=1, generic=False, subset=None):

@@ -1,7 +1,7 @@
 """The compiled backend of the SMC (Algorithms 2 and 3) for the paper's model.
 
 :class:`NormalLaplaceSMC` is what ``dpbook.smc.SMC(eps)`` returns for the normal family
-with the Laplace mechanism (registered in :mod:`dpbook.backends`); the algorithm is
+with the Laplace mechanism (:meth:`NormalLaplaceSMC.takes`); the algorithm is
 that of :mod:`dpbook.smc.resample_move`, fused into one kernel per time step.
 
 Resample-move SMC (Gilks & Berzuini, 2001) for the normal model of Section 6:
@@ -38,7 +38,10 @@ from numba.extending import intrinsic
 from dpbook import rng as _rng
 from dpbook import vmath
 from dpbook.model.families import as_family
-from dpbook.model.families.normal import gibbs_conjugate
+from dpbook.model.families.base import owner
+from dpbook.model.families.normal import Normal, gibbs_conjugate
+from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
+from dpbook.model.prior import LocationScalePrior
 from dpbook.smc.resample_move import SMC, History, check_smc_memory, check_subset, subset_draw
 from dpbook.smc.resampling import systematic_keyed, thompson_index
 from dpbook.validation import check_count, check_eps, check_release, check_seed
@@ -56,6 +59,10 @@ P_MH, P_ZIG, P_GIBBS, P_SUBSET = _rng.SMC_MOVE, _rng.SMC_DRAW, _rng.SMC_THETA, _
 # particle has its own streams, so the output does not depend on it or on threads).
 _LANES = 128
 _ULANES = uint64(_LANES)
+# what the kernel computes in closed form: a family that does not inherit these as
+# Normal has them is another model
+_NORMAL_METHODS = ("base_logpdf", "base_ppf", "base_sample", "gibbs", "sample",
+                   "from_latent", "logpdf")
 _WIS = _rng.WIS
 _KIF = _rng.KIF
 
@@ -290,6 +297,15 @@ class NormalLaplaceSMC(SMC):
 
     params = ("mu", "sigma")
     mechanism = "laplace"
+
+    @staticmethod
+    def takes(family, mechanism) -> bool:
+        """The paper's model: the Laplace mechanism, a normal / inverse-gamma prior, and
+        the normal family or a subclass that keeps its density, draws and Gibbs move."""
+        return (type(get_mechanism(mechanism)) is LaplaceMechanism
+                and isinstance(family, Normal)
+                and isinstance(family.prior, LocationScalePrior)
+                and all(owner(family, m) is owner(Normal, m) for m in _NORMAL_METHODS))
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
                  seed=0, every=20, n_theta_moves=1, generic=False, subset=None):

@@ -7,7 +7,8 @@ given x_t, theta, s_t, eps").  It is the resample-move SMC of Gilks & Berzuini (
 written here with numpy, vectorised over particles and time.  For the paper's model
 (normal family, Laplace mechanism) ``SMC(...)`` returns the compiled backend
 :class:`dpbook.smc.paper_kernel.NormalLaplaceSMC`, a subclass with the same interface
-and the same algorithm in one fused kernel (chosen by :mod:`dpbook.backends`).
+and the same algorithm in one fused kernel; for another location-scale family whose
+functions compile, :class:`dpbook.smc.compiled_smc.CompiledSMC` (:meth:`SMC.for_model`).
 
 The estimator sees only the releases (y_t, l_t, r_t) and eps: it never touches the
 population.
@@ -20,7 +21,6 @@ import warnings
 
 import numpy as np
 
-from dpbook.backends import backend
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import KIND, check_mechanism, clip, get_mechanism
 from dpbook.smc.resampling import ess, systematic, thompson_index
@@ -206,7 +206,7 @@ class SMC(ParticlePosterior):
         a fixed order, so the same seed gives bit-identical output.
     every : particles are recorded every ``every``-th step.
     n_theta_moves : theta moves per time step.
-    generic : True runs this numpy code even where a compiled backend is registered
+    generic : True runs this numpy code even where a compiled subclass takes the model
         (to check one against the other).
     subset : None (default) moves every x_k, k < t, as Algorithm 3 does; an integer m
         moves a uniform random subset of m of them at each step (the others are kept):
@@ -215,8 +215,8 @@ class SMC(ParticlePosterior):
         resampling, an O(N t) memory pass).  Any m >= t is the full algorithm, bit for
         bit.
 
-    The result of ``SMC(...)`` is always an :class:`SMC`: this class, or the backend
-    registered in :mod:`dpbook.backends` for the family and mechanism (a subclass).
+    The result of ``SMC(...)`` is always an :class:`SMC`: this class, or the compiled
+    subclass that takes the family and mechanism (:meth:`for_model`).
 
     Latent paths are an (N, n_max) array; the MH moves of all x_k, k < t, of all
     particles are one vectorised step (cost O(N t) per update, O(N n^2) in all): the
@@ -225,11 +225,28 @@ class SMC(ParticlePosterior):
     ``Mechanism.logpdf`` for any other (the same algorithm and the same draws).
     """
 
+    _compiled = []  # the subclasses with ``takes``: a kernel for some models first, then
+    general = False  # the engine for any (``general``)
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "takes" in vars(cls):
+            SMC._compiled.append(cls)
+            SMC._compiled.sort(key=lambda c: c.general)  # stable: else as defined
+
+    @classmethod
+    def for_model(cls, family=None, mechanism="laplace"):
+        """The class ``SMC(eps, family, mechanism)`` is: the first compiled subclass whose
+        ``takes(family, mechanism)`` is true, else SMC.  Each asks the family what it
+        inherits (the class that defines its density, quantile or Gibbs move), so a
+        subclass of a family keeps the family's compiled paths unless it overrides them."""
+        fam = as_family(family)
+        return next((c for c in SMC._compiled if c.takes(fam, mechanism)), SMC)
+
     def __new__(cls, eps=None, family=None, mechanism="laplace", *args, generic=False, **kw):
-        # the one place the SMC's backend is chosen: dpbook.backends (copy and pickle
-        # call __new__ without arguments and keep the class)
+        # copy and pickle call __new__ without arguments and keep the class
         if cls is SMC and eps is not None and not generic:
-            cls = backend("smc", family, mechanism) or SMC
+            cls = SMC.for_model(family, mechanism)
         return super().__new__(cls)
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,

@@ -263,6 +263,14 @@ SF_ENDS = np.concatenate([[0.0, 0.25, 0.5], 2.0 ** np.arange(61)])
 SF_GL = np.polynomial.legendre.leggauss(8)
 
 
+def owner(family, name):
+    """The class in the MRO of ``family`` (a family or its class) that defines ``name``:
+    what a compiled path asks before it takes a family, so that a subclass inherits a
+    fast path for the methods it does not override and loses it for those it does."""
+    cls = family if isinstance(family, type) else type(family)
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
+
+
 def upper_tail(logpdf, z):
     """int_z^inf exp(logpdf(t)) dt for an array z: Gauss-Legendre panels (8 nodes)
     starting at z with ends z + lam SF_ENDS, lam = the decay length of g at z (the
