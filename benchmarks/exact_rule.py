@@ -27,6 +27,11 @@ nothing); ``compare`` prints both and exits 1 unless both pass.
     python benchmarks/exact_rule.py run --out eq/reseeded --algorithm-seed 1
     python benchmarks/exact_rule.py run --out eq/new
     python benchmarks/exact_rule.py compare eq/old eq/reseeded eq/new
+
+More runs are pooled from stores of other seeds (``run --seed 1 ...``, then ``compare
+eq/old,eq/old1 eq/reseeded,eq/reseeded1 eq/new,eq/new1``; a reseeded store of seed s
+takes ``--algorithm-seed`` other than s).  ``benchmarks/results/exact_rule/`` keeps the
+per-run rows of the 60-run stores of issue 51's note (seed 0).
 """
 
 from __future__ import annotations
@@ -61,10 +66,11 @@ def _exact_row(args):
 
 def against_exact(store, workers=2):
     """One row per online task of ``store``: z and 90% mass per parameter (cached in
-    the store as ``exact_rule.parquet``)."""
+    the store as ``exact_rule.parquet``; ``store`` may be such a file itself)."""
     from dpbook.experiment import load_results
 
-    cache = Path(store) / "exact_rule.parquet"
+    cache = Path(store)
+    cache = cache if cache.suffix == ".parquet" else cache / "exact_rule.parquet"
     if cache.exists():
         return pd.read_parquet(cache)
     est, tr = load_results(store)
@@ -81,11 +87,18 @@ def against_exact(store, workers=2):
     return df
 
 
+def pooled(stores):
+    """The rows of several stores (comma-separated; each with its own ``--seed``, so
+    other data), told apart by their position in the list."""
+    return pd.concat([against_exact(s).assign(root=i) for i, s in enumerate(stores.split(","))],
+                     ignore_index=True)
+
+
 def judge(old, other, rng=0):
     """Per (method, param): RMS z of both, the bootstrap upper bound of their ratio, the
     mean 90% masses, and whether ``other`` passes against ``old``."""
     rng = np.random.default_rng(rng)
-    key = ["method", "eps", "run"]
+    key = ["root", "method", "eps", "run"]
     both = old.merge(other, on=key, suffixes=("_old", "_new"))
     if len(both) != len(old) or len(both) != len(other):
         raise ValueError("the stores do not hold the same tasks (method, eps, run)")
@@ -110,7 +123,8 @@ def run(args):
     from dpbook.experiment import run_experiment
 
     df = run_experiment(out=args.out, runs=args.runs, methods=METHODS, quartiles=True,
-                        algorithm_seed=args.algorithm_seed, workers=args.workers)
+                        seed=args.seed, algorithm_seed=args.algorithm_seed,
+                        workers=args.workers)
     print(f"{len(df)} tasks in {args.out}; seconds by method:")
     print(df.groupby("method").seconds.sum().round(1).to_string())
 
@@ -121,16 +135,19 @@ def main(argv=None):
     r = sub.add_parser("run", help="run Section 6's online methods into a store")
     r.add_argument("--out", required=True)
     r.add_argument("--runs", type=int, default=30)
+    r.add_argument("--seed", type=int, default=0, help="the data's (and by default the "
+                   "algorithms') root: another seed gives other runs to pool")
     r.add_argument("--algorithm-seed", type=int, default=None)
     r.add_argument("--workers", type=int, default=None)
-    c = sub.add_parser("compare", help="the rule: old, reseeded old, new")
+    c = sub.add_parser("compare", help="the rule: old, reseeded old, new (each a store, "
+                       "its exact_rule.parquet, or a comma-separated list to pool)")
     c.add_argument("old")
     c.add_argument("reseeded")
     c.add_argument("new")
     args = ap.parse_args(argv)
     if args.cmd == "run":
         return run(args)
-    old, re_, new = (against_exact(s) for s in (args.old, args.reseeded, args.new))
+    old, re_, new = (pooled(s) for s in (args.old, args.reseeded, args.new))
     ok = True
     with pd.option_context("display.width", 200):
         for name, other in (("reseeded old kernel (can the rule pass?)", re_),
