@@ -70,6 +70,15 @@ def integer(text):
     return v
 
 
+def boolean(text):
+    """A family's option declared bool (argparse's type=bool read 'false' as True)."""
+    v = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(
+        text.strip().lower())
+    if v is None:
+        raise argparse.ArgumentTypeError(f"not true or false: {text!r}")
+    return v
+
+
 def seed(text):
     v = _int(text)  # any size: numpy's SeedSequence takes it
     if v < 0:
