@@ -68,16 +68,20 @@ def releases_written(name, n=20):
 
 
 def case(name, argv, expect="error", files=None, outputs=(), check=None, timeout=60,
-         kill_after=None, sig=signal.SIGKILL, warns=None):
+         kill_after=None, sig=signal.SIGKILL, warns=None, env=None, stdout=None):
     """One case: ``argv`` after ``dpbook`` ({d}: the case's directory, its working
     directory); ``expect`` 'ok' (exit 0, ``check(stdout, dir)`` true), 'error' (exit 2,
     one line) or 'either' (0 or 2); ``warns``: a text its stderr must hold; ``files``
     {name: str, bytes or callable(dir)} made first; ``outputs``: files the run may
     change; ``kill_after``: send ``sig`` to the main process after that many seconds
     and look for survivors 5 s later (SIGKILL: 'killed'; SIGTERM or SIGINT: it must
-    end with status 143 or 130 and one line)."""
+    end with status 143 or 130 and one line); ``env``: variables set (None: unset, and
+    ``cwd_gone``: the working directory removed as the case starts); ``stdout``
+    'closed' (a pipe whose reader has gone: exit 141, nothing on stderr) or 'full'
+    (/dev/full)."""
     return dict(name=name, argv=argv, expect=expect, files=files or {}, outputs=outputs,
-                check=check, timeout=timeout, kill_after=kill_after, sig=sig, warns=warns)
+                check=check, timeout=timeout, kill_after=kill_after, sig=sig, warns=warns,
+                env=env or {}, stdout=stdout)
 
 
 V = {"v.csv": VALUES}
@@ -130,6 +134,51 @@ def _readonly_dir(d):
 def _curator_state(d):
     subprocess.run([sys.executable, "-m", "dpbook.cli", *INIT], cwd=d, env=_env(),
                    capture_output=True, timeout=120, check=True)
+
+
+def _forged(key, change):
+    """A curator state whose meta record ``key`` is ``change``d, checksum recomputed."""
+    def make(d):
+        import sqlite3
+
+        _curator_state(d)
+        con = sqlite3.connect(d / "st")
+        text = json.dumps(change(json.loads(con.execute(
+            "SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0])))
+        sha = hashlib.sha256(json.dumps(["meta", key, text]).encode()).hexdigest()
+        con.execute("UPDATE meta SET value = ?, sha256 = ? WHERE key = ?", (text, sha, key))
+        con.commit()
+        con.close()
+    return make
+
+
+def _read_only_install(d):
+    """dpbook copied where no __pycache__ can be made (each is a file)."""
+    import shutil
+
+    shutil.copytree(SRC / "dpbook", d / "ro" / "dpbook",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for p in [d / "ro" / "dpbook", *(d / "ro" / "dpbook").rglob("*")]:
+        if p.is_dir():
+            (p / "__pycache__").touch()
+
+
+BOOL_FAMILY = """
+import numpy as np
+from scipy import special
+from dpbook.model.families import LocationScaleFamily
+class Flag(LocationScaleFamily):
+    name = "flag"
+    options = {"flag": (bool, False, "a bool option")}
+    def __init__(self, flag=False):
+        self.flag = flag
+    def base_logpdf(self, z): return -z - 2 * np.log1p(np.exp(-z))
+    def base_dlogpdf(self, z): return -1 + 2 * special.expit(-z)
+    def base_cdf(self, z): return special.expit(z)
+    def base_sf(self, z): return special.expit(-z)
+    def base_ppf(self, q): return np.log(q) - np.log1p(-q)
+    def base_sample(self, rng, size=None): return self.base_ppf(rng.uniform(size=size))
+"""
 
 
 def _gz(data):
@@ -452,14 +501,74 @@ CASES = [
          {"x": _curator_state}, outputs=("st", "st.lock")),
     case("curator withdraw unknown", ["curator", "withdraw", "st", "1", "0", "1"], "error",
          {"x": _curator_state}, outputs=("st", "st.lock")),
+    # ---------------------------------------------------------------- issue 55
+    *[case(f"55: closed pipe: {' '.join(a[:2])}{' --json' * js}", a + ["--json"] * js, "closed",
+           {**V, **R, **({"x": _curator_state} if a[0] == "curator" else {})},
+           outputs=("st", "st.lock", "out", "cal"), stdout="closed", timeout=180)
+      for a in (["families"], FISHER, BEST, POST + ["--method", "exact"], STREAM,
+                EXP + ["--methods", "smc-fixed"], CAL, ["curator", "status", "st"])
+      for js in (False, True)],
+    *[case(f"55: full device: {' '.join(a[:2])}", a, "error", {**V, "x": _curator_state},
+           outputs=("st", "st.lock"), stdout="full")
+      for a in (["families", "--json"], FISHER, STREAM, INIT[:3] + ["--force"] + INIT[3:])],
+    *[case(f"55: NUMBA_NUM_THREADS={t}", FISHER, "error", env={"NUMBA_NUM_THREADS": t})
+      for t in ("0", "-1", "x")],
+    case("55: NUMBA_NUM_THREADS=1000", FISHER + ["--json"], "ok", check=fisher_ok,
+         env={"NUMBA_NUM_THREADS": "1000"}),
+    case("55: working directory removed", ["families"], "error", env={"cwd_gone": True}),
+    *[case(f"55: read-only install, {what}", FISHER + ["--family", "student_t", "--json"], "ok",
+           {"x": _read_only_install}, check=fisher_ok, timeout=180,
+           env={"PYTHONPATH": "{d}/ro", **e})
+      for what, e in (("NUMBA_CACHE_DIR uncreatable", {"NUMBA_CACHE_DIR": "/proc/no/x",
+                                                        "HOME": "/proc/no"}),
+                      ("HOME unset", {"HOME": None, "XDG_CACHE_HOME": ""}),
+                      ("TMPDIR unwritable", {"TMPDIR": "/proc/no", "HOME": "/proc/no"}))],
+    *[case(f"55: experiment manifest {text}", EXP + ["--methods", "smc-fixed"], "error",
+           {"out/manifest.json": text}, outputs=("out",))
+      for text in ("[1, 2]", '"x"', "null", "{}", '{"config": []}')],
+    *[case(f"55: calibrate manifest {text}", CAL, "error", {"cal/manifest.json": text},
+           outputs=("cal",)) for text in ("[1, 2]", "3")],
+    *[case(f"55: curator meta {key} {how}", ["curator", "status", "st"], "error",
+           {"x": _forged(key, change)}, outputs=("st", "st.lock"))
+      for key, how, change in (("config", "a list", lambda v: [v]),
+                               ("head", "a string", lambda v: "x"),
+                               ("config", "without family",
+                                lambda v: {k: x for k, x in v.items() if k != "family"}))],
+    case("55: curator publish --k 1e30", ["curator", "publish", "st", "--k", str(10 ** 30)],
+         "error", {"x": _curator_state}, outputs=("st", "st.lock")),
+    case("55: curator publish --k 2^63-1", ["curator", "publish", "st", "--k", str(2 ** 63 - 1)],
+         "ok", {"x": _curator_state}, outputs=("st", "st.lock")),
+    case("55: experiment --runs 2^63-1", sub(EXP, "--runs", str(2 ** 63 - 1)), "error"),
+    case("55: calibrate --reps 1e11", sub(CAL, "--reps", str(10 ** 11)), "error"),
+    case("55: stream --particles 2^63", sub(STREAM, "--particles", str(2 ** 63)), "error", V),
+    *[case(f"55: bool family option {text}", FISHER + ["--family", "fam.py:Flag", "--flag", text,
+                                                   "--json"], "ok", {"fam.py": BOOL_FAMILY},
+           check=lambda out, d, want=want: json.loads(out)["family_options"] == {"flag": want})
+      for text, want in (("false", False), ("False", False), ("0", False), ("true", True))],
+    case("55: bool family option maybe", FISHER + ["--family", "fam.py:Flag", "--flag", "maybe"],
+         "error", {"fam.py": BOOL_FAMILY}),
 ]
 
 
-def _env():
+def _env(extra=None, d=""):
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep)
+    for k, v in (extra or {}).items():
+        if v is None:
+            env.pop(k, None)
+        elif k != "cwd_gone":
+            env[k] = v.replace("{d}", str(d))
     return env
+
+
+def _output(how):
+    """The case's stdout: a pipe read here, or one whose reader has gone, or /dev/full."""
+    if how == "closed":
+        r, w = os.pipe()
+        os.close(r)
+        return w
+    return os.open("/dev/full", os.O_WRONLY) if how == "full" else subprocess.PIPE
 
 
 def _snapshot(d: Path) -> dict:
@@ -509,10 +618,18 @@ def run_case(c) -> dict:
         before = _snapshot(d)
         argv = [a.replace("{d}", str(d)) for a in c["argv"]]
         t0 = time.monotonic()
+        gone = d / "gone"
+        if "cwd_gone" in c["env"]:
+            gone.mkdir()
+        out_fd = _output(c["stdout"])
         proc = subprocess.Popen([sys.executable, "-m", "dpbook.cli", *argv], cwd=d,
-                                env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, start_new_session=True, text=True,
-                                errors="replace")
+                                env=_env(c["env"], d), stdout=out_fd,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                start_new_session=True, text=True, errors="replace",
+                                preexec_fn=(lambda: (os.chdir(gone), os.rmdir(gone)))
+                                if "cwd_gone" in c["env"] else None)
+        if out_fd != subprocess.PIPE:
+            os.close(out_fd)
         hang = False
         try:
             out, err = proc.communicate(timeout=c["kill_after"] or c["timeout"])
@@ -556,7 +673,11 @@ def run_case(c) -> dict:
                 rc != 128 + c["sig"] or "Traceback" in err or len(errors) != 1):
             problems.append(("tracebacks", f"exit {rc} after {c['sig'].name}: "
                                            f"{err.strip()[-300:]}"))
-        if not hang and not c["kill_after"]:
+        out = out or ""
+        if c["expect"] == "closed" and not hang:
+            if rc != 141 or err.strip():
+                problems.append(("tracebacks", f"closed pipe: exit {rc}: {err.strip()[-300:]}"))
+        elif not hang and not c["kill_after"]:
             if "Traceback" in err or rc not in (0, 2):
                 problems.append(("tracebacks", f"exit {rc}: {err.strip()[-300:]}"))
             elif rc == 2 and (len(errors) != 1 or not errors[0].startswith("dpbook: error:")):

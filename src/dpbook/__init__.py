@@ -12,7 +12,10 @@ baseline is ``dpbook.mhaar.mhaar`` (a name here would shadow its subpackage).
 
 import importlib
 
+from dpbook.environment import ensure_numba_cache
+
 __version__ = "0.1.0"
+ensure_numba_cache()  # before any of dpbook's kernels is defined
 
 # public name -> the module it lives in (imported on first access)
 _API = {

@@ -276,6 +276,33 @@ def check_store_path(out, name: str = "out") -> Path:
     return Path(text)
 
 
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", int: "a number",
+               float: "a number", bool: "true or false", type(None): "null"}
+
+
+def _json_kind(x) -> str:
+    if isinstance(x, tuple):  # one of several types
+        return " or ".join(dict.fromkeys(map(_json_kind, x)))
+    return _JSON_KINDS.get(x if isinstance(x, type) else type(x), "something else")
+
+
+def check_json(value, what: str, required: dict, optional: dict | None = None):
+    """``value``, read from JSON, if it is an object with the ``required`` keys, each of
+    its type ({key: type}), and the ``optional`` ones of theirs where present; otherwise
+    ValueError naming ``what`` (the file) and the key: valid JSON of another shape was
+    an AttributeError or a KeyError deep in a reader."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is {_json_kind(value)}, not a JSON object")
+    for key, kind in {**required, **(optional or {})}.items():
+        if key not in value:
+            if key in required:
+                raise ValueError(f"{what} has no {key!r}")
+        elif not isinstance(value[key], kind):
+            raise ValueError(f"{what}: {key!r} is {_json_kind(value[key])}, not "
+                             f"{_json_kind(kind)}")
+    return value
+
+
 def output_file(path, inputs=()) -> Path:
     """The file an output goes to: a symlink is followed (its target is written, and
     locked), and a ValueError refuses a target that is not a regular file (a directory,

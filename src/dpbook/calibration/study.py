@@ -27,12 +27,18 @@ from dpbook.calibration.replication import (
     replicate,
     summarize_pit,
 )
-from dpbook.experiment.config import config_algorithms, eps_code
+from dpbook.experiment.config import TASK_BYTES, config_algorithms, eps_code
 from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
 from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
 from dpbook.experiment.tasks import set_threads
-from dpbook.validation import check_count, check_eps, check_interval, check_store_path
+from dpbook.validation import (
+    check_count,
+    check_eps,
+    check_interval,
+    check_memory,
+    check_store_path,
+)
 from dpbook.versions import fingerprint
 
 CALIBRATION_CODE = 6  # spawn-key code of the replications' seeds
@@ -135,6 +141,8 @@ def replications(methods, eps, n, reps) -> list[Replication]:
     reps = check_count("reps", reps)
     if not methods:
         raise ValueError(f"no method given; choose from {', '.join(ALL_METHODS)}")
+    count = reps * len(ns) * len(eps) * len(methods)
+    check_memory(f"{count} replications", TASK_BYTES * count)
     return [Replication(m, e, k, rep) for rep in range(reps) for k in ns for e in eps
             for m in methods]
 

@@ -25,6 +25,25 @@ if os.path.basename(sys.argv[0] if sys.argv else "") in ("dpbook", "__main__.py"
         for _s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(_s, lambda signum, frame: EARLY_SIGNALS.append(signum))
 
-from dpbook.cli.app import build_parser, main  # noqa: E402
+
+def main(argv=None) -> int:
+    """The command line (:func:`dpbook.cli.app.main`), once the environment is checked:
+    it is imported here, since numba reads the environment as it is imported."""
+    from dpbook.environment import environment_problem
+
+    problem = environment_problem()
+    if problem:
+        print(f"dpbook: error: {problem}", file=sys.stderr)
+        return 2
+    from dpbook.cli.app import main as run
+
+    return run(argv)
+
+
+def build_parser():
+    from dpbook.cli.app import build_parser as build
+
+    return build()
+
 
 __all__ = ["build_parser", "main"]

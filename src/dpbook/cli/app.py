@@ -1,9 +1,12 @@
 """The parser of every sub-command, and :func:`main`: warnings shown in one line each,
-errors in one line with exit status 2, signals answered in one line."""
+errors in one line with exit status 2, signals answered in one line, a closed pipe
+quietly (status 141)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import signal
 import sys
 import warnings
@@ -97,7 +100,41 @@ def _interrupted(args, e) -> str:
             f"command resumes from them")
 
 
+def _to_devnull(fd):
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)
+
+
 def main(argv=None) -> int:
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is None:  # closed from the start (>&-): as /dev/null, and
+            _to_devnull(fd)  # its descriptor held, so that no file dpbook opens gets it
+            setattr(sys, name, open(fd, "w", closefd=False))
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed or full stdout is seen here, not at Python's exit
+        return code
+    except BrokenPipeError:
+        # The reader of stdout or stderr has gone (dpbook ... | head -1).  Python's recipe
+        # (signal module, "Note on SIGPIPE"): what is still buffered goes to /dev/null, so
+        # that the flush at exit does not fail again; the status is the shell's for a
+        # program SIGPIPE ends, 128 + 13, as 130 and 143 answer Ctrl-C and SIGTERM.
+        _to_devnull(1)
+        _to_devnull(2)
+        return 128 + signal.SIGPIPE
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        with contextlib.suppress(OSError):  # stderr may be the full device
+            print(f"dpbook: error: cannot write {e.filename or 'the output'}: "
+                  f"{e.strerror}", file=sys.stderr)
+        _to_devnull(1)
+        return 2
+
+
+def _main(argv) -> int:
     shown, args = _Warnings(), None
     with warnings.catch_warnings(), _signals():
         warnings.showwarning = shown.show  # a user sees one line, not a stack

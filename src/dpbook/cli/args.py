@@ -56,11 +56,31 @@ def _parser(convert, what):
 
 
 any_float = _parser(float, "a number")
-integer = _parser(int, "an integer")
+_int = _parser(int, "an integer")
+MAX_COUNT = 2 ** 63 - 1  # SQLite's largest integer (a curator keeps its counts there)
+
+
+def integer(text):
+    """A count or a size (every integer option but the seed): at most 2^63 - 1; beyond,
+    it was an OverflowError where SQLite or numpy took it, or a run that never ended."""
+    v = _int(text)
+    if v > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text} is above the largest count dpbook takes, "
+                                         f"2^63 - 1 = {MAX_COUNT}")
+    return v
+
+
+def boolean(text):
+    """A family's option declared bool (argparse's type=bool read 'false' as True)."""
+    v = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(
+        text.strip().lower())
+    if v is None:
+        raise argparse.ArgumentTypeError(f"not true or false: {text!r}")
+    return v
 
 
 def seed(text):
-    v = integer(text)
+    v = _int(text)  # any size: numpy's SeedSequence takes it
     if v < 0:
         raise argparse.ArgumentTypeError(f"a seed must be an integer >= 0, got {text!r}")
     return v

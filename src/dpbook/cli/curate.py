@@ -116,10 +116,11 @@ def _row(path, i):
 
 def cmd_curator(args):
     try:
-        _curator(args)
+        out, lines = _curator(args)
     except OSError as e:  # the state file or its lock: permissions, a directory, a full disk
         where = e.filename or args.state
         raise ValueError(f"{where}: {e.strerror or e}") from None
+    print_result(out, getattr(args, "json", False), lines)  # stdout's errors are main's
 
 
 def _curator(args):
@@ -153,8 +154,7 @@ def _curator(args):
             curator = make_curator(args.eps, args.method, policy, family, mechanism,
                                    n_particles=args.particles or 1000, seed=args.seed)
             save_curator(curator, state)
-            print(f"curator ({args.method}, eps = {args.eps}) saved in {state}")
-            return
+            return {}, [f"curator ({args.method}, eps = {args.eps}) saved in {state}"]
         curator = load_curator(state)
         if args.action == "status":
             out = curator_status(curator)
@@ -182,4 +182,4 @@ def _curator(args):
             lines = [f"withdrew {args.k}; {sum(curator.outstanding.values())} still expected"]
         if args.action != "status":
             save_curator(curator, state)  # one transaction: the releases and a snapshot
-    print_result(out, args.json, lines)
+    return out, lines

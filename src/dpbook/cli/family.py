@@ -8,7 +8,7 @@ import argparse
 import sys
 import warnings
 
-from dpbook.cli.args import Parser, UsageError, finite_float, integer
+from dpbook.cli.args import Parser, UsageError, boolean, finite_float, integer
 
 FAMILY_HELP = ("population family: {names} (default normal), or a Family subclass of "
                "your own as module:Class or path/to/file.py:Class, whose own options "
@@ -42,7 +42,7 @@ def _shipped_options() -> dict:
 def _add_option(p, opt, typ, default, text):
     p.add_argument(f"--{opt.replace('_', '-')}", dest=f"family_opt_{opt}", default=None,
                    metavar=opt.upper(),
-                   type=finite_float if typ is float else integer if typ is int else typ,
+                   type={float: finite_float, int: integer, bool: boolean}.get(typ, typ),
                    help=f"{text} (default {default})")
 
 

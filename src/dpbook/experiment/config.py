@@ -315,11 +315,16 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     return config
 
 
+TASK_BYTES = 1000  # a task's place in the list of tasks and its row of estimates, at least
+
+
 def _check_task_memory(config):
     """Each task must fit in memory (the executors run them side by side, but one that
     cannot fit alone would fail in every executor)."""
     from dpbook.smc.resample_move import check_smc_memory
 
+    tasks = len(config["methods"]) * len(config["eps"]) * config["runs"]
+    check_memory(f"{tasks} tasks", TASK_BYTES * tasks)  # their list and estimates rows
     if any(m in TASKS and TASKS[m][0].latent for m in config["methods"]):
         check_smc_memory(config["particles"], config["n"])
     if "mhaar" in config["methods"]:

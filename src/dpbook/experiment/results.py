@@ -20,6 +20,7 @@ from dpbook.experiment.config import (
     eps_code,
 )
 from dpbook.experiment.store import collect, read_manifest, valid_tasks, write_estimates
+from dpbook.validation import check_json
 
 
 class Trajectories:
@@ -135,7 +136,8 @@ def load_results(out="results/paper"):
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{out} was written in store format {manifest.get('format')}, this "
                          f"dpbook reads format {FORMAT}: rerun the experiment into it")
-    config = manifest["config"]
+    config = check_json(manifest["config"], f"{out / 'manifest.json'}: its config",
+                        {"methods": list, "eps": list, "runs": int})
     rows = valid_tasks(out, config)
     df = collect(out, config, rows)
     p = out / "estimates.parquet"

@@ -45,7 +45,7 @@ from dpbook.experiment.config import (
     migrate_config,
     task_config,
 )
-from dpbook.validation import output_file
+from dpbook.validation import check_json, output_file
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -90,11 +90,13 @@ def store_task(out: Path, task: Task, result: dict, config: dict):
                        lambda f: np.savez_compressed(f, **arrays))
 
 
-def read_task(path: Path, task: Task, sha) -> dict:
+def read_task(path: Path, task: Task, sha, numbers=()) -> dict:
     """The estimates row of a task file, checked: ValueError naming the file and the
-    problem if it is unreadable, is not a dpbook task file, or was made by another
+    problem if it is unreadable, is not a dpbook task file, was made by another
     configuration (``sha``: the hash, or the set of hashes, it may carry; see
-    :func:`config_hash` and :func:`accepted_hashes`) or for another task.  Nothing is
+    :func:`config_hash` and :func:`accepted_hashes`) or for another task, or its row
+    lacks one of the ``numbers`` or holds something other than a number, a string or
+    null.  Nothing is
     ever unpickled (a store may come from someone else).  Every array is read, so that
     the checksum each member of the zip archive carries (CRC-32) is verified: a file
     damaged anywhere is refused here, not half-used later."""
@@ -130,8 +132,9 @@ def read_task(path: Path, task: Task, sha) -> dict:
     if file_sha not in shas:
         raise ValueError(f"{path}: made by another configuration (hash {file_sha}, "
                          f"this one {min(shas)})")
-    if not isinstance(row, dict) or any(row.get(f.name) != getattr(task, f.name)
-                                        for f in dataclasses.fields(task)):
+    check_json(row, f"{path}: its row", dict.fromkeys(numbers, (int, float)))
+    check_json(row, f"{path}: its row", {}, dict.fromkeys(row, (str, int, float, type(None))))
+    if any(row.get(f.name) != getattr(task, f.name) for f in dataclasses.fields(task)):
         raise ValueError(f"{path}: holds another task than its name says")
     return row
 
@@ -143,12 +146,15 @@ def valid_tasks(out: Path, config: dict, quarantine: bool = False, tasks=None) -
     :class:`StoreWarning`) and, with ``quarantine``, moved to ``out/quarantine/`` so that
     its task is recomputed."""
     rows = {}
+    # an experiment's row: its estimates (a calibration's rows are checked by its study)
+    numbers = [f"{p}_hat" for p in config_params(config)] if "methods" in config else ()
     for task in config_tasks(config) if tasks is None else tasks:
         path = out / "tasks" / task.filename
         if not path.exists():
             continue
         try:
-            rows[task] = read_task(path, task, accepted_hashes(task_config(config, task)))
+            rows[task] = read_task(path, task, accepted_hashes(task_config(config, task)),
+                                   numbers)
         except ValueError as e:
             if quarantine:
                 qdir = out / "quarantine"
@@ -239,8 +245,10 @@ def read_manifest(out: Path) -> dict | None:
         manifest = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"{p} is not a readable manifest: {e}") from None
-    if isinstance(manifest, dict) and isinstance(manifest.get("config"), dict):
-        manifest["config"] = migrate_config(manifest["config"])
+    check_json(manifest, str(p), {"config": dict}, {
+        "intervals": dict, "sessions": list, "tasks": int, "complete": bool, "format": int,
+        "code": dict, "packages": dict})
+    manifest["config"] = migrate_config(manifest["config"])
     return manifest
 
 

@@ -51,7 +51,7 @@ from dpbook.online.methods import ONLINE_METHODS, get_method
 from dpbook.privacy.curator import Curator, absorb
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy
 from dpbook.smc.resample_move import History
-from dpbook.validation import output_file
+from dpbook.validation import check_json, output_file
 
 APPLICATION_ID = 0x64706263  # "dpbc", SQLite's header field application_id
 VERSION = 2  # SQLite's user_version; version 1 was a pickle
@@ -273,7 +273,7 @@ def _build(config) -> Curator:
     post = get_method(config["method"]).build(
         config["eps"], fam, config["mechanism"], n_particles=config["particles"] or 1000,
         seed=seed or 0)
-    policy = dict(config["policy"])
+    policy = dict(check_json(config["policy"], "its config's policy", {"name": str}))
     policy = _POLICIES[policy.pop("name")](**policy)
     return Curator(post, policy, np.random.Generator(np.random.PCG64()))
 
@@ -332,12 +332,21 @@ def _put(con, key, value):
                 (key, text, _sha("meta", key, text)))
 
 
+# the keys each record of the meta table must hold, and their types
+_NONE = type(None)
+_META = {"config": {"method": str, "eps": (int, float), "family": str, "options": dict,
+                    "prior": (dict, _NONE), "mechanism": str, "particles": (int, _NONE),
+                    "seed": (dict, _NONE), "policy": dict},
+         "head": {"id": str, "releases": int, "intervals": int},
+         "rng": {"bit_generator": str, "state": dict}}
+
+
 def _meta(con, key):
     row = con.execute("SELECT value, sha256 FROM meta WHERE key = ?", (key,)).fetchone()
     if row is None or _sha("meta", key, row[0]) != row[1]:
         raise ValueError(f"damaged curator state file: its {key} is missing or fails its "
                          f"checksum")
-    return json.loads(row[0])
+    return check_json(json.loads(row[0]), f"its {key}", _META[key])
 
 
 def _rows(con, table, columns, count):
