@@ -604,3 +604,18 @@ def test_seed_sequences_take_lists_of_ints_as_numpy_does():
         for s in (a, b):
             s.update(0.5, -1.0, 1.0)
         assert np.array_equal(a.theta, b.theta)
+
+
+@pytest.mark.parametrize("command", [
+    ["stream", "missing.csv", "--column", "x", "--range", "0", "10"],
+    ["posterior", "missing.csv"],
+    ["fisher", "--a", "-1", "--b", "1"],
+    ["best-interval"],
+    ["experiment", "--out", "missing-store"],
+    ["calibrate", "--out", "missing-store"],
+    ["curator", "init", "missing.db", "--range", "0", "10"],
+])
+def test_every_command_refuses_a_bad_eps_before_its_input(capsys, command):
+    for bad in ("0", "-1", "nan", "1e9"):
+        msg = _cli_error(capsys, *command, "--eps", bad)
+        assert msg.startswith("dpbook: error: argument --eps: eps must be"), msg

@@ -57,6 +57,17 @@ def _parser(convert, what):
 
 any_float = _parser(float, "a number")
 _int = _parser(int, "an integer")
+
+
+def eps(text):
+    """--eps, checked as it is parsed (:func:`dpbook.validation.check_eps`): every command
+    refuses a bad one before it reads its input."""
+    from dpbook.validation import check_eps  # numpy: after the environment's check
+
+    try:
+        return check_eps(any_float(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 MAX_COUNT = 2 ** 63 - 1  # SQLite's largest integer (a curator keeps its counts there)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from dpbook.cli.args import JSON_HELP, any_float, finite_float, integer, print_result, seed
+from dpbook.cli.args import JSON_HELP, finite_float, integer, print_result, seed
+from dpbook.cli.args import eps as eps_arg
 from dpbook.cli.family import (
     add_family_arguments,
     add_prior_arguments,
@@ -31,7 +32,7 @@ def add_parser(subparsers):
                         "for x), the exact one with the original code's noise scale, or "
                         "the central release's posterior (noise-aware, noise-naive, or with "
                         "a privately chosen interval; chapter 11)")
-    p.add_argument("--eps", type=any_float, required=True, help="privacy parameter")
+    p.add_argument("--eps", type=eps_arg, required=True, help="privacy parameter")
     p.add_argument("--n", type=integer, default=200, help="individuals per replication "
                    "(default 200)")
     p.add_argument("--reps", type=integer, default=100, help="replications (default 100)")

@@ -9,12 +9,12 @@ from dpbook.cli.args import (
     Parser,
     UsageError,
     add_missing_argument,
-    any_float,
     finite_float,
     integer,
     print_result,
     seed,
 )
+from dpbook.cli.args import eps as eps_arg
 from dpbook.cli.family import (
     add_family_arguments,
     add_prior_arguments,
@@ -44,7 +44,7 @@ def add_parser(subparsers):
                            parser_class=Parser)
     init = sub.add_parser("init", help="make a curator and save it in STATE")
     init.add_argument("state", help="the curator's state file")
-    init.add_argument("--eps", type=any_float, required=True, help="privacy parameter")
+    init.add_argument("--eps", type=eps_arg, required=True, help="privacy parameter")
     add_family_arguments(init)
     init.add_argument("--method", choices=_CURATOR_METHODS, default="smc-marginal",
                       help="online posterior (default smc-marginal)")

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from dpbook.cli.args import any_float, integer, only_where_used, seed
+from dpbook.cli.args import eps as eps_arg
 from dpbook.cli.family import add_family_arguments, family_from_args
 from dpbook.cli.summary import record
 from dpbook.online.methods import TASKS
@@ -21,7 +22,7 @@ def add_parser(subparsers):
                     "MHAAR over eps values and independent runs.")
     from dpbook.experiment import ALL_METHODS, METHODS
 
-    p.add_argument("--eps", type=any_float, nargs="+", action="extend", default=None,
+    p.add_argument("--eps", type=eps_arg, nargs="+", action="extend", default=None,
                    metavar="E", help="privacy parameters (default 1 2 5 10)")
     p.add_argument("--runs", type=integer, default=30,
                    help="independent runs per method and eps (default 30, Section 6)")

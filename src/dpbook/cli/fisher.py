@@ -10,13 +10,13 @@ import numpy as np
 from dpbook.cli.args import (
     JSON_HELP,
     UsageError,
-    any_float,
     finite_float,
     integer,
     only_where_used,
     print_result,
     seed,
 )
+from dpbook.cli.args import eps as eps_arg
 from dpbook.cli.family import add_family_arguments, family_from_args
 
 _METHOD_HELP = ("Fisher information by quadrature (exact) or by the paper's Monte Carlo, "
@@ -49,7 +49,7 @@ def _mc_options(args):
 
 
 def _common(p):
-    p.add_argument("--eps", type=any_float, required=True, help="privacy parameter")
+    p.add_argument("--eps", type=eps_arg, required=True, help="privacy parameter")
     p.add_argument("--method", choices=("exact", "mc"), default="exact", help=_METHOD_HELP)
     add_family_arguments(p)
     p.add_argument("--M", type=integer, default=None,
@@ -92,11 +92,10 @@ def add_parsers(sub):
 
 def cmd_fisher(args):
     from dpbook.fisher import fisher_information
-    from dpbook.validation import check_eps, check_interval
+    from dpbook.validation import check_interval
 
     family, mechanism = family_from_args(args)
     _mc_options(args)
-    check_eps(args.eps)
     check_interval(args.a, args.b, name="interval [a, b]", ends=("a", "b"))
     theta = _theta_from_args(args, family)
     est = fisher_information(args.a, args.b, args.eps, theta, family, mechanism,
@@ -128,7 +127,7 @@ def cmd_fisher(args):
 
 def cmd_best_interval(args):
     from dpbook.fisher import best_interval
-    from dpbook.validation import check_count, check_eps, check_interval
+    from dpbook.validation import check_count, check_interval
 
     family, mechanism = family_from_args(args)
     _mc_options(args)
@@ -137,7 +136,6 @@ def cmd_best_interval(args):
                          f"{family.name}: its best interval is computed at theta = (0, 1) "
                          f"and moves with location and scale (--theta is for the "
                          f"families that are not location-scale)")
-    check_eps(args.eps)
     check_count("grid", args.grid, 2)
     theta = _theta_from_args(args, family)
     if args.lims is not None:

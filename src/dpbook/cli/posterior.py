@@ -12,12 +12,12 @@ from dpbook.cli.args import (
     JSON_HELP,
     UsageError,
     add_missing_argument,
-    any_float,
     integer,
     only_where_used,
     print_result,
     seed,
 )
+from dpbook.cli.args import eps as eps_arg
 from dpbook.cli.family import (
     add_family_arguments,
     add_prior_arguments,
@@ -41,7 +41,7 @@ def add_parser(sub):
                         "gradient estimate of Section 7 (a point estimate; its steps are "
                         "efficient for intervals it asked for itself), the MHAAR baseline "
                         "or the exact posterior on a grid")
-    q.add_argument("--eps", type=any_float, required=True, help="privacy parameter")
+    q.add_argument("--eps", type=eps_arg, required=True, help="privacy parameter")
     q.add_argument("--particles", type=integer, default=None,
                    help="particles N of smc, smc-subset, smc-marginal, ibis (default 1000)")
     q.add_argument("--iters", type=integer, default=None,
@@ -98,7 +98,7 @@ class _LatentProgress:
 
 def cmd_posterior(args):
     from dpbook.data import read_releases
-    from dpbook.validation import check_count, check_eps
+    from dpbook.validation import check_count
 
     family, mechanism = family_from_args(args)
     m = args.method
@@ -111,7 +111,6 @@ def cmd_posterior(args):
                  "the methods that draw random numbers; exact and online-gradient draw "
                  "none")})
     check_subset(args)
-    check_eps(args.eps)
     check_count("particles", args.particles, 2)
     check_count("iters", args.iters)
     family = prior_from_args(family, args)

@@ -12,12 +12,12 @@ from dpbook.cli.args import (
     JSON_HELP,
     UsageError,
     add_missing_argument,
-    any_float,
     finite_float,
     integer,
     print_result,
     seed,
 )
+from dpbook.cli.args import eps as eps_arg
 from dpbook.cli.family import (
     add_family_arguments,
     add_prior_arguments,
@@ -49,7 +49,7 @@ def add_parser(subparsers):
                     "shows its progress on stderr (never when stderr is not a terminal).")
     p.add_argument("values", help="CSV file with a header")
     p.add_argument("--column", required=True, help="the column of sensitive values")
-    p.add_argument("--eps", type=any_float, required=True, help="privacy parameter")
+    p.add_argument("--eps", type=eps_arg, required=True, help="privacy parameter")
     add_family_arguments(p)
     p.add_argument("--method", choices=METHODS, default="smc-marginal",
                    help="online posterior: the latent SMC of Algorithms 2-3 (O(n^2 N)), "
