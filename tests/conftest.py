@@ -18,7 +18,7 @@ import os
 import pandas as pd
 import pytest
 
-from dpbook.families import get_family
+from dpbook.model.families import get_family
 
 FAMILIES = ("normal", "laplace", "student_t", "poisson")
 

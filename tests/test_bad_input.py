@@ -108,7 +108,7 @@ _BAD_THETA = [("normal", (0.0, -1.0), "sigma"), ("normal", (0.0, 0.0), "sigma"),
 @pytest.mark.parametrize("primitive", ["logpdf", "score", "sample", "cdf", "sf", "ppf",
                                        "cdf_grad", "from_latent"])
 def test_family_primitives_validate_theta(name, theta, param, primitive):
-    from dpbook.families import get_family
+    from dpbook.model.families import get_family
 
     fam = get_family(name)
     first = np.random.default_rng(0) if primitive == "sample" else 0.5
@@ -117,7 +117,7 @@ def test_family_primitives_validate_theta(name, theta, param, primitive):
 
 
 def test_a_family_defined_outside_dpbook_is_checked_too():
-    from dpbook.families import LocationScaleFamily
+    from dpbook.model.families import LocationScaleFamily
 
     class Logistic(LocationScaleFamily):
         name = "logistic"

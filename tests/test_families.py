@@ -1,4 +1,4 @@
-"""The family interface (dpbook.families): every shipped family against independent
+"""The family interface (dpbook.model.families): every shipped family against independent
 computations -- sampler vs cdf, score vs finite differences of logpdf, cdf_grad vs
 finite differences of cdf, prior sampler vs log_prior, Gibbs move vs its conditional,
 latent parameterisation, the registry and its errors.

@@ -85,7 +85,7 @@ def test_whole_arrays_of_booleans_or_complex_numbers_are_refused(values):
                                            ("poisson", (np.bool_(True),)),
                                            ("laplace", ("\u0663", 1.0))])
 def test_theta_that_is_not_a_real_number_is_refused(family, theta):
-    from dpbook.families import get_family
+    from dpbook.model.families import get_family
 
     with pytest.raises(ValueError, match="must be"):
         get_family(family).check_theta(*theta)
@@ -134,7 +134,7 @@ def test_a_bad_seed_is_a_value_error_naming_seed(entry, bad):
 def test_a_family_without_a_primitive_names_the_class_and_the_method():
     """A Family subclass without sample_prior raised NotImplementedError with an empty
     message."""
-    from dpbook.families import Family, LocationScaleFamily
+    from dpbook.model.families import Family, LocationScaleFamily
     from dpbook.model.mechanisms import Mechanism
     from dpbook.privacy.policies import Policy
     from dpbook.smc import smc_posterior

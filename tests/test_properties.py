@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpbook.cli import main
-from dpbook.families import get_family
 from dpbook.fisher import best_interval, fisher_exact, fisher_mc
+from dpbook.model.families import get_family
 from dpbook.model.mechanisms import release
 from dpbook.posterior import exact_posterior
 from dpbook.smc import smc_posterior

@@ -130,7 +130,7 @@ def test_privacy_boundary_whole_package():
 LAYERS = (
     {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions", "dpbook.data",
      "dpbook.vmath", "dpbook.parallel", "dpbook.numba_cache", "dpbook.environment"},  # utilities
-    {"dpbook.model", "dpbook.families"},  # Sections 2-4's model
+    {"dpbook.model"},  # Sections 2-4's model
     {"dpbook.privacy"},  # the releasing side: population, individuals, curator, policies
     {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
     # evaluate, and the check of their answers against it

@@ -48,6 +48,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from dpbook.experiment.config import CENTRAL_METHODS
 from dpbook.fisher import best_interval
 from dpbook.mhaar import mhaar
 from dpbook.model.families import as_family
@@ -63,7 +64,6 @@ from dpbook.validation import as_generator, check_eps, check_interval, seed_sequ
 # the online SMC's tasks (dpbook.online.methods: smc-adaptive, smc-fixed) and the batch ones
 METHODS = (*(task for task, _, _ in ONLINE_METHODS["smc"].tasks), "mhaar", "exact", "naive",
            "original-code")
-CENTRAL_METHODS = ("central", "central-naive", "central-private")  # chapter 11
 ALL_METHODS = METHODS + CENTRAL_METHODS
 PARAMS = ("mu", "sigma")
 

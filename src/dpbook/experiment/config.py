@@ -359,6 +359,11 @@ def algorithm_fingerprint(extra=()) -> str:
     return fingerprint((*CORE, "experiment", *extra))
 
 
+# the central model's calibration methods (chapter 11): their tasks' stores also carry
+# the CENTRAL algorithms' versions (dpbook.calibration runs them)
+CENTRAL_METHODS = ("central", "central-naive", "central-private")
+
+
 def config_algorithms(config, method=None) -> tuple:
     """The versioned algorithms whose numbers a configuration's store holds, and those
     of a task of ``method`` where it uses more (a central calibration replication:
@@ -366,8 +371,6 @@ def config_algorithms(config, method=None) -> tuple:
     generic = (config.get("family", "normal"), config.get("mechanism", "laplace")) != \
         ("normal", "laplace")
     if config.get("study") == "calibration":
-        from dpbook.calibration.replication import CENTRAL_METHODS
-
         names = (*CORE, "calibration", *(CENTRAL if method in CENTRAL_METHODS else ()))
     else:
         long = set(LONG_STREAM_METHODS) & set(config.get("methods", ()))
