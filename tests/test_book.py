@@ -53,6 +53,9 @@ def test_chapter_has_parameters_cell(source):
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged `parameters`"
     assert re.search(r'^mode\s*=\s*"quick"', tagged[0].source, re.M)
+    comments = run_chapters.parameter_comments(source)
+    assert comments.keys() == run_chapters.chapter_defaults(source).keys()
+    assert all(comments.values()), f"a comment on what each does: {comments}"
     first = notebook.cells[0]
     assert first.cell_type == "markdown"
     assert re.match(r"\(ch-[a-z-]+\)=\n# ", first.source), "label then title"
