@@ -108,6 +108,13 @@ def test_an_unknown_parameter_is_refused_with_the_chapters_list(tmp_path, monkey
         '99_other:\n  -p mode "quick"  # \n  -p eps [1, 2]  # privacy levels\n')
 
 
+def test_chapter_5_lists_eps_and_runs(capsys):
+    assert run_chapters.main(["--only", "05", "--list-parameters"]) == 0
+    out = capsys.readouterr().out
+    assert "\n  -p eps [1, 2, 5, 10]  # privacy levels" in out
+    assert "\n  -p runs null  # runs per level and method" in out
+
+
 def _fake_store(root, name, done, complete=False, mtime=None, **config):
     """A store as dpbook.experiment writes it: a manifest and the first ``done`` task
     files of the configuration ``config`` (make_config's arguments), and a temporary
