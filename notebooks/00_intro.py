@@ -28,7 +28,7 @@
 # noise; the paper chooses each next interval from the current posterior instead.
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": the quick experiment of chapters 5-6; "full": the paper's
+mode = "quick"  # "quick": the quick experiment of chapters 5-6; "full": the paper's size
 seed = 0  # root seed of the experiment (that of chapters 5 and 6)
 scheduler = None  # a Dask scheduler's address, to run the experiment there
 

@@ -45,7 +45,7 @@
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": small Monte Carlo sizes (seconds); "full": large ones
-seed = 2023
+seed = 2023  # seed of the chapter's random draws (simulated values and noise)
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt

@@ -46,7 +46,7 @@
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": 200 individuals, 500 particles; "full": 1000 and 1000 (paper)
-seed = 2023
+seed = 2023  # root seed of the populations, the noise and the samplers
 eps = 5.0  # privacy level of the main stream (the paper uses 1, 2, 5 and 10)
 eps_hard = 1.0  # privacy level of the hard case (a fixed wide interval)
 

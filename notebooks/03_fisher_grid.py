@@ -46,7 +46,7 @@
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": small Monte Carlo sizes (seconds); "full": the paper's M, K
-seed = 2023
+seed = 2023  # seed of the Monte Carlo estimates (further grids use seed + 1, ...)
 
 # %% tags=["hide-input"]
 import sys

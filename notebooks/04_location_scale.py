@@ -49,7 +49,7 @@
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": large ones
-seed = 2023
+seed = 2023  # seed of the samples and the Monte Carlo estimates
 
 # %% tags=["hide-input"]
 import time

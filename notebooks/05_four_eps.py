@@ -49,11 +49,16 @@
 # `quick` mode the store is small (fewer individuals, particles and runs; see the table
 # below), so only `full` mode should be compared with the paper's figure.  Departures
 # from the paper and from the authors' code are listed in {ref}`reproduction-notes`.
+# The chapter's parameters `eps` and `runs` choose other privacy levels and numbers of
+# runs; those go to a store of their own (`results/quick-eps1-3`, say), never to the
+# shared one.
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": a small experiment (well under a minute); "full": the paper size
 seed = 0  # root seed of the experiment; 0 is the default of the dpbook experiment CLI
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
+eps = [1, 2, 5, 10]  # privacy levels (the paper's); other eps or runs use a store of their own
+runs = None  # runs per level and method; None: the mode's (5 quick, 30 full: the paper's)
 
 # %% tags=["hide-input"]
 
@@ -67,8 +72,8 @@ assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}
 save = figure_saver("05_four_eps", mode=mode, seed=seed)
 
 
-estimates, trajectories, STORE, elapsed, computed = book_experiment(mode, seed,
-                                                                    scheduler=scheduler)
+estimates, trajectories, STORE, elapsed, computed = book_experiment(
+    mode, seed, scheduler=scheduler, eps=eps, runs=runs)
 config, manifest = trajectories.config, trajectories.manifest
 print(store_report(estimates, STORE, elapsed, computed))
 
@@ -158,14 +163,14 @@ show_table(intervals)
 # %% tags=["hide-input"] fig_caption="Figure 2 of the paper at ε = {eps:g}: the particles of θ = (μ, σ) over time t (dots in the method's colour, after resampling), their mean (red) and the true value (black), for the adaptive interval (left, with its ends l_t, r_t in green) and the fixed interval (right)." fig_alt="Four panels for epsilon {eps:g}: particle clouds of mu (top) and sigma (bottom, log scale) against time, adaptive truncation on the left and fixed truncation on the right, each with the posterior mean and the true value."
 METHODS = {"smc-adaptive": "SMC-adaptive", "smc-fixed": "SMC-non-adaptive"}
 RUN = 0
-for eps in EPS:  # one figure per privacy level, so that each is readable in the page
-    fig = particle_clouds(trajectories, eps, RUN, METHODS)
-    save(fig, f"figure2_eps{eps:g}",
-         f"ε = {eps:g}, run {RUN}; n = {config['n']}, "
+for level in EPS:  # one figure per privacy level, so that each is readable in the page
+    fig = particle_clouds(trajectories, level, RUN, METHODS)
+    save(fig, f"figure2_eps{level:g}",
+         f"ε = {level:g}, run {RUN}; n = {config['n']}, "
          f"N = {config['particles']} particles, "
          f"μ = {mu_true:g}, σ² = {sigma_true**2:g}; "
          f"particles every {config['every']}th "
-         f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]", eps=eps)
+         f"step; fixed interval [{l_c:.1f}, {r_c:.1f}]", eps=level)
 
 # %% [markdown]
 # ## How fast does the posterior concentrate?
@@ -192,8 +197,8 @@ def settling_time(sd, level):
 
 
 rows = []
-for (method, eps, run), g in steps.groupby(["method", "eps", "run"], sort=False):
-    row = {"method": METHODS[method], "eps": eps, "run": run,
+for (method, level, run), g in steps.groupby(["method", "eps", "run"], sort=False):
+    row = {"method": METHODS[method], "eps": level, "run": run,
            "final mean of mu": g["mean_mu"].iat[-1], "final sd of mu": g["sd_mu"].iat[-1]}
     for name, level in LEVELS.items():
         row[f"t: sd(mu) < {name}"] = settling_time(g["sd_mu"].to_numpy(), level)
@@ -245,33 +250,33 @@ med = settle[f"median {t_cols[0]}"].unstack("method")
 count = settle[f"runs settled < {next(iter(LEVELS))}"].unstack("method")
 fin = settle["final sd of mu"].unstack("method")
 err = settle["|final mean - mu|"].unstack("method")
-runs = config["runs"]
+n_runs = config["runs"]
 
 
-def when(method, eps):
-    k, t = count.loc[eps, method], med.loc[eps, method]
+def when(method, level):
+    k, t = count.loc[level, method], med.loc[level, method]
     if k == 0:
         return "in none of the runs", np.inf
-    return f"at a median t = {t:.0f} ({k} of {runs} runs)", t
+    return f"at a median t = {t:.0f} ({k} of {n_runs} runs)", t
 
 
 lines = []
-for eps in EPS:
-    (a_text, a), (f_text, f) = (when(m, eps) for m in ("SMC-adaptive", "SMC-non-adaptive"))
+for level in EPS:
+    (a_text, a), (f_text, f) = (when(m, level) for m in ("SMC-adaptive", "SMC-non-adaptive"))
     faster = "sooner" if a < f else "later" if a > f else "no sooner"
     lines.append(
-        f"* **ε = {eps:g}.** The posterior sd of μ settles below σ/2 {a_text} with "
+        f"* **ε = {level:g}.** The posterior sd of μ settles below σ/2 {a_text} with "
         f"adaptive truncation and {f_text} without, {faster} for the adaptive sampler.  "
-        f"At t = n the sd is {fin.loc[eps, 'SMC-adaptive']:#.3g} versus "
-        f"{fin.loc[eps, 'SMC-non-adaptive']:#.3g}.  The mean absolute error of the "
-        f"posterior mean is {err.loc[eps, 'SMC-adaptive']:#.3g} versus "
-        f"{err.loc[eps, 'SMC-non-adaptive']:#.3g}.")
+        f"At t = n the sd is {fin.loc[level, 'SMC-adaptive']:#.3g} versus "
+        f"{fin.loc[level, 'SMC-non-adaptive']:#.3g}.  The mean absolute error of the "
+        f"posterior mean is {err.loc[level, 'SMC-adaptive']:#.3g} versus "
+        f"{err.loc[level, 'SMC-non-adaptive']:#.3g}.")
 ratio = fin["SMC-non-adaptive"] / fin["SMC-adaptive"]
 lines.append(
     f"\nThe ratio of the final posterior sd of μ, non-adaptive over adaptive, ranges "
     f"from {ratio.min():.2g} (ε = {ratio.idxmin():g}) to {ratio.max():.2g} "
     f"(ε = {ratio.idxmax():g}).  It is above 1, i.e. the adaptive posterior is narrower, "
-    f"for {int((ratio > 1).sum())} of the {len(ratio)} privacy levels ({runs} runs, "
+    f"for {int((ratio > 1).sum())} of the {len(ratio)} privacy levels ({n_runs} runs, "
     f"n = {config['n']}, N = {config['particles']}).")
 glue_phrase("findings", "\n".join(lines))
 

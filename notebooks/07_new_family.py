@@ -87,8 +87,8 @@ THETA = (50.0, 3.0)  # the true (m, c) of the simulated population
 gumbel
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": the paper's
-seed = 7
+mode = "quick"  # "quick": small samples and Monte Carlo sizes; "full": the paper's sizes
+seed = 7  # seed of the populations, the noise and the samplers
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
 # %% [markdown]

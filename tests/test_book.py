@@ -53,6 +53,9 @@ def test_chapter_has_parameters_cell(source):
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged `parameters`"
     assert re.search(r'^mode\s*=\s*"quick"', tagged[0].source, re.M)
+    comments = run_chapters.parameter_comments(source)
+    assert comments.keys() == run_chapters.chapter_defaults(source).keys()
+    assert all(comments.values()), f"a comment on what each does: {comments}"
     first = notebook.cells[0]
     assert first.cell_type == "markdown"
     assert re.match(r"\(ch-[a-z-]+\)=\n# ", first.source), "label then title"
@@ -79,6 +82,37 @@ def test_run_chapters_fails_on_a_failing_cell(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "out" / "98_ok.ipynb").exists()
     with pytest.raises(SystemExit):
         run_chapters.main(["--only", "97"])
+
+
+def test_an_unknown_parameter_is_refused_with_the_chapters_list(tmp_path, monkeypatch,
+                                                                capsys):
+    """papermill only warns about a parameter the chapter lacks, and runs the defaults."""
+    _chapters(tmp_path, monkeypatch, **{
+        "98_ok": "seed = 0  # root seed\n# %%\nprint(mode)\n",
+        "99_other": "eps = [1, 2]  # privacy levels\n# %%\nprint(mode)\n"})
+    assert run_chapters.main(["--only", "98", "-p", "eps", "[1, 3]", "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("run_chapters: 98_ok takes no parameter 'eps'; its parameters: mode, "
+                   "seed (--list-parameters says what each does)\n")
+    assert not (tmp_path / "out").exists()  # nothing ran
+    assert run_chapters.main(["-p", "sed", "3"]) == 2
+    assert capsys.readouterr().err == (
+        "run_chapters: none of the 2 chapters takes the parameter 'sed'; their parameters: "
+        "mode, seed, eps (--list-parameters says what each does)\n")
+    # a name one chapter takes is given to that chapter only
+    assert run_chapters.chapter_parameters(tmp_path / "98_ok.py",
+                                           {"mode": "full", "eps": [1]}) == {"mode": "full"}
+    assert run_chapters.main(["--only", "98", "99", "--list-parameters"]) == 0
+    assert capsys.readouterr().out == (
+        '98_ok:\n  -p mode "quick"  # \n  -p seed 0  # root seed\n'
+        '99_other:\n  -p mode "quick"  # \n  -p eps [1, 2]  # privacy levels\n')
+
+
+def test_chapter_5_lists_eps_and_runs(capsys):
+    assert run_chapters.main(["--only", "05", "--list-parameters"]) == 0
+    out = capsys.readouterr().out
+    assert "\n  -p eps [1, 2, 5, 10]  # privacy levels" in out
+    assert "\n  -p runs null  # runs per level and method" in out
 
 
 def _fake_store(root, name, done, complete=False, mtime=None, **config):

@@ -3,6 +3,7 @@ module:Class and path/to/file.py:Class on every sub-command, --range and the pri
 refusal, --missing, and the one JSON shape of a posterior summary."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,35 @@ def test_a_family_file_with_its_option_on_posterior_and_stream(capsys, releases,
     res = json.loads(out)
     assert code == 0 and res["family_options"] == {"shape": 2.0}, err
     assert 45 < res["posterior"]["loc"]["median"] < 55
+
+
+def test_a_family_module_in_the_current_directory(capsys, tmp_path, monkeypatch):
+    """--family module:Class finds module.py in the current directory, as `python -m`
+    does (the console script's sys.path lacks it), and a family file imports the modules
+    beside it; sys.path is left as it was."""
+    import sys
+
+    from dpbook.model.families import family_class
+
+    shutil.copy(Path(__file__).parent / "data" / "genlogistic_family.py",
+                tmp_path / "genlog_here_53.py")
+    (tmp_path / "fam").mkdir()
+    (tmp_path / "fam" / "beside_53.py").write_text(
+        "from hypsecant_base_53 import HypSecant\n\nclass Mine(HypSecant):\n    name = 'mine'\n")
+    shutil.copy(Path(__file__).parent / "data" / "hypsecant_family.py",
+                tmp_path / "fam" / "hypsecant_base_53.py")
+    monkeypatch.chdir(tmp_path)
+    path = list(sys.path)
+    code, out, err = _run(capsys, "fisher", "--family", "genlog_here_53:GenLogistic",
+                          "--shape", 2, "--eps", 1, "--a", -2, "--b", 2, "--json")
+    assert code == 0 and json.loads(out)["family_options"] == {"shape": 2.0}, err
+    assert family_class("fam/beside_53.py:Mine").name == "mine"
+    assert sys.path == path
+    monkeypatch.chdir(tmp_path / "fam")
+    assert family_class("beside_53:Mine").name == "mine"
+    with pytest.raises(ValueError, match="cannot import module genlog_here_53 .* nor find "
+                                         "genlog_here_53.py in the current directory"):
+        family_class("genlog_here_53:GenLogistic")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -259,6 +259,24 @@ def test_a_family_file_is_kept_by_its_path(tmp_path, capsys, monkeypatch):
     assert code == 2 and err.count("\n") == 1 and str(family) in err and "gone" in err, err
 
 
+def test_a_family_module_of_the_current_directory_is_kept_by_its_path(tmp_path, capsys,
+                                                                      monkeypatch):
+    """`curator init --family module:Class` with module.py in the current directory:
+    the state names the file, so it loads from another directory too."""
+    (tmp_path / "here").mkdir()
+    shutil.copy(DATA / "hypsecant_family.py", tmp_path / "here" / "hyp_cwd_53.py")
+    monkeypatch.chdir(tmp_path / "here")
+    state = tmp_path / "c.db"
+    code, _, err = _cli(capsys, "init", state, "--eps", 2, "--family", "hyp_cwd_53:HypSecant",
+                        "--range", -5, 5, "--particles", 50)
+    assert code == 0, err
+    for name in [m for m in sys.modules if m.startswith("dpbook_user_")]:
+        monkeypatch.delitem(sys.modules, name)  # imported again, as a new process does
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(capsys, "status", state, "--json")
+    assert code == 0 and json.loads(out)["family"] == "hypsecant", err
+
+
 def test_kill_9_at_random_instants_loses_no_acknowledged_release():
     """benchmarks/curator_crash.py, a few loops: every release acknowledged by a worker
     later killed with SIGKILL is in the state, which loads."""

@@ -338,6 +338,15 @@ def test_book_experiment_store_names(tmp_path, monkeypatch):
     assert seen[2][1]["seed"] == 3
     with pytest.raises(ValueError, match="mode"):
         ex.book_experiment("medium")
+    # chapter 5's eps and runs: the mode's own go to the shared store, others to their own
+    for kw, name in [(dict(eps=[10, 5, 2, 1], runs=5), "quick"),
+                     (dict(eps=[3, 1], runs=2), "quick-eps1-3-runs2"),
+                     (dict(eps=0.5), "quick-eps0.5")]:
+        _, _, path, _, _ = ex.book_experiment("quick", root=tmp_path, **kw)
+        assert path == tmp_path / "results" / name
+        assert all(seen[-1][1][k] == v for k, v in kw.items())
+    with pytest.raises(ValueError, match="runs must be an integer"):
+        ex.book_experiment("quick", root=tmp_path, runs=0)
 
 
 def test_rmse_ratios_paired_bootstrap():

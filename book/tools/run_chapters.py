@@ -4,9 +4,12 @@
     build/chapters/NN_name.ipynb  (read by `jupyter-book build` with execution off)
 
 Each chapter is a jupytext percent-format script with a cell tagged ``parameters``
-(``mode = "quick"`` or ``"full"``, optionally ``seed``).  The kernel is ``python3`` of
-the environment running this script; the working directory of every chapter is the
-repository root.  A chapter whose cells raise makes this script exit with status 1.
+(``mode = "quick"`` or ``"full"``, optionally ``seed`` and others, each with a comment
+saying what it does; ``--list-parameters`` prints them).  A ``-p`` name that no chosen
+chapter takes is refused (exit status 2); each chapter gets the ones it takes.  The
+kernel is ``python3`` of the environment running this script; the working directory of
+every chapter is the repository root.  A chapter whose cells raise makes this script
+exit with status 1.
 
 A chapter is executed only when one of its inputs changed since the notebook in
 build/chapters/ was made (``--force``: always).  Its inputs are its source, its
@@ -25,6 +28,7 @@ Usage (from the repository root, with the environment that `make setup` makes):
 
     .venv/bin/python book/tools/run_chapters.py --mode quick
     .venv/bin/python book/tools/run_chapters.py --mode full --only 01_dp_basics -p seed 7
+    .venv/bin/python book/tools/run_chapters.py --only 05 --list-parameters
     make chapter CH=03 MODE=quick ARGS="-p seed 7" && make html
 """
 
@@ -139,10 +143,24 @@ EXECUTOR_PARAMETERS = ("scheduler",)
 
 
 def chapter_parameters(source: Path, parameters: dict) -> dict:
-    """``parameters`` without the executor parameters that the chapter does not take."""
+    """The ``parameters`` that the chapter takes: a run of several chapters gives each
+    only its own (``main`` refuses a name that none of them takes)."""
     takes = chapter_defaults(source)
-    return {k: v for k, v in parameters.items()
-            if k not in EXECUTOR_PARAMETERS or k in takes}
+    return {k: v for k, v in parameters.items() if k in takes}
+
+
+def unknown_parameters(chapters: list[Path], parameters: dict) -> str | None:
+    """The one-line refusal of a parameter that none of ``chapters`` takes (papermill
+    would only warn and run the defaults), listing theirs; None if all are taken."""
+    takes = {k: None for c in chapters for k in chapter_defaults(c)}
+    unknown = [k for k in parameters if k not in takes and k not in EXECUTOR_PARAMETERS]
+    if not unknown:
+        return None
+    names = ", ".join(map(repr, unknown))
+    who = f"{chapters[0].stem} takes no parameter {names}; its" if len(chapters) == 1 else \
+        f"none of the {len(chapters)} chapters takes the parameter {names}; their"
+    return (f"run_chapters: {who} parameters: {', '.join(takes)} "
+            "(--list-parameters says what each does)")
 
 
 def execute(source: Path, parameters: dict) -> tuple[str, float, str | None]:
@@ -226,7 +244,8 @@ def package_files() -> list[Path]:
 
 def chapter_inputs(source: Path, parameters: dict) -> dict:
     """SHA-256 of each input of a chapter except the stores it reads."""
-    what = {k: v for k, v in parameters.items() if k not in EXECUTOR_PARAMETERS}
+    what = {k: v for k, v in chapter_parameters(source, parameters).items()
+            if k not in EXECUTOR_PARAMETERS}
     inputs = {"source": _sha(source.read_bytes()),
               "parameters": _sha(json.dumps(what, sort_keys=True).encode()),
               "package": _tree_hash(f for f in package_files() if f.exists())}
@@ -299,15 +318,44 @@ def stale_reason(source: Path, parameters: dict, inputs: dict | None = None) -> 
 
 # ---- provenance ------------------------------------------------------------------------
 
-def chapter_defaults(source: Path) -> dict:
-    """The values the chapter's ``parameters`` cell assigns (plain literals)."""
+def parameters_cell(source: Path) -> str:
+    """The source of the chapter's cell tagged ``parameters``."""
     import jupytext
 
-    cell = next(c for c in jupytext.read(source).cells
+    return next(c.source for c in jupytext.read(source).cells
                 if "parameters" in c.metadata.get("tags", []))
+
+
+def chapter_defaults(source: Path) -> dict:
+    """The values the chapter's ``parameters`` cell assigns (plain literals)."""
     namespace: dict = {}
-    exec(cell.source, namespace)  # a parameters cell assigns literals only
+    exec(parameters_cell(source), namespace)  # a parameters cell assigns literals only
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+
+def parameter_comments(source: Path) -> dict[str, str]:
+    """Each parameter's comment: the one on the line of its assignment in the cell."""
+    import ast
+    import io
+    import tokenize
+
+    cell = parameters_cell(source)
+    comments = {t.start[0]: t.string.lstrip("#").strip() for t in
+                tokenize.generate_tokens(io.StringIO(cell).readline)
+                if t.type == tokenize.COMMENT}
+    return {target.id: comments.get(node.lineno, "") for node in ast.parse(cell).body
+            if isinstance(node, ast.Assign) for target in node.targets}
+
+
+def list_parameters(chapters: list[Path]) -> str:
+    """Each chapter's parameters with their defaults and comments (--list-parameters)."""
+    lines = []
+    for c in chapters:
+        comments = parameter_comments(c)
+        lines.append(f"{c.stem}:")
+        lines += [f"  -p {k} {json.dumps(v)}  # {comments.get(k, '')}"
+                  for k, v in chapter_defaults(c).items()]
+    return "\n".join(lines)
 
 
 def code_version() -> dict:
@@ -538,7 +586,11 @@ def parse_args(argv=None):
                         help="chapters to run, e.g. 01_dp_basics or 01 (default: all)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                         metavar=("NAME", "VALUE"),
-                        help="extra parameter (value parsed as YAML, as `papermill -p`)")
+                        help="extra parameter (value parsed as YAML, as `papermill -p`); "
+                             "a name no chosen chapter takes is refused")
+    parser.add_argument("--list-parameters", action="store_true",
+                        help="print the chosen chapters' parameters, their defaults and "
+                             "what each does, and exit")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="Dask scheduler (tcp://host:8786) for the chapters that run "
                              "an experiment (those with a `scheduler` parameter)")
@@ -598,6 +650,13 @@ def main(argv=None) -> int:
     chapters = select(args.only)
     if not chapters:
         raise SystemExit(f"run_chapters: no chapters found in {SOURCES}")
+    if args.list_parameters:
+        print(list_parameters(chapters))
+        return 0
+    refusal = unknown_parameters(chapters, parameters)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     OUTPUT.mkdir(parents=True, exist_ok=True)
     # The venv's kernelspec first, whose argv "python" jupyter_client maps to sys.executable.
     os.environ["JUPYTER_PATH"] = os.pathsep.join(

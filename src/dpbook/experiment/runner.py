@@ -346,15 +346,17 @@ ORIGINAL_CODE = {"quick": dict(methods=("smc-adaptive", "smc-fixed"), original_c
 
 
 def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=None,
-                    original_code=False):
+                    original_code=False, eps=None, runs=None):
     """The shared store of chapters 5 and 6:
     ``(estimates, trajectories, path, seconds, computed)``.
 
     The store is ``results/paper`` for the full mode with seed 0 (what ``dpbook
     experiment`` writes with its defaults, so it can be computed ahead, e.g. on a Dask
     cluster), ``results/quick`` for the quick mode and ``results/<name>-seed<seed>``
-    otherwise.  It is run (or resumed) only when incomplete, on the Dask cluster at
-    ``scheduler`` if given (same numbers); see :func:`ensure_results`.
+    otherwise.  ``eps`` and ``runs`` other than the mode's (:data:`BOOK_CONFIGS`) give a
+    store of their own, ``results/<name>-eps1-3-runs2``, so that they never replace the
+    store that the other chapters read.  It is run (or resumed) only when incomplete, on
+    the Dask cluster at ``scheduler`` if given (same numbers); see :func:`ensure_results`.
     ``original_code=True`` gives the store of :data:`ORIGINAL_CODE` instead
     (``results/<name>-original-code``).  ``seconds`` is
     the time this call took and ``computed`` says whether it ran tasks (False: the
@@ -363,10 +365,15 @@ def book_experiment(mode="quick", seed=0, root=None, progress=False, scheduler=N
     """
     if mode not in BOOK_CONFIGS:
         raise ValueError(f"mode must be 'quick' or 'full', got {mode!r}")
-    name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}") \
-        + ("-original-code" if original_code else "")
-    path = (repo_root() if root is None else Path(root)) / "results" / name
     config = {**BOOK_CONFIGS[mode], **(ORIGINAL_CODE[mode] if original_code else {})}
+    asked = {k: v for k, v in (("eps", eps), ("runs", runs)) if v is not None}
+    mine, book = make_config(**{**config, **asked}), make_config(**config)  # ValueError
+    own = "".join(f"-{k}{'-'.join(f'{v:g}' for v in np.atleast_1d(mine[k]))}"
+                  for k in asked if mine[k] != book[k])
+    config.update(asked)
+    name = ("paper" if mode == "full" else mode) + ("" if seed == 0 else f"-seed{seed}") \
+        + own + ("-original-code" if original_code else "")
+    path = (repo_root() if root is None else Path(root)) / "results" / name
     start = time.perf_counter()
     computed = not is_complete(path, seed=seed, **config)
     est, tr = ensure_results(out=path, progress=progress, seed=seed, scheduler=scheduler,

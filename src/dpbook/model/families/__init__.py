@@ -76,8 +76,11 @@ def get_family(name: str, **options) -> Family:
 
 def family_class(spec: str) -> type:
     """The Family subclass named by ``module:Class`` or ``path/to/file.py:Class`` (a file
-    is imported once per process, as a module named after its resolved path).  ValueError
-    (one line) for a wrong spec, path, module or class."""
+    is imported once per process, as a module named after its resolved path, with its
+    directory on ``sys.path`` while it runs, as ``python file.py`` has).  A module that
+    is not installed is looked for in the current directory, as ``python -m`` does, and
+    imported as that file.  ValueError (one line) for a wrong spec, path, module or
+    class."""
     import hashlib
     import importlib.util
     import sys
@@ -98,17 +101,30 @@ def family_class(spec: str) -> type:
             loader = importlib.util.spec_from_file_location(modname, path)
             module = importlib.util.module_from_spec(loader)
             sys.modules[modname] = module
+            folder = str(path.resolve().parent)
+            sys.path.insert(0, folder)  # only while it runs: other imports are unchanged
             try:
                 loader.loader.exec_module(module)
             except Exception as e:
                 del sys.modules[modname]
                 first = str(e).splitlines()[0] if str(e) else ""
                 raise ValueError(f"{where} failed to run: {type(e).__name__}: {first}") from None
+            finally:
+                sys.path.remove(folder)
     else:
         try:
             module = importlib.import_module(where)
-        except ImportError as e:
-            raise ValueError(f"cannot import module {where} ({e})") from None
+        except ModuleNotFoundError as e:
+            file = Path(*where.split(".")).with_suffix(".py")
+            if f"{where}.".startswith(f"{e.name}.") and file.is_file():
+                # by its path, which a curator state records: it loads from anywhere
+                return family_class(f"{file.resolve()}:{name}")
+            raise ValueError(f"cannot import module {where} ({e}), nor find {file} in the "
+                             "current directory") from None
+        except Exception as e:  # noqa: BLE001 - whatever the module raises: one line
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise ValueError(f"cannot import module {where} ({type(e).__name__}: {first})"
+                             ) from None
     cls = getattr(module, name, None)
     if cls is None:
         raise ValueError(f"{where} defines no {name}")
