@@ -287,3 +287,25 @@ def test_kill_9_at_random_instants_loses_no_acknowledged_release():
     res = bench.run(loops=4, seed=3, particles=50)
     assert res["lost"] == 0 and res["unloadable"] == 0, res
     assert res["acknowledged"] > 4
+
+
+def test_the_state_is_one_file_after_every_command(tmp_path, capsys):
+    """A take acknowledged while another connection holds the state open (a reader, a
+    second curator) is in the state file itself when the command exits, not only in its
+    WAL: a copy of the file alone, as a user moves any file, keeps every release."""
+    state = tmp_path / "s.db"
+    assert _cli(capsys, "init", state, "--eps", "1", "--range", "0", "100")[0] == 0
+    assert _cli(capsys, "publish", state, "--k", "4")[0] == 0
+    l, r = load_curator(state).outstanding.popitem()[0]
+    csv = tmp_path / "rel.csv"
+    csv.write_text("y,l,r\n" + "".join(f"{l + 0.1 * i},{l},{r}\n" for i in range(3)))
+    reader = sqlite3.connect(state)  # idle: it only keeps the WAL from being removed
+    try:
+        reader.execute("SELECT count(*) FROM releases").fetchall()
+        code, out, err = _cli(capsys, "take", state, csv)
+        assert code == 0, err
+        alone = tmp_path / "moved.db"
+        shutil.copy(state, alone)
+        assert len(load_curator(alone).releases()[0]) == 3
+    finally:
+        reader.close()

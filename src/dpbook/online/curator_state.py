@@ -305,6 +305,9 @@ def _transaction(path, write):
         con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         yield con
         con.execute("COMMIT")
+        if write:  # into the file itself, so that the file alone is the state (a mv or
+            # cp of it loses nothing) even while another connection keeps the WAL
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         con.close()  # without COMMIT: rolled back
 
