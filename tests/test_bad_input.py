@@ -139,6 +139,7 @@ def test_collapsed_smc_and_frozen_mhaar_are_reported(capsys):
     import warnings
 
     from dpbook.mhaar import mhaar
+    from dpbook.online.ibis import marginal_posterior
     from dpbook.smc import smc_posterior
     from dpbook.validation import ReliabilityWarning
 
@@ -149,7 +150,10 @@ def test_collapsed_smc_and_frozen_mhaar_are_reported(capsys):
         mhaar(y, l, r, 1e6, n_iter=2000, seed=0)
     with pytest.warns(ReliabilityWarning, match="fewer than 10 particles.*n_particles"):
         smc_posterior(y, l, r, 1.0, n_particles=4, seed=1)  # too few for a summary
+    with pytest.warns(ReliabilityWarning, match="the marginal SMC's weights.*--particles"):
+        marginal_posterior(y, l, r, 1.0, n_particles=2, seed=1)  # was silent
     with warnings.catch_warnings():  # an ordinary run stays quiet
         warnings.simplefilter("error", ReliabilityWarning)
         smc_posterior(y, l, r, 1.0, n_particles=200, seed=0)
+        marginal_posterior(y, l, r, 1.0, n_particles=200, seed=0)
         mhaar(y, l, r, 1.0, n_iter=2000, seed=0)

@@ -519,20 +519,29 @@ def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=10
         smc.update(y[t], l[t], r[t])
         if progress is not None:
             progress.update(1)
-    if smc.history.ess and smc.history.ess[-1] < ESS_FLOOR:
-        from dpbook.diagnostics import prior_note
-
-        # particles drawn from a prior far from the data collapse too: name it then
-        note = prior_note(smc.family, smc.quantile(0.5))
-        what = ("collapsed onto one particle" if smc.history.ess[-1] < 1.5 else
-                f"rest on fewer than {ESS_FLOOR} particles")
-        warnings.warn(f"the SMC weights {what} (final ESS {smc.history.ess[-1]:.2f} of "
-                      f"{smc.N}): its posterior summary is not reliable here; "
-                      + (f"the likely cause is the prior: {note}" if note else
-                         "raise n_particles (--particles) or use the exact posterior"),
-                      ReliabilityWarning, stacklevel=2)
+    check_ess(smc, "the SMC", stacklevel=3)
     check_particles(smc, y, l, r, "the SMC", stacklevel=3)
     return smc
+
+
+def check_ess(post, method, stacklevel=2):
+    """A one-line ReliabilityWarning when the final effective sample size of the weighted
+    particles of ``post`` (an SMC or a marginal SMC) is below :data:`ESS_FLOOR`, naming
+    the option that helps (or the prior, when particles drawn from it are far from the
+    data)."""
+    ess_final = post.history.ess[-1] if post.history.ess else math.inf
+    if ess_final >= ESS_FLOOR:
+        return
+    from dpbook.diagnostics import prior_note
+
+    note = prior_note(post.family, post.quantile(0.5))
+    what = ("collapsed onto one particle" if ess_final < 1.5 else
+            f"rest on fewer than {ESS_FLOOR} particles")
+    warnings.warn(f"{method}'s weights {what} (final ESS {ess_final:.2f} of "
+                  f"{len(post.w)}): its posterior summary is not reliable here; "
+                  + (f"the likely cause is the prior: {note}" if note else
+                     "raise n_particles (--particles) or use the exact posterior"),
+                  ReliabilityWarning, stacklevel=stacklevel + 1)
 
 
 def check_particles(post, y, l, r, method, stacklevel=2):
