@@ -383,3 +383,23 @@ def test_engine_with_a_score_that_does_not_compile():
     th, x = s.theta[:64], s._x[0][:64, :30]
     np.testing.assert_allclose(s._information(th, x), SMC._information(s, th, x),
                                rtol=1e-14)
+
+
+def test_a_subclass_of_the_normal_family_keeps_every_fast_path():
+    """Dispatch by inheritance: a subclass that only names itself (or adds options)
+    gets every compiled path of the paper's model; one that defines its density anew
+    is another model and gets none of them."""
+    from dpbook import backends
+    from dpbook.model.families.base import inherits_model
+
+    mine = type("MyNormal", (Normal,), {"name": "my_normal"})()
+    other = type("NormalBody", (Normal,), {"base_logpdf": Logistic.base_logpdf})()
+    assert inherits_model(mine, Normal) and not inherits_model(other, Normal)
+    registered = [a for a, fam, _ in backends._REGISTRY if fam is Normal]
+    assert len(registered) == 7
+    for algorithm in registered:
+        paper = backends.backend(algorithm, "normal", "laplace")
+        assert backends.backend(algorithm, mine, "laplace") is paper, algorithm
+        assert backends.backend(algorithm, other, "laplace") is not paper, algorithm
+    assert SMC.for_model(mine) is NormalLaplaceSMC
+    assert SMC.for_model(other) is not NormalLaplaceSMC

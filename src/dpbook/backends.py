@@ -8,9 +8,11 @@ public entry points (:func:`dpbook.mhaar.mhaar`,
 implementation to run; the command line, the experiment runner and the notebooks never
 choose one themselves.
 
-The registry is keyed by (algorithm, family class, mechanism class), matched exactly:
-a subclass of :class:`~dpbook.model.families.normal.Normal` is not the model the kernel
-implements, so it runs the generic code.  So does a family whose prior is not Section
+The registry is keyed by (algorithm, family class, mechanism class); a family matches
+by inheritance (:func:`~dpbook.model.families.base.inherits_model`): a subclass of
+:class:`~dpbook.model.families.normal.Normal` keeps its kernels unless it defines one of
+the methods that make the model anew, and the mechanism's class matches exactly.  A
+family whose prior is not Section
 6's (``family.with_prior(...)``), except for the kernels that take the prior as an
 argument (the exact posterior's and MHAAR's, called with ``prior=family.prior``) and
 those it does not enter (Fisher
@@ -42,6 +44,7 @@ import functools
 import importlib
 
 from dpbook.model.families import as_family
+from dpbook.model.families.base import inherits_model
 from dpbook.model.families.normal import Normal
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
@@ -83,8 +86,9 @@ def backend(algorithm: str, family=None, mechanism="laplace"):
     None (run the generic code).  ``family``: a name, a Family or None (normal).  For a
     family with a prior other than Section 6's, a kernel of ``PRIOR_ARGUMENT`` comes with
     ``prior=`` bound, and one that compiles the prior in is not used."""
-    fam = as_family(family)
-    key = (algorithm, type(fam), type(get_mechanism(mechanism)))
+    fam, mech = as_family(family), type(get_mechanism(mechanism))
+    key = next((k for k in _REGISTRY if k[0] == algorithm and k[2] is mech
+                and inherits_model(fam, k[1])), None)
     target = _REGISTRY.get(key)
     if isinstance(target, str):
         target = _REGISTRY[key] = _resolve(target)

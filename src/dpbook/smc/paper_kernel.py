@@ -38,7 +38,7 @@ from numba.extending import intrinsic
 from dpbook import rng as _rng
 from dpbook import vmath
 from dpbook.model.families import as_family
-from dpbook.model.families.base import owner
+from dpbook.model.families.base import inherits_model
 from dpbook.model.families.normal import Normal, gibbs_conjugate
 from dpbook.model.mechanisms import LaplaceMechanism, get_mechanism
 from dpbook.model.prior import LocationScalePrior
@@ -59,10 +59,6 @@ P_MH, P_ZIG, P_GIBBS, P_SUBSET = _rng.SMC_MOVE, _rng.SMC_DRAW, _rng.SMC_THETA, _
 # particle has its own streams, so the output does not depend on it or on threads).
 _LANES = 128
 _ULANES = uint64(_LANES)
-# what the kernel computes in closed form: a family that does not inherit these as
-# Normal has them is another model
-_NORMAL_METHODS = ("base_logpdf", "base_ppf", "base_sample", "gibbs", "sample",
-                   "from_latent", "logpdf")
 _WIS = _rng.WIS
 _KIF = _rng.KIF
 
@@ -303,9 +299,8 @@ class NormalLaplaceSMC(SMC):
         """The paper's model: the Laplace mechanism, a normal / inverse-gamma prior, and
         the normal family or a subclass that keeps its density, draws and Gibbs move."""
         return (type(get_mechanism(mechanism)) is LaplaceMechanism
-                and isinstance(family, Normal)
-                and isinstance(family.prior, LocationScalePrior)
-                and all(owner(family, m) is owner(Normal, m) for m in _NORMAL_METHODS))
+                and inherits_model(family, Normal)
+                and isinstance(family.prior, LocationScalePrior))
 
     def __init__(self, eps, family=None, mechanism="laplace", n_particles=1000, n_max=1000,
                  seed=0, every=20, n_theta_moves=1, generic=False, subset=None):

@@ -263,6 +263,22 @@ SF_ENDS = np.concatenate([[0.0, 0.25, 0.5], 2.0 ** np.arange(61)])
 SF_GL = np.polynomial.legendre.leggauss(8)
 
 
+# the methods that define a family's model: what a compiled path for a family class
+# computes in its own way, and so what a subclass must not override to keep that path
+MODEL_METHODS = ("base_logpdf", "base_dlogpdf", "base_cdf", "base_sf", "base_ppf",
+                 "base_sample", "logpdf", "score", "sample", "cdf", "sf", "ppf", "cdf_grad",
+                 "latent_sample", "from_latent", "gibbs")
+
+
+def inherits_model(family, cls) -> bool:
+    """Whether ``family`` is ``cls``'s model: an instance of it (or of a subclass) whose
+    class defines none of :data:`MODEL_METHODS` anew (a subclass that adds options, a
+    name or a prior keeps ``cls``'s compiled paths; one that changes the density does
+    not)."""
+    return isinstance(family, cls) and all(owner(family, m) is owner(cls, m)
+                                           for m in MODEL_METHODS)
+
+
 def owner(family, name):
     """The class in the MRO of ``family`` (a family or its class) that defines ``name``:
     what a compiled path asks before it takes a family, so that a subclass inherits a
