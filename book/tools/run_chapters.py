@@ -387,9 +387,11 @@ def code_version() -> dict:
 
 def rerun_command(name: str, parameters: dict) -> str:
     number = name.split("_", 1)[0]
-    extra = " ".join(f"-p {k} {shlex.quote(v if isinstance(v, str) else json.dumps(v))}"
-                     for k, v in parameters.items()
-                     if k != "mode" and k not in EXECUTOR_PARAMETERS)
+    # each value quoted for the shell, then escaped for the double quotes of ARGS="..."
+    extra = " ".join(
+        f"-p {k} " + re.sub(r'([\\"`])', r"\\\1",
+                            shlex.quote(v if isinstance(v, str) else json.dumps(v)))
+        for k, v in parameters.items() if k != "mode" and k not in EXECUTOR_PARAMETERS)
     args = f' ARGS="{extra}"' if extra else ""
     return f"make chapter CH={number} MODE={parameters.get('mode', 'quick')}{args} && make html"
 
