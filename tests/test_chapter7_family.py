@@ -114,3 +114,24 @@ def test_chapter_7_runs_on_a_family_file(tmp_path, monkeypatch):
     assert "check_family on the GenLogistic family" in text
     assert "../figures/07_new_family-genlogistic-" in text
     assert "the SMC agrees with the exact posterior" in text
+
+
+def test_a_posterior_beyond_the_tolerance_is_a_warning_on_the_page():
+    """The SMC-versus-exact check's verdict (issue 53, 6), on made-up z values."""
+    import numpy as np
+    import pandas as pd
+    from IPython.display import Markdown
+    from scipy import stats
+
+    cell = next(c.source for c in jupytext.read(CHAPTER).cells if "tolerance =" in c.source)
+    verdict = cell[cell.index("z = posterior_check"):cell.index("show_table(posterior_check")]
+    index = pd.MultiIndex.from_product([["adaptive", "fixed"], ["loc", "scale"],
+                                        [0.1, 0.5, 0.9]])
+    for z, warned in ((np.full(12, 2.79), False), (np.r_[np.zeros(11), 12.0], True)):
+        shown = []
+        exec(verdict, dict(posterior_check=pd.DataFrame({"(SMC − exact)/sd": z}, index),
+                           stats=stats, size={"reruns": 5}, Markdown=Markdown,
+                           display=lambda m, shown=shown: shown.append(m.data)))
+        assert bool(shown) == warned
+    assert shown[0].startswith("```{warning}\nWARNING: the SMC's posterior misses")
+    assert "fixed scale q=0.9: 12.00 sd" in shown[0]
