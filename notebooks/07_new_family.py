@@ -35,9 +35,11 @@
 # and fixed intervals.  **To run it on your own family** there is nothing to copy: name
 # the class and its true parameter,
 # `make chapter CH=07 MODE=quick ARGS="-p family path/to/file.py:Class -p truth '[50, 3]'"`
-# (`-p family_options '{"shape": 2}'` for the class's options), then `make html`.
+# (`-p family_options '{"shape": 2}'` for the class's options; a relative path is read from
+# the repository root or the directory you run it in), then `make html`.
 #
 # ```{glue:md} ch07-built-with
+# :format: myst
 # ```
 
 # %% tags=["parameters"]
