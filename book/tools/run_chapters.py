@@ -39,6 +39,8 @@ import datetime
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -242,12 +244,29 @@ def package_files() -> list[Path]:
             ROOT / "pyproject.toml", Path(__file__).resolve()]
 
 
+def parameter_files(parameters: dict) -> list[Path]:
+    """The files that string parameters name (``path/to/file.py`` or
+    ``path/to/file.py:Class``, from the root or the current directory, as chapter 7's
+    ``family``): their content is an input of the chapter, as its source is."""
+    found = []
+    for value in parameters.values():
+        if not isinstance(value, str):
+            continue
+        where = value.rpartition(":")[0] if re.search(r"\.py:\w+$", value) else value
+        for base in (ROOT, Path.cwd()):
+            if where and (base / where).is_file():
+                found.append(base / where)
+                break
+    return found
+
+
 def chapter_inputs(source: Path, parameters: dict) -> dict:
     """SHA-256 of each input of a chapter except the stores it reads."""
     what = {k: v for k, v in chapter_parameters(source, parameters).items()
             if k not in EXECUTOR_PARAMETERS}
     inputs = {"source": _sha(source.read_bytes()),
-              "parameters": _sha(json.dumps(what, sort_keys=True).encode()),
+              "parameters": _sha(json.dumps(what, sort_keys=True).encode(),
+                                 *(f.read_bytes() for f in parameter_files(what))),
               "package": _tree_hash(f for f in package_files() if f.exists())}
     num = source.stem.split("_", 1)[0]
     if num in FINAL:  # what it reads of the other chapters (see FINAL)
@@ -305,7 +324,7 @@ def stale_reason(source: Path, parameters: dict, inputs: dict | None = None) -> 
         return "not executed yet"
     inputs = chapter_inputs(source, parameters) if inputs is None else inputs
     for name, what in (("source", "its source changed"),
-                       ("parameters", "its parameters changed"),
+                       ("parameters", "its parameters (or a file they name) changed"),
                        ("package", "the package or the environment changed"),
                        ("chapters", "what it reads of the other chapters changed")):
         if record["inputs"].get(name) != inputs.get(name):
@@ -368,9 +387,11 @@ def code_version() -> dict:
 
 def rerun_command(name: str, parameters: dict) -> str:
     number = name.split("_", 1)[0]
-    extra = " ".join(f"-p {k} {v if isinstance(v, str) else json.dumps(v)}"
-                     for k, v in parameters.items()
-                     if k != "mode" and k not in EXECUTOR_PARAMETERS)
+    # each value quoted for the shell, then escaped for the double quotes of ARGS="..."
+    extra = " ".join(
+        f"-p {k} " + re.sub(r'([\\"`])', r"\\\1",
+                            shlex.quote(v if isinstance(v, str) else json.dumps(v)))
+        for k, v in parameters.items() if k != "mode" and k not in EXECUTOR_PARAMETERS)
     args = f' ARGS="{extra}"' if extra else ""
     return f"make chapter CH={number} MODE={parameters.get('mode', 'quick')}{args} && make html"
 
@@ -400,8 +421,9 @@ def provenance_markdown(source: Path, record: dict) -> str:
 def caption_tables(nb) -> list[str]:
     """Wrap every table output (dpbook.figures.show_table) in a numbered MyST table
     directive with the caption and label of its cell's metadata (``# %% caption="..."
-    name="tbl-..."`` in the chapter source); the problems found: a table without a
-    caption, a caption without a table."""
+    name="tbl-..."`` in the chapter source; ``{field}`` placeholders take the values of
+    show_table's keyword arguments, if it had any); the problems found: a table without
+    a caption, a caption without a table."""
     from dpbook.figures import TABLE_KEY
 
     problems = []
@@ -418,6 +440,14 @@ def caption_tables(nb) -> list[str]:
             problems.append(f"{where} has a caption and {len(tables)} tables")
         if not caption or len(tables) != 1:
             continue
+        fields = tables[0]["metadata"][TABLE_KEY]
+        if isinstance(fields, dict):  # show_table(df, family="Gumbel"): "... {family} ..."
+            try:
+                caption = caption.format(**fields)
+            except (KeyError, IndexError, ValueError) as exc:
+                problems.append(f"{where}: its caption does not take the fields "
+                                f"{sorted(fields)} ({exc!r})")
+                continue
         label = f":name: {name}\n" if name else ""
         body = tables[0]["data"]["text/markdown"]
         tables[0]["data"]["text/markdown"] = \
@@ -667,6 +697,10 @@ def main(argv=None) -> int:
     # 16% of its CPU time.  Results do not change.
     for name, value in keep_freed_memory_env().items():
         os.environ.setdefault(name, value)
+
+    # a chapter's kernel runs in the root: a relative file a parameter names may be
+    # relative to the directory this was started in (chapter 7's family file)
+    os.environ["DPBOOK_CALLER_CWD"] = os.getcwd()
 
     start = time.perf_counter()
 

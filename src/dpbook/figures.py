@@ -537,10 +537,12 @@ class Table:
     Jupyter).  The caption and label live in the code cell's metadata (``caption``,
     ``name``: in the chapter source ``# %% caption="..." name="tbl-..."``), beside the
     table, not in its code; the book's build (``book/tools/run_chapters.py``) wraps the
-    table in a numbered MyST table directive with them."""
+    table in a numbered MyST table directive with them; ``fields`` fill ``{field}``
+    placeholders in the caption (a caption that names what the chapter computed on)."""
 
-    def __init__(self, df, digits: int):
+    def __init__(self, df, digits: int, fields: dict | None = None):
         self.text, self.align = format_table(df, digits)
+        self.fields = {k: _plain(v) for k, v in (fields or {}).items()}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         def row(cells):
@@ -552,20 +554,21 @@ class Table:
         data = {"text/markdown": body + "\n",
                 "text/html": self.text.to_html(index=False, escape=True),
                 "text/plain": self.text.to_string(index=False)}
-        return data, {TABLE_KEY: True}
+        return data, {TABLE_KEY: self.fields or True}
 
 
-def show_table(df, digits: int = 3) -> Table:
+def show_table(df, digits: int = 3, **fields) -> Table:
     """Show a DataFrame (or Series) as a table for readers: its numbers formatted by
     :func:`format_table`; its caption and label come from the cell's metadata (see
-    :class:`Table`)."""
+    :class:`Table`), with ``{field}`` placeholders filled from ``fields``
+    (``show_table(df, family="Gumbel")`` with ``caption="... the {family} family ..."``)."""
     import pandas as pd
 
     if isinstance(df, pd.Series):
         df = df.to_frame(df.name if df.name is not None else "value")
         if df.index.name is None:
             df = df.rename_axis("")
-    return Table(df, digits)
+    return Table(df, digits, fields)
 
 
 def glue_number(key: str, value) -> None:
