@@ -142,3 +142,21 @@ def test_the_running_page_s_session_prints_what_the_page_says(tmp_path, capsys, 
         code = main(argv[1:])
         out = capsys.readouterr()
         assert (out.out if code == 0 else out.err).splitlines() == shown, command
+
+
+def test_a_take_warns_of_a_prior_data_conflict_as_stream_does(tmp_path, capsys):
+    """A prior stated in other units than the releases (--range 1000 1100, releases near
+    50): take says so in one line after its result, as dpbook stream does; releases in
+    the prior's units stay quiet."""
+    state = tmp_path / "s.db"
+    _cli(capsys, "init", state, "--eps", "1", "--range", "1000", "1100")
+    l, r = map(float, _cli(capsys, "publish", state, "--k", "40").split())
+    assert main(["curator", "take", str(state),
+                 str(_csv(tmp_path / "near.csv", [(l + 0.01 * i, l, r) for i in range(20)]))]) == 0
+    out = capsys.readouterr()
+    assert "took 20" in out.out and "conflict" not in out.err, out.err
+    assert main(["curator", "take", str(state),
+                 str(_csv(tmp_path / "far.csv", [(50 + 0.1 * i, l, r) for i in range(20)]))]) == 0
+    out = capsys.readouterr()
+    assert "took 20" in out.out
+    assert out.err.startswith("dpbook: warning: prior-data conflict") and out.err.count("\n") == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from dpbook.cli.args import (
@@ -21,7 +22,7 @@ from dpbook.cli.family import (
     family_from_args,
     prior_from_args,
 )
-from dpbook.cli.summary import posterior_result, record, result_lines
+from dpbook.cli.summary import posterior_result, record, result_lines, warn_conflict
 from dpbook.online.methods import ONLINE_METHODS, get_method
 
 # the methods without latent values: no stream length to fix before the first release
@@ -116,11 +117,14 @@ def _row(path, i):
 
 def cmd_curator(args):
     try:
-        out, lines = _curator(args)
+        out, lines, conflict = _curator(args)
     except OSError as e:  # the state file or its lock: permissions, a directory, a full disk
         where = e.filename or args.state
         raise ValueError(f"{where}: {e.strerror or e}") from None
     print_result(out, getattr(args, "json", False), lines)  # stdout's errors are main's
+    if conflict:  # a take: the prior-data check, as dpbook stream's, once the result is out
+        sys.stdout.flush()
+        warn_conflict(*conflict[:-1], medians=conflict[-1])
 
 
 def _curator(args):
@@ -154,8 +158,9 @@ def _curator(args):
             curator = make_curator(args.eps, args.method, policy, family, mechanism,
                                    n_particles=args.particles or 1000, seed=args.seed)
             save_curator(curator, state)
-            return {}, [f"curator ({args.method}, eps = {args.eps}) saved in {state}"]
+            return {}, [f"curator ({args.method}, eps = {args.eps}) saved in {state}"], None
         curator = load_curator(state)
+        conflict = None
         if args.action == "status":
             out = curator_status(curator)
             lines = [f"{curator.n} releases taken, {sum(curator.outstanding.values())} "
@@ -172,6 +177,10 @@ def _curator(args):
                 raise ValueError(f"{_row(args.releases, bad[0])}: {bad[1]}; nothing taken")
             curator.take_many(y, l, r)  # all or nothing
             out = {"took": int(y.size), "skipped": skipped} | curator_status(curator)
+            post = curator.posterior
+            medians = {p: s["median"] for p, s in out.get("posterior", {}).items()} \
+                if hasattr(post, "quantile") else None
+            conflict = (post.family, post.mechanism, *curator.releases(), post.eps, medians)
             lines = [f"took {y.size} release{'s' * (y.size != 1)}"
                      + (f" ({skipped} rows with an empty cell skipped)" if skipped else "")
                      + f"; {curator.n} in all, {sum(curator.outstanding.values())} still "
@@ -182,4 +191,4 @@ def _curator(args):
             lines = [f"withdrew {args.k}; {sum(curator.outstanding.values())} still expected"]
         if args.action != "status":
             save_curator(curator, state)  # one transaction: the releases and a snapshot
-    return out, lines
+    return out, lines, conflict
