@@ -3,6 +3,8 @@ in its options or in its methods, the command line answers in one line with exit
 status 2 naming the family and what was wrong, never a traceback, a hang or an
 answer computed from NaN."""
 
+from pathlib import Path
+
 import pytest
 
 from dpbook.cli import main
@@ -54,3 +56,74 @@ def test_a_family_file_that_fails_at_import_or_in_its_options_is_one_line(
         capsys, tmp_path, body, message):
     spec = _family(tmp_path, body)
     assert message in _error(capsys, [*FISHER, "--family", spec])
+
+
+METHODS = [
+    ("base_cdf = LocationScaleFamily.base_cdf", "C does not define base_cdf()"),
+    ("base_ppf = LocationScaleFamily.base_ppf", "C does not define base_ppf()"),
+    ("def base_logpdf(self, z): return np.full_like(np.asarray(z, float), np.nan)",
+     "C.base_logpdf returned nan"),
+    ("def base_logpdf(self, z): return np.full_like(np.asarray(z, float), np.inf)",
+     "C.base_logpdf returned inf"),
+    ("def base_cdf(self, z): return np.zeros(3)",
+     "C.base_cdf returned an array of shape (3,) for an input of shape (7,)"),
+    ("def base_cdf(self, z): return 1 - special.expit(z)", "C.base_cdf is not a cdf"),
+    ("def base_ppf(self, q): return np.asarray(q, float) * 0 + 5.0",
+     "C.base_cdf(base_ppf(q)) is 0.9933 at q = 0.01"),
+    ("def base_ppf(self, q): raise ZeroDivisionError('oops')",
+     "C.base_ppf raised ZeroDivisionError: oops"),
+    ("def __init__(self): raise KeyError('x')", "C() raised KeyError: 'x'"),
+    ("def base_ppf(self, q):\n        while True: pass", "C.base_ppf did not return within 0.5 s"),
+]
+
+
+@pytest.mark.parametrize("body, message", METHODS, ids=[m[:30] for _, m in METHODS])
+def test_a_family_whose_methods_fail_is_one_line_before_use(capsys, tmp_path, monkeypatch,
+                                                            body, message):
+    monkeypatch.setattr("dpbook.cli.family.USER_CODE_SECONDS", 0.5)
+    spec = _family(tmp_path, "class C(Good):\n    " + body)
+    err = _error(capsys, [*FISHER, "--family", spec])
+    assert f"--family {spec}: {message}" in err
+
+
+def test_a_family_without_default_theta_and_an_import_that_runs_forever(capsys, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr("dpbook.cli.family.USER_CODE_SECONDS", 0.5)
+    spec = _family(tmp_path, """
+from dpbook.model.families import Family
+class C(Family):
+    name, params, positive = "c", ("a",), (False,)
+    def ppf(self, q, a): return a + special.ndtri(q)""")
+    assert "C does not define default_theta()" in _error(capsys, [*FISHER, "--family", spec])
+    spec = _family(tmp_path, "while True:\n    pass", name="forever.py")
+    assert "its import did not return within 0.5 s" in _error(capsys, [*FISHER, "--family",
+                                                                        spec])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("raise KeyError('late')", "its base_dlogpdf raised KeyError: 'late'"),
+    ("sys.exit(0)", "its base_dlogpdf called sys.exit(0)"),
+])
+def test_a_method_that_fails_after_the_probe_is_one_line(capsys, tmp_path, body, message):
+    """The probe tries seven points; a method that fails on others, later, is one line
+    naming the class, its file and the method."""
+    spec = _family(tmp_path, f"""
+import sys
+class C(Good):
+    def base_dlogpdf(self, z):
+        if np.size(z) > 7:
+            {body}
+        return -np.tanh(z / 2)""")
+    err = _error(capsys, [*FISHER, "--family", spec])
+    assert f"the family C of {spec[:-2]}: {message}" in err
+
+
+def test_the_probe_passes_the_shipped_and_the_test_families():
+    from dpbook.cli.family import user_family
+    from dpbook.model.checks import probe_family
+    from dpbook.model.families import available
+
+    for cls in available().values():
+        probe_family(cls())
+    for spec in ("hypsecant_family.py:HypSecant", "genlogistic_family.py:GenLogistic"):
+        probe_family(user_family(f"{Path(__file__).parent / 'data' / spec}")())
