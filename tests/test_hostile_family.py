@@ -127,3 +127,62 @@ def test_the_probe_passes_the_shipped_and_the_test_families():
         probe_family(cls())
     for spec in ("hypsecant_family.py:HypSecant", "genlogistic_family.py:GenLogistic"):
         probe_family(user_family(f"{Path(__file__).parent / 'data' / spec}")())
+
+
+def _new_process(path):
+    """Forget the imported family file, as the next command's process would."""
+    import sys
+
+    for k, m in list(sys.modules.items()):
+        if k.startswith("dpbook_user_") and getattr(m, "__file__", None) == str(path.resolve()):
+            del sys.modules[k]
+
+
+def _unhashed(state):
+    """The state as made before issue 55: its config without family_sha256."""
+    import hashlib
+    import json
+    import sqlite3
+
+    con = sqlite3.connect(state)
+    config = json.loads(con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
+    text = json.dumps({k: v for k, v in config.items() if k != "family_sha256"})
+    sha = hashlib.sha256(json.dumps(["meta", "config", text]).encode()).hexdigest()
+    con.execute("UPDATE meta SET value = ?, sha256 = ? WHERE key = 'config'", (text, sha))
+    con.commit()
+    con.close()
+
+
+def test_a_curator_state_refuses_a_changed_family_file(capsys, tmp_path):
+    spec = _family(tmp_path, "class C(Good):\n    pass")
+    path, state = tmp_path / "fam.py", tmp_path / "st"
+    assert main(["curator", "init", str(state), "--eps", "1", "--range", "0", "10",
+                 "--particles", "40", "--family", spec]) == 0
+    assert main(["curator", "publish", str(state)]) == 0
+    path.write_text(path.read_text().replace("- 2 * np.log1p", "- 1.9 * np.log1p"))
+    _new_process(path)
+    err = _error(capsys, ["curator", "publish", str(state)])
+    assert f"its family {path}:C has changed since the state was made (sha256 " in err
+    assert main(["curator", "status", str(state), "--family-changed-ok"]) == 0
+    _new_process(path)
+    _unhashed(state)  # a state made before the hash: loaded as before
+    assert main(["curator", "status", str(state)]) == 0
+    path.write_text(path.read_text().replace("return -np.abs(z)", "return np.nan * z"))
+    _new_process(path)  # a changed file is probed as the command line's init probes it
+    assert "C.base_logpdf returned nan" in _error(capsys, ["curator", "status", str(state)])
+
+
+def test_an_experiment_store_refuses_a_changed_family_file(capsys, tmp_path):
+    spec = _family(tmp_path, "SCALE = 1.0\nclass C(Good):\n    pass")
+    path, out = tmp_path / "fam.py", tmp_path / "out"
+    argv = ["experiment", "--out", str(out), "--runs", "1", "--n", "6", "--particles", "20",
+            "--eps", "2", "--workers", "1", "--no-progress", "--methods", "smc-fixed",
+            "--family", spec, "--json"]
+    assert main(argv) == 0
+    path.write_text(path.read_text().replace("SCALE = 1.0", "SCALE = 2.0"))  # not the class
+    _new_process(path)
+    err = _error(capsys, argv)
+    assert f"{out} holds results of the family 'good' from a file that has changed" in err
+    capsys.readouterr()
+    assert main([*argv, "--family-changed-ok"]) == 0
+    assert '"tasks": 1' in capsys.readouterr().out
