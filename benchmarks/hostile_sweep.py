@@ -181,6 +181,59 @@ class Flag(LocationScaleFamily):
 """
 
 
+GOOD_FAMILY = """
+import sys
+import numpy as np
+from scipy import special
+from dpbook.model.families import Family, LocationScaleFamily
+class Good(LocationScaleFamily):
+    name = "good"
+    def base_logpdf(self, z): return -np.abs(z) - 2 * np.log1p(np.exp(-np.abs(z)))
+    def base_dlogpdf(self, z): return -np.tanh(z / 2)
+    def base_cdf(self, z): return special.expit(z)
+    def base_ppf(self, q): return np.log(q) - np.log1p(-q)
+    def base_sample(self, rng, size=None): return rng.logistic(0.0, 1.0, size)
+"""
+# issue 55, item 4: a family file's body after GOOD_FAMILY, each a one-line error
+HOSTILE_FAMILIES = {
+    "sys.exit(0) at import": "sys.exit(0)",
+    "syntax error": "def (",
+    "exception at import": "raise RuntimeError('boom')",
+    "no base_cdf": "class C(Good):\n    base_cdf = LocationScaleFamily.base_cdf",
+    "no base_ppf": "class C(Good):\n    base_ppf = LocationScaleFamily.base_ppf",
+    "no default_theta": "class C(Family):\n    name, params, positive = 'c', ('a',), (False,)",
+    "NaN logpdf": "class C(Good):\n    def base_logpdf(self, z): return np.nan * z",
+    "inf logpdf": "class C(Good):\n    def base_logpdf(self, z): return np.inf + z",
+    "NaN cdf": "class C(Good):\n    def base_cdf(self, z): return np.nan * z",
+    "cdf of wrong shape": "class C(Good):\n    def base_cdf(self, z): return np.zeros(3)",
+    "decreasing cdf": "class C(Good):\n    def base_cdf(self, z): return special.expit(-z)",
+    "ppf outside support": "class C(Good):\n    def base_ppf(self, q): return 0 * q + 5.0",
+    "method raises": "class C(Good):\n    def base_ppf(self, q): return 1 / 0",
+    "method fails later": "class C(Good):\n    def base_dlogpdf(self, z):\n"
+                          "        return {}['late'] if np.size(z) > 7 else np.tanh(z)",
+    "method exits later": "class C(Good):\n    def base_dlogpdf(self, z):\n"
+                          "        return sys.exit(0) if np.size(z) > 7 else np.tanh(z)",
+    "method runs forever": "class C(Good):\n    def base_ppf(self, q):\n"
+                           "        while True: pass",
+    "options a list": "class C(Good):\n    options = ['shape']",
+    "option named 1": "class C(Good):\n    options = {1: (float, 1.0, 'x')}",
+    "option clashes": "class C(Good):\n    options = {'eps': (float, 1.0, 'x')}\n"
+                      "    def __init__(self, eps=1.0): pass",
+    "__init__ without option": "class C(Good):\n    options = {'shape': (float, 1.0, 'x')}",
+    "__init__ needs more": "class C(Good):\n    def __init__(self, k): pass",
+}
+
+
+def _changed_family(argv):
+    """A curator state or experiment store made with fam.py, then fam.py edited."""
+    def make(d):
+        (d / "fam.py").write_text(GOOD_FAMILY + "class C(Good):\n    pass\n")
+        subprocess.run([sys.executable, "-m", "dpbook.cli", *argv, "--family", "fam.py:C"],
+                       cwd=d, env=_env(), capture_output=True, timeout=120, check=True)
+        (d / "fam.py").write_text(GOOD_FAMILY + "SCALE = 2\nclass C(Good):\n    pass\n")
+    return make
+
+
 def _gz(data):
     return gzip.compress(data.encode())
 
@@ -547,6 +600,20 @@ CASES = [
       for text, want in (("false", False), ("False", False), ("0", False), ("true", True))],
     case("55: bool family option maybe", FISHER + ["--family", "fam.py:Flag", "--flag", "maybe"],
          "error", {"fam.py": BOOL_FAMILY}),
+    *[case(f"55: family {what}", FISHER + ["--family", "fam.py:C"], "error",
+           {"fam.py": GOOD_FAMILY + body + "\n"}, timeout=90)
+      for what, body in HOSTILE_FAMILIES.items()],
+    case("55: family NaN logpdf on stream", STREAM + ["--family", "fam.py:C"], "error",
+         {**V, "fam.py": GOOD_FAMILY + HOSTILE_FAMILIES["NaN logpdf"]}),
+    case("55: family good", FISHER + ["--family", "fam.py:C", "--json"], "ok",
+         {"fam.py": GOOD_FAMILY + "class C(Good):\n    pass\n"}, check=fisher_ok),
+    *[case(f"55: family file changed under a curator state{ok}",
+           ["curator", "status", "st", *ok.split()], "ok" if ok else "error",
+           {"x": _changed_family(INIT)}, outputs=("st", "st.lock"))
+      for ok in ("", " --family-changed-ok")],
+    case("55: family file changed under an experiment store", EXP + [
+        "--methods", "smc-fixed", "--family", "fam.py:C"], "error",
+         {"x": _changed_family(EXP + ["--methods", "smc-fixed"])}, outputs=("out",)),
 ]
 
 

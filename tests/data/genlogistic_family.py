@@ -42,3 +42,6 @@ class GenLogistic(LocationScaleFamily):
 
 class Clashing(GenLogistic):
     options = {"eps": (float, 1.0, "an option named as one of dpbook's own")}
+
+    def __init__(self, eps=1.0):
+        super().__init__()

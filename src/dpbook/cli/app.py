@@ -13,7 +13,7 @@ import warnings
 
 from dpbook.cli import EARLY_SIGNALS, calibrate, curate, experiment, fisher, posterior, stream
 from dpbook.cli.args import Parser, UsageError
-from dpbook.cli.family import add_user_family_options
+from dpbook.cli.family import add_user_family_options, user_code_error
 
 
 def build_parser() -> Parser:
@@ -153,5 +153,11 @@ def _main(argv) -> int:
         except KeyboardInterrupt as e:
             print(_interrupted(args, e), file=sys.stderr)
             return 143 if isinstance(e, _Terminated) else 130
+        except (Exception, SystemExit) as e:  # in a user's family: one line
+            msg = user_code_error(e)
+            if msg is None:
+                raise
+            print(f"dpbook: error: {msg}", file=sys.stderr)
+            return 2
         shown.flush()
     return 0

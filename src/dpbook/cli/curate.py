@@ -74,6 +74,9 @@ def add_parser(subparsers):
     st.add_argument("state")
     for q in (pub, take, wd, st):
         q.add_argument("--json", action="store_true", help=JSON_HELP)
+        q.add_argument("--family-changed-ok", action="store_true",
+                       help="use the state's family file although it changed since the "
+                            "state was made (its releases then rest on two models)")
     p.set_defaults(func=cmd_curator)
     return p
 
@@ -159,7 +162,7 @@ def _curator(args):
                                    n_particles=args.particles or 1000, seed=args.seed)
             save_curator(curator, state)
             return {}, [f"curator ({args.method}, eps = {args.eps}) saved in {state}"], None
-        curator = load_curator(state)
+        curator = load_curator(state, args.family_changed_ok)
         conflict = None
         if args.action == "status":
             out = curator_status(curator)

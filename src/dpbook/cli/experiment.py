@@ -68,6 +68,9 @@ def add_parser(subparsers):
                    help="individuals per published interval in the online methods "
                         "(default 1: Algorithm 1 as written); several values make one "
                         "store with a task per batch size (e.g. --batch 1 10 100)")
+    p.add_argument("--family-changed-ok", action="store_true",
+                   help="add to a store made with another version of the --family file "
+                        "(refused by default: its results would come from two models)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_experiment)
@@ -113,6 +116,7 @@ def cmd_experiment(args):
                         progress=not args.no_progress, workers=getattr(args, "workers", None),
                         keep_particles=getattr(args, "keep_particles", 1),
                         original_code=args.original_code, batch=args.batch,
+                        family_changed_ok=args.family_changed_ok,
                         **({} if args.subset is None else {"subset": args.subset}))
     out = Path(args.out)
     summ = summarize(df)

@@ -10,6 +10,9 @@ import warnings
 
 from dpbook.cli.args import Parser, UsageError, boolean, finite_float, integer
 
+# the time a user's family file has to import, and each of its methods to return on a few
+# points (dpbook.model.checks.probe_family): a loop that never ends hung dpbook
+USER_CODE_SECONDS = 30.0
 FAMILY_HELP = ("population family: {names} (default normal), or a Family subclass of "
                "your own as module:Class or path/to/file.py:Class, whose own options "
                "(its class's 'options') then follow, listed by --help after --family")
@@ -93,15 +96,46 @@ def user_family(spec: str) -> type:
     UsageError (one line) for a wrong path, module or class."""
     import cloudpickle
 
+    from dpbook.model.checks import time_limit
     from dpbook.model.families import family_class
 
     try:
-        cls = family_class(spec)
+        with time_limit(USER_CODE_SECONDS, "its import"):
+            cls = family_class(spec)
     except ValueError as e:
         raise UsageError(f"--family {spec}: {e}") from None
     if not cls.__module__.startswith("dpbook."):
         cloudpickle.register_pickle_by_value(sys.modules[cls.__module__])
     return cls
+
+
+def user_code_error(e: BaseException) -> str | None:
+    """One line for an exception raised in a user's family while dpbook ran it (a
+    method that fails on inputs the load-time probe did not try, or one that it lacks):
+    the class, the method and the error; None for an error of dpbook's own code, whose
+    traceback is kept."""
+    from dpbook.model.families import Family
+
+    where = None
+    tb = e.__traceback__
+    while tb is not None:  # the innermost frame of a method of a user's family
+        obj = tb.tb_frame.f_locals.get("self")
+        if isinstance(obj, Family) and not type(obj).__module__.startswith("dpbook.") and (
+                isinstance(e, NotImplementedError) or
+                not tb.tb_frame.f_globals.get("__name__", "").startswith("dpbook.")):
+            where = obj, tb.tb_frame.f_code.co_name
+        tb = tb.tb_next
+    if where is None:
+        return None
+    obj, method = where
+    file = getattr(sys.modules.get(type(obj).__module__), "__file__", None)
+    name = f"the family {type(obj).__name__}" + (f" of {file}" if file else "")
+    if isinstance(e, NotImplementedError):
+        return f"{name}: {e}"
+    if isinstance(e, SystemExit):
+        return f"{name}: its {method} called sys.exit({e.code!r})"
+    first = str(e).splitlines()[0] if str(e) else ""
+    return f"{name}: its {method} raised {type(e).__name__}: {first}"
 
 
 def family_from_args(args):
@@ -122,7 +156,22 @@ def family_from_args(args):
     if unknown:
         raise UsageError(f"--{sorted(unknown)[0].replace('_', '-')} is not an option of "
                          f"{args.family}")
-    return cls(**opts), args.mechanism
+    from dpbook.model.checks import probe_family, time_limit
+
+    try:
+        with time_limit(USER_CODE_SECONDS, f"{cls.__name__}()"):
+            family = cls(**opts)
+    except ValueError:  # a value its __init__ refuses, in its own words
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever the user's code raises: one line
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise UsageError(f"--family {args.family}: {cls.__name__}() raised "
+                         f"{type(e).__name__}: {first}") from None
+    try:  # before any use: its methods on a few points (milliseconds)
+        probe_family(family, seconds=USER_CODE_SECONDS)
+    except ValueError as e:
+        raise UsageError(f"--family {args.family}: {e}") from None
+    return family, args.mechanism
 
 
 def add_prior_arguments(p, with_range=True):

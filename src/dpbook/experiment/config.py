@@ -156,7 +156,7 @@ def _family_config(family, mechanism, theta, mu, sigma) -> dict:
     The normal family (the default) keeps the paper's ``mu``/``sigma`` keys; any other
     family gives its true theta as ``theta`` (default: the family's default_theta()).
     """
-    from dpbook.model.families import as_family, available
+    from dpbook.model.families import as_family, available, family_sha256
     from dpbook.model.mechanisms import check_mechanism
 
     fam = as_family(family)
@@ -173,6 +173,8 @@ def _family_config(family, mechanism, theta, mu, sigma) -> dict:
     out["theta"] = list(fam.check_theta(*theta))
     if not out["family_registered"]:
         out["family_source"] = _source_hash(type(fam))
+        if family_sha256(type(fam)):  # the whole file: a module-level helper too
+            out["family_sha256"] = family_sha256(type(fam))
     return out
 
 

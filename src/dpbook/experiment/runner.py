@@ -58,6 +58,7 @@ from dpbook.experiment.store import (
     check_same_config,
     code_version,
     collect,
+    family_change,
     package_versions,
     prepare_store,
     read_manifest,
@@ -116,14 +117,16 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                    workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
                    interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
                    theta=None, subset=None, original_code=False, batch=1, algorithm_seed=None,
-                   quartiles=False):
+                   quartiles=False, family_changed_ok=False):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
 
     ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
     the true ``theta`` run the same comparison for another population (default: the
     paper's normal with the Laplace mechanism, theta = (mu, sigma)).  A Family object
     that is not a shipped family (say, defined in a notebook) is sent to the workers by
-    value (cloudpickle), and a hash of its source is part of the configuration.
+    value (cloudpickle), and a hash of its source is part of the configuration, with
+    that of its file's bytes for a family from a file or module: a store made with
+    another version of that file is refused unless ``family_changed_ok``.
     ``subset`` is the number of latent values moved per step by the smc-subset methods;
     ``original_code=True`` releases with the authors' code's noise scale and ``batch``
     publishes one interval per ``batch`` individuals; a list of batch sizes (``batch=[1,
@@ -152,6 +155,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          algorithm_seed=algorithm_seed, quartiles=quartiles)
     family_obj = None if config.get("family_registered", True) else family
     out = check_store_path(out)
+    config = family_change(out, config, family_changed_ok)
     tasks = sorted(config_tasks(config),
                    key=lambda t: (t.run, t.eps, METHOD_ORDER[t.method], t.batch or 0))
 

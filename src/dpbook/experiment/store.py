@@ -252,6 +252,27 @@ def read_manifest(out: Path) -> dict | None:
     return manifest
 
 
+def family_change(out: Path, config: dict, ok=False) -> dict:
+    """``config`` checked against the store's family file: a store made with a family
+    file whose sha256 differs from today's is a ValueError naming both, unless ``ok``
+    (then the store's values are kept, so that its tasks still count); a store made
+    before the hash was recorded is compared as before, without it."""
+    new = config.get("family_sha256")
+    manifest = read_manifest(out) if new and out.is_dir() else None
+    if manifest is None:
+        return config
+    then = manifest["config"].get("family_sha256")
+    if then is None:
+        return {k: v for k, v in config.items() if k != "family_sha256"}
+    if then != new and not ok:
+        raise ValueError(f"{out} holds results of the family {config.get('family')!r} from a "
+                         f"file that has changed since (sha256 {then[:16]} then, {new[:16]} "
+                         f"now): --family-changed-ok adds to it anyway, results of two "
+                         f"models; or choose another output directory")
+    return {**config, "family_sha256": then,
+            "family_source": manifest["config"].get("family_source")}
+
+
 def check_same_config(out: Path, manifest: dict | None, config: dict):
     if manifest is None:
         return

@@ -23,10 +23,14 @@ relative step of 1e-5 are accurate to ~1e-9 for smooth functions).
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+
 import numpy as np
 from scipy import integrate, stats
 
-from dpbook.model.families import as_family
+from dpbook.model.families import LocationScaleFamily, as_family
 
 
 def _fd(fun, theta, j, rel=1e-5):
@@ -126,3 +130,108 @@ def check_family(family, theta=None, rng=None, n=20_000):
     ok = th.shape == (1000, family.dim) and bool(np.all(np.isfinite(lp)))
     add("prior draws have finite log_prior", float(np.mean(np.isfinite(lp))), 1.0, ok)
     return pd.DataFrame(rows)
+
+
+class TimeLimitError(ValueError):
+    """A user's code did not return within its time limit."""
+
+
+class _TimeUp(BaseException):
+    """Raised by SIGALRM in a family's method: a BaseException, so that the method's own
+    ``except Exception`` does not swallow it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds, what):
+    """ValueError '{what} did not return within {seconds} s' when the block runs longer
+    (SIGALRM: in the main thread of a Unix process; elsewhere no limit).  The command
+    line runs a user's family file and its probe under it: a method that loops forever
+    hung dpbook."""
+    if not seconds or not hasattr(signal, "SIGALRM") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _TimeUp
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _TimeUp:
+        raise TimeLimitError(f"{what} did not return within {seconds:g} s") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+PROBE_Q = np.array([0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+
+
+def probe_family(family, seconds=None):
+    """A cheap check of a family before it is used (milliseconds): its quantile function,
+    cdf and log density at seven quantiles of its default theta (the base distribution
+    of a location-scale family) must return finite numbers of the input's shape, a
+    non-decreasing ppf and cdf, and cdf(ppf(q)) = q (at least q for a discrete family);
+    score and sample, where defined, finite numbers of the right shape.  ValueError (one
+    line) naming the family's class, the method and what was wrong: NaN from a user's
+    density otherwise surfaced as a numba type-inference trace, or as an answer computed
+    from it.  ``seconds``: a time limit for each method (:func:`time_limit`)."""
+    cls = type(family).__name__
+    base = "base_" if isinstance(family, LocationScaleFamily) else ""
+
+    def call(method, *args, shape=PROBE_Q.shape, optional=False, **kw):
+        try:
+            with time_limit(seconds, f"{cls}.{method}"):
+                out = getattr(family, method)(*args, **kw)
+        except NotImplementedError as e:
+            if optional:
+                return None
+            raise ValueError(str(e)) from None
+        except TimeLimitError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever the user's code raises
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise ValueError(f"{cls}.{method} raised {type(e).__name__}: {first}") from None
+        try:
+            outs = [np.asarray(o, dtype=float) for o in (out if method == "score" else [out])]
+        except (TypeError, ValueError):
+            raise ValueError(f"{cls}.{method} returned {out!r:.60}, not numbers") from None
+        for a in outs:
+            if a.shape != shape:
+                raise ValueError(f"{cls}.{method} returned an array of shape {a.shape} for an "
+                                 f"input of shape {shape}")
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"{cls}.{method} returned {a[~np.isfinite(a)][0]} at a "
+                                 f"point of its default theta's bulk, not a finite number")
+        return outs[0]
+
+    theta = ()
+    if not base:
+        theta = call("default_theta", shape=(family.dim,))
+        try:
+            theta = family.check_theta(*theta)
+        except ValueError as e:
+            raise ValueError(f"{cls}.default_theta: {e}") from None
+    x = call(base + "ppf", PROBE_Q, *theta)
+    if np.any(np.diff(x) < 0):
+        raise ValueError(f"{cls}.{base}ppf decreases: {x.round(4).tolist()} at q = "
+                         f"{PROBE_Q.tolist()}")
+    c = call(base + "cdf", x, *theta)
+    if np.any(np.diff(c) < 0) or np.any((c < 0) | (c > 1)):
+        raise ValueError(f"{cls}.{base}cdf is not a cdf (non-decreasing in [0, 1]): "
+                         f"{c.round(4).tolist()} at its ppf's {x.round(4).tolist()}")
+    off = (PROBE_Q - c) if family.discrete else np.abs(c - PROBE_Q)
+    if np.any(off > 1e-3):
+        i = int(np.argmax(off))
+        raise ValueError(f"{cls}.{base}cdf({base}ppf(q)) is {c[i]:.4g} at q = {PROBE_Q[i]}: "
+                         f"the ppf leaves the distribution's support, or the cdf is not its "
+                         f"inverse")
+    call(base + "logpdf", x, *theta)
+    if base:
+        call("base_dlogpdf", x, optional=True)
+        call("base_sample", np.random.default_rng(0), 7, shape=(7,), optional=True)
+    else:
+        call("score", x, *theta, optional=True)
+        call("sample", np.random.default_rng(0), *theta, size=7, shape=(7,), optional=True)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbook.model.families import family_class, get_family
+from dpbook.model.families import family_class, family_sha256, get_family
 from dpbook.online.gradient import OnlineGradient
 from dpbook.online.ibis import MarginalSMC
 from dpbook.online.methods import ONLINE_METHODS, get_method
@@ -95,11 +95,13 @@ def save_curator(curator: Curator, path) -> None:
         _write(curator, target, config)
 
 
-def load_curator(path) -> Curator:
+def load_curator(path, family_changed_ok=False) -> Curator:
     """The curator kept in the state file ``path`` (:func:`save_curator`), ready to go
     on; a pickle of the older format is migrated to a state file first (the pickle kept
     as ``<path>.pickle-v1``).  ValueError (one line) for a missing, foreign or damaged
-    file, or a family that cannot be imported again."""
+    file, or a family that cannot be imported again, or whose file is not the one the
+    state was made with (its sha256, recorded by states made since issue 55) unless
+    ``family_changed_ok``: its releases would be absorbed under two models."""
     path = Path(path)
     try:
         header = _header(path)
@@ -110,7 +112,8 @@ def load_curator(path) -> Curator:
     if header != _SQLITE:
         return _migrate(path)
     try:
-        return _load(os.path.realpath(path))  # its journal beside the target of a link
+        # its journal beside the target of a link
+        return _load(os.path.realpath(path), family_changed_ok)
     except Exception as e:  # SQLite's errors, a value of a damaged file, a family's import
         raise ValueError(f"{path}: {e}" if isinstance(e, ValueError) else
                          f"{path}: not a dpbook curator state file, a damaged one, or one "
@@ -186,6 +189,7 @@ def _config(curator) -> dict:
     seed = getattr(getattr(post, "rng", None), "bit_generator", None)
     seed = getattr(seed, "seed_seq", None)
     return {"method": method, "eps": post.eps, "family": spec,
+            **({"family_sha256": family_sha256(cls)} if family_sha256(cls) else {}),
             "options": {k: getattr(fam, k) for k in cls.options},
             "prior": asdict(prior) if is_dataclass(prior) else None,
             "mechanism": post.mechanism, "particles": getattr(post, "n_particles", None),
@@ -214,7 +218,7 @@ def _encode(post):
 
 
 # ---------------------------------------------------------------------------- reading
-def _load(path):
+def _load(path, family_changed_ok=False):
     with _transaction(path, write=False) as con:
         if not _ours(con):
             raise ValueError("not a dpbook curator state file")
@@ -231,7 +235,7 @@ def _load(path):
         snaps = con.execute("SELECT releases, CAST(time AS BLOB), CAST(state AS BLOB), "
                             "CAST(particles AS BLOB), CAST(sha256 AS BLOB) "
                             "FROM snapshots").fetchall()
-    curator = _build(config)
+    curator = _build(config, family_changed_ok)
     curator.rng.bit_generator.state = rng
     n = len(releases)
     y, l, r = np.array(releases, float).reshape(n, 4)[:, :3].T
@@ -254,7 +258,7 @@ def _load(path):
     return curator
 
 
-def _build(config) -> Curator:
+def _build(config, family_changed_ok=False) -> Curator:
     """A new curator of this configuration: the posterior before any release."""
     spec, options = config["family"], config["options"]
     if ":" not in spec:
@@ -266,7 +270,16 @@ def _build(config) -> Curator:
             gone = "no such file" in str(e)
             raise ValueError(f"its family {spec}: {'the file is gone: ' if gone else ''}{e}"
                              ) from None
+        then, now = config.get("family_sha256"), family_sha256(cls)
+        if then and now != then and not family_changed_ok:
+            raise ValueError(f"its family {spec} has changed since the state was made "
+                             f"(sha256 {then[:16]} then, {now and now[:16]} now): its "
+                             f"releases would be absorbed under two models; "
+                             f"--family-changed-ok uses the changed file")
+        from dpbook.model.checks import probe_family
+
         fam = cls(**options)
+        probe_family(fam)  # as the command line's init did: not NaN from a changed file
     if config["prior"] is not None:
         fam = fam.with_prior(**config["prior"])
     seed = config["seed"] and np.random.SeedSequence(**config["seed"])
@@ -342,6 +355,7 @@ _META = {"config": {"method": str, "eps": (int, float), "family": str, "options"
                     "seed": (dict, _NONE), "policy": dict},
          "head": {"id": str, "releases": int, "intervals": int},
          "rng": {"bit_generator": str, "state": dict}}
+_META_OPTIONAL = {"config": {"family_sha256": str}}  # states made before issue 55 lack it
 
 
 def _meta(con, key):
@@ -349,7 +363,7 @@ def _meta(con, key):
     if row is None or _sha("meta", key, row[0]) != row[1]:
         raise ValueError(f"damaged curator state file: its {key} is missing or fails its "
                          f"checksum")
-    return check_json(json.loads(row[0]), f"its {key}", _META[key])
+    return check_json(json.loads(row[0]), f"its {key}", _META[key], _META_OPTIONAL.get(key))
 
 
 def _rows(con, table, columns, count):

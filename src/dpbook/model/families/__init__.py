@@ -18,7 +18,7 @@ import pkgutil
 from dpbook.model.families.base import Family, LocationScaleFamily
 
 __all__ = ["Family", "LocationScaleFamily", "get_family", "available", "as_family",
-           "register_family", "unregister_family"]
+           "register_family", "unregister_family", "family_sha256"]
 
 
 def _discover() -> dict:
@@ -104,11 +104,11 @@ def family_class(spec: str) -> type:
             folder = str(path.resolve().parent)
             sys.path.insert(0, folder)  # only while it runs: other imports are unchanged
             try:
+                module.__dpbook_sha256__ = hashlib.sha256(path.read_bytes()).hexdigest()
                 loader.loader.exec_module(module)
-            except Exception as e:
+            except (Exception, SystemExit) as e:  # a sys.exit() in the file ended dpbook
                 del sys.modules[modname]
-                first = str(e).splitlines()[0] if str(e) else ""
-                raise ValueError(f"{where} failed to run: {type(e).__name__}: {first}") from None
+                raise ValueError(f"{where} failed to run: {_one_line(e)}") from None
             finally:
                 sys.path.remove(folder)
     else:
@@ -121,16 +121,66 @@ def family_class(spec: str) -> type:
                 return family_class(f"{file.resolve()}:{name}")
             raise ValueError(f"cannot import module {where} ({e}), nor find {file} in the "
                              "current directory") from None
-        except Exception as e:  # noqa: BLE001 - whatever the module raises: one line
-            first = str(e).splitlines()[0] if str(e) else ""
-            raise ValueError(f"cannot import module {where} ({type(e).__name__}: {first})"
-                             ) from None
+        except (Exception, SystemExit) as e:  # whatever the module raises: one line
+            raise ValueError(f"cannot import module {where} ({_one_line(e)})") from None
     cls = getattr(module, name, None)
     if cls is None:
         raise ValueError(f"{where} defines no {name}")
     if not (isinstance(cls, type) and issubclass(cls, Family)):
         raise ValueError(f"{name} is not a dpbook Family subclass")
+    _check_options(cls)
     return cls
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, SystemExit):
+        return f"it called sys.exit({e.code!r})"
+    first = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def _check_options(cls):
+    """A user's class's ``options`` is {name: (type, default, help)}, names that are
+    keywords of its ``__init__`` (the command line makes options of them and passes
+    them on): otherwise a ValueError here, not an AttributeError or a TypeError later."""
+    opts = cls.options
+    if not isinstance(opts, dict):
+        raise ValueError(f"{cls.__name__}.options must be a dict {{name: (type, default, "
+                         f"help)}}, not {type(opts).__name__}")
+    for k, v in opts.items():
+        if not (isinstance(k, str) and k.isidentifier()):
+            raise ValueError(f"{cls.__name__}.options: the name {k!r} is not an identifier")
+        if not (isinstance(v, tuple) and len(v) == 3 and callable(v[0])):
+            raise ValueError(f"{cls.__name__}.options maps {k!r} to {v!r}, not to (type, "
+                             f"default, help)")
+    try:
+        inspect.signature(cls).bind(**{k: v[1] for k, v in opts.items()})
+    except TypeError as e:  # a missing argument, or a declared option it does not take
+        raise ValueError(f"{cls.__name__}.__init__ does not match its declared options "
+                         f"({', '.join(opts) or 'none'}): {e}") from None
+    except ValueError:  # no signature to read (a class built in C): left to the call
+        pass
+
+
+def family_sha256(cls) -> str | None:
+    """The sha256 of the file that defines a family class imported from a file or a
+    module (as first imported: what a curator state or an experiment store records, so
+    that a changed file is not used silently); None for dpbook's own families and for a
+    class of ``__main__`` or without a file."""
+    import hashlib
+    import sys
+
+    module = sys.modules.get(getattr(cls, "__module__", ""))
+    path = getattr(module, "__file__", None)
+    if module is None or not path or module.__name__ == "__main__" or \
+            module.__name__.startswith("dpbook."):
+        return None
+    if getattr(module, "__dpbook_sha256__", None) is None:
+        try:
+            module.__dpbook_sha256__ = hashlib.sha256(open(path, "rb").read()).hexdigest()
+        except OSError:
+            return None
+    return module.__dpbook_sha256__
 
 
 def as_family(family) -> Family:
