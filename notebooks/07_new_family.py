@@ -321,8 +321,9 @@ if family_cls is Gumbel:
     print(type(smc).__name__)
     print(textwrap.fill(str(caught[0].message)[:300] + " ...", 79))
 else:
-    print(textwrap.fill(f"Skipped: this page runs {label}, which has no scipy-written copy "
-                        "here; the Gumbel's default build shows the numpy fallback.", 79))
+    print(textwrap.fill(
+        f"Skipped: this page runs {label}, which has no scipy-written copy "
+        "here; the Gumbel's default build shows the numpy fallback.", 79))
 
 # %% [markdown]
 # ## The information in one release
@@ -511,22 +512,25 @@ posterior_check["(SMC − exact)/sd"] = (
     posterior_check["SMC"] - posterior_check["exact"]
 ) / posterior_check["SMC sd over runs"]
 z = posterior_check["(SMC − exact)/sd"].abs()
-# P(any |t| > tolerance) = 1% for len(z) t variables with reruns - 1 degrees of freedom
+# P(any |t| > tolerance) = 1% for len(z) t variables, reruns - 1 degrees of
+# freedom each
 tolerance = stats.t.ppf(1 - 0.01 / (2 * len(z)), size["reruns"] - 1)
 missed = z[~(z <= tolerance)]  # NaN (a zero sd) misses too
+verdict = ("the SMC agrees with the exact posterior" if missed.empty
+           else f"{len(missed)} quantile(s) beyond it")
 print(
     f"largest |SMC − exact| = {z.max():.2f} SMC standard deviations over "
     f"{len(z)} quantiles (sd from {size['reruns']} reruns); tolerance "
-    f"{tolerance:.2f}: " + ("the SMC agrees with the exact posterior" if missed.empty
-                           else f"{len(missed)} quantile(s) beyond it")
+    f"{tolerance:.2f}: {verdict}"
 )
 if not missed.empty:
-    where = "; ".join(f"{p} {pa} q={q:g}: {v:.2f} sd" for (p, pa, q), v in missed.items())
+    where = "; ".join(f"{p} {pa} q={q:g}: {v:.2f} sd"
+                      for (p, pa, q), v in missed.items())
     display(Markdown(
-        f"```{{warning}}\nWARNING: the SMC's posterior misses the exact one beyond the "
-        f"tolerance of {tolerance:.2f} SMC sd ({where}): more particles (a larger N), "
-        "or a look at the family's sampler and density, before trusting the runs "
-        "below.\n```"))
+        "```{warning}\nWARNING: the SMC's posterior misses the exact one "
+        f"beyond the tolerance of {tolerance:.2f} SMC sd ({where}): more "
+        "particles (a larger N), or a look at the family's sampler and "
+        "density, before trusting the runs below.\n```"))
 show_table(posterior_check, family=label)
 
 # %% [markdown]
