@@ -185,6 +185,12 @@ def test_posterior_without_a_prior_warns(capsys, releases):
 @pytest.mark.parametrize("args, message", [
     (["--range", 70, 30], "the range is empty"),
     (["--range", 30, 70, "--prior", "paper", "--prior-loc", 0, 1], "not both"),
+    # a range beside an explicit prior was ignored without a word
+    (["--range", 30, 70, "--prior", "paper"], "give --range or an explicit prior"),
+    (["--range", 30, 70, "--prior-loc", 50, 4], "give --range or an explicit prior"),
+    # ranges whose prior variance overflows a double (were OverflowError tracebacks)
+    (["--range", 0, 1e308], "too wide for the prior's variance"),
+    (["--range", 1e307, 1.0000001e307], "too wide for the prior's variance"),
 ])
 def test_bad_priors_are_one_line(capsys, values, args, message):
     code, _, err = _run(capsys, "stream", values, "--column", "v", "--eps", 1, *args)

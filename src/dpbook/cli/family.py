@@ -223,6 +223,9 @@ def prior_from_args(family, args, unstated=None):
     rng = getattr(args, "range", None)
     if hyper and paper:
         raise UsageError("give --prior paper or --prior-loc/--prior-scale2, not both")
+    if rng is not None and (hyper or paper):  # one of them would be ignored
+        raise UsageError("give --range or an explicit prior (--prior paper, --prior-loc, "
+                         "--prior-scale2), not both")
     if hyper:
         if not family.location_scale:
             raise UsageError(f"--prior-loc and --prior-scale2 set the prior of a "

@@ -150,6 +150,9 @@ def check_range(lo, hi):
     return a, b
 
 
+RANGE_MAX = 1e150  # the half-width of a --range whose square (a variance) stays finite
+
+
 def prior_from_range(family, lo, hi):
     """A copy of ``family`` with a prior in the units of a plausible range [lo, hi] of the
     values (public information, never computed from the sensitive values), h = (hi - lo)/2:
@@ -165,6 +168,10 @@ def prior_from_range(family, lo, hi):
     prior is neither (it needs an explicit prior)."""
     a, b = check_range(lo, hi)
     mid, h = 0.5 * (a + b), 0.5 * (b - a)
+    if not h <= RANGE_MAX:  # its square is the prior's variance: it must be a double
+        raise ValueError(f"the range ({lo!r}, {hi!r}) is too wide for the prior's "
+                         f"variance (its half-width squared) in double precision: the "
+                         f"half-width can be at most {RANGE_MAX:g}")
     prior = getattr(family, "prior", None)
     if getattr(family, "location_scale", False) and isinstance(prior, LocationScalePrior):
         return family.with_prior(LocationScalePrior(
