@@ -225,8 +225,10 @@ class SMC(ParticlePosterior):
     ``Mechanism.logpdf`` for any other (the same algorithm and the same draws).
     """
 
-    _compiled = []  # the subclasses with ``takes``: a kernel for some models first, then
-    general = False  # the engine for any (``general``)
+    # the compiled subclasses (those defining ``takes``), asked in this order: kernels
+    # for some models first, then those marked ``general`` (the engine)
+    _compiled = []
+    general = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
