@@ -9,18 +9,7 @@ import pytest
 
 from dpbook.cli import main
 
-GOOD = """
-import numpy as np
-from scipy import special
-from dpbook.model.families import LocationScaleFamily
-class Good(LocationScaleFamily):
-    name = "good"
-    def base_logpdf(self, z): return -np.abs(z) - 2 * np.log1p(np.exp(-np.abs(z)))
-    def base_dlogpdf(self, z): return -np.tanh(z / 2)
-    def base_cdf(self, z): return special.expit(z)
-    def base_ppf(self, q): return np.log(q) - np.log1p(-q)
-    def base_sample(self, rng, size=None): return rng.logistic(0.0, 1.0, size)
-"""
+GOOD = (Path(__file__).parent / "data" / "good_family.py").read_text()
 FISHER = ["fisher", "--eps", "1", "--a", "-1", "--b", "1", "--json"]
 
 
@@ -125,7 +114,8 @@ def test_the_probe_passes_the_shipped_and_the_test_families():
 
     for cls in available().values():
         probe_family(cls())
-    for spec in ("hypsecant_family.py:HypSecant", "genlogistic_family.py:GenLogistic"):
+    for spec in ("hypsecant_family.py:HypSecant", "genlogistic_family.py:GenLogistic",
+                 "good_family.py:Good"):
         probe_family(user_family(f"{Path(__file__).parent / 'data' / spec}")())
 
 
