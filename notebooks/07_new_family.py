@@ -518,11 +518,9 @@ tolerance = stats.t.ppf(1 - 0.01 / (2 * len(z)), size["reruns"] - 1)
 missed = z[~(z <= tolerance)]  # NaN (a zero sd) misses too
 verdict = ("the SMC agrees with the exact posterior" if missed.empty
            else f"{len(missed)} quantile(s) beyond it")
-print(
-    f"largest |SMC − exact| = {z.max():.2f} SMC standard deviations over "
-    f"{len(z)} quantiles (sd from {size['reruns']} reruns); tolerance "
-    f"{tolerance:.2f}: {verdict}"
-)
+print(f"largest |SMC − exact| = {z.max():.2f} SMC standard deviations over "
+      f"{len(z)} quantiles\n(sd from {size['reruns']} reruns); tolerance "
+      f"{tolerance:.2f}: {verdict}")
 if not missed.empty:
     where = "; ".join(f"{p} {pa} q={q:g}: {v:.2f} sd"
                       for (p, pa, q), v in missed.items())
