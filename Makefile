@@ -37,7 +37,7 @@ STAMP := $(VENV)/.dpbook-env-$(ENV_HASH)
 timed = @mkdir -p $(dir $(TIMINGS)); s=$$(date +%s); $(2); \
 	echo "[time] $(1): $$(( $$(date +%s) - s )) s" | tee -a $(TIMINGS)
 
-.PHONY: help book test quick setup browser chapters chapter html lint pytest check-pages clean
+.PHONY: help book test quick setup browser chapters chapter new-chapter html lint pytest check-pages clean
 
 help:  ## list the targets (this)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 20
@@ -89,6 +89,10 @@ chapter: setup  ## one chapter, then `make html`: make chapter CH=03 MODE=quick 
 
 html: setup  ## build the HTML from the executed chapters (executes nothing)
 	$(JB) build . $(JB_FLAGS)
+
+new-chapter: setup  ## copy a chapter, keys renamed, into _toc.yml: make new-chapter NAME=my_cauchy FROM=07
+	@test -n "$(NAME)" || { echo 'make new-chapter: say which, e.g. make new-chapter NAME=my_cauchy FROM=07'; exit 2; }
+	$(PY) book/tools/new_chapter.py $(NAME) --from $(or $(FROM),07)
 
 lint: setup  ## ruff
 	$(VENV)/bin/ruff check $(LINT_PATHS)
