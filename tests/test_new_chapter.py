@@ -32,7 +32,7 @@ def test_new_chapter_renames_every_key_and_lists_the_copy(tree):
     assert f'figure_saver("{num}_my_cauchy" + key' in text and "07_new_family" not in text
     assert f'f"ch{num}{{key}}-{{mode}}-seed{{seed}}"' in text
     assert f'glue_phrase("ch{num}-built-with"' in text
-    labels = re.findall(r'name="(tbl-\d\d-[a-z]+)"', text)
+    labels = re.findall(r'name="(tbl-\d\d-[a-z-]+)"', text)
     assert labels and all(t.startswith(f"tbl-{num}-") for t in labels)
     assert len(labels) == len(re.findall(r'name="tbl-07-', old))
     assert "{ref}`ch-smc`" in text  # other chapters' labels are left alone

@@ -68,6 +68,9 @@ def add_parser(subparsers):
                    help="individuals per published interval in the online methods "
                         "(default 1: Algorithm 1 as written); several values make one "
                         "store with a task per batch size (e.g. --batch 1 10 100)")
+    p.add_argument("--guard", type=integer, default=None, metavar="W",
+                   help="widen smc-adaptive's interval when a block of W releases piles up "
+                        "at one end (a guard against lock-in, not the paper's; W >= 10)")
     p.add_argument("--family-changed-ok", action="store_true",
                    help="add to a store made with another version of the --family file "
                         "(refused by default: its results would come from two models)")
@@ -116,7 +119,7 @@ def cmd_experiment(args):
                         progress=not args.no_progress, workers=getattr(args, "workers", None),
                         keep_particles=getattr(args, "keep_particles", 1),
                         original_code=args.original_code, batch=args.batch,
-                        family_changed_ok=args.family_changed_ok,
+                        family_changed_ok=args.family_changed_ok, guard=args.guard,
                         **({} if args.subset is None else {"subset": args.subset}))
     out = Path(args.out)
     summ = summarize(df)

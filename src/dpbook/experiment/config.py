@@ -208,7 +208,7 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
                 sigma=10 ** 0.5, keep_particles=1, interval_grid=50, interval_M=1000,
                 interval_K=10000, family=None, mechanism="laplace", theta=None,
                 subset=None, original_code=False, batch=1, algorithm_seed=None,
-                quartiles=False) -> dict:
+                quartiles=False, guard=None) -> dict:
     """Validate the arguments and return the configuration dict kept in the manifest.
 
     Everything that changes a result or the set of tasks is in the configuration;
@@ -232,6 +232,9 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     task's row also holds the final posterior's 5%, 25%, 50%, 75% and 95% quantiles
     (``mu_q05``, ..., ``mu_q95``; the posterior of a scale can have infinite variance
     under clipping, so it is summarised by quantiles); recorded only when True.
+    ``guard``: the latent SMC's adaptive tasks widen their interval when a block of
+    ``guard`` releases piles up at one end (:class:`dpbook.privacy.policies.GuardedPolicy`,
+    not the paper's); recorded only when given.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
     if pop["family"] != "normal":
@@ -292,6 +295,13 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         if quartiles is not True:
             raise ValueError(f"quartiles must be True or False, got {quartiles!r}")
         config["quartiles"] = True
+    if guard is not None:
+        from dpbook.privacy.policies import check_guard
+
+        config["guard"] = check_guard(guard)
+        if not any(m in ADAPTIVE_METHODS and TASKS[m][0].latent for m in config["methods"]):
+            raise ValueError("guard goes with the latent SMC's adaptive methods, "
+                             "smc-adaptive and smc-subset-adaptive")
     if algorithm_seed is not None:
         config["algorithm_seed"] = check_count("algorithm_seed", algorithm_seed, 0)
     if original_code is not False:

@@ -117,7 +117,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                    workers=None, keep_particles=1, interval_grid=50, interval_M=1000,
                    interval_K=10000, scheduler_timeout=10.0, family=None, mechanism="laplace",
                    theta=None, subset=None, original_code=False, batch=1, algorithm_seed=None,
-                   quartiles=False, family_changed_ok=False):
+                   quartiles=False, family_changed_ok=False, guard=None):
     """Run (or resume) the Section 6 experiment; return the estimates DataFrame.
 
     ``family`` (a name from ``dpbook families`` or a Family object), ``mechanism`` and
@@ -133,7 +133,8 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
     10, 100]``) runs the online methods once per batch size in one store, each task as
     in the store of its batch size alone; ``algorithm_seed`` reseeds the algorithms
     and not the data; ``quartiles=True`` keeps the final posterior's quartiles of each
-    online task in its row (see :func:`make_config`).
+    online task in its row; ``guard`` widens the latent SMC's adaptive intervals where
+    the releases pile up at one end (not the paper's; see :func:`make_config`).
 
     Tasks already stored in ``out`` for the same configuration are skipped.  With
     ``scheduler="tcp://host:port"`` the tasks run on that Dask cluster; otherwise on a
@@ -152,7 +153,7 @@ def run_experiment(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iter
                          interval_M=interval_M, interval_K=interval_K, family=family,
                          mechanism=mechanism, theta=theta, subset=subset,
                          original_code=original_code, batch=batch,
-                         algorithm_seed=algorithm_seed, quartiles=quartiles)
+                         algorithm_seed=algorithm_seed, quartiles=quartiles, guard=guard)
     family_obj = None if config.get("family_registered", True) else family
     out = check_store_path(out)
     config = family_change(out, config, family_changed_ok)

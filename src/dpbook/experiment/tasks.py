@@ -38,7 +38,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
     for k in ("family", "family_options", "family_registered", "mechanism", "subset",
-              "original_code", "batch", "algorithm_seed", "quartiles"):
+              "original_code", "batch", "algorithm_seed", "quartiles", "guard"):
         if k in config:
             spec[k] = config[k]
     if task.batch is not None:  # a store of several batch sizes: the task's own
@@ -203,6 +203,10 @@ def run_task(spec: dict) -> dict:
             best = (spec["a"], spec["b"]) if "a" in spec else None
             policy = online.adaptive_policy(posterior, eps, family, mechanism, best=best)
             row.update(a=float(policy.a), b=float(policy.b))
+            if spec.get("guard") and online.latent:  # dpbook's guard, not the paper's
+                from dpbook.privacy.policies import GuardedPolicy
+
+                policy = GuardedPolicy(policy, spec["guard"])
         subset = spec["subset"] if online.subset else None
         res = run_online(pop, policy, n, n_particles=spec["particles"], seed=online_seed,
                          every=spec["every"], family=family, posterior=posterior,
@@ -211,6 +215,8 @@ def run_task(spec: dict) -> dict:
         s, h = res.smc.summary(), res.smc.history
         acc = np.asarray(h.acceptance[1:], dtype=float)
         acc = acc[np.isfinite(acc)]  # the marginal SMC moves at some steps only
+        if spec.get("guard") and hasattr(policy, "widenings"):
+            row["widenings"] = policy.widenings
         row.update(particles=spec["particles"], ess_final=float(h.ess[-1]),
                    acceptance=float(acc.mean()) if acc.size else math.nan)
         if spec.get("quartiles"):

@@ -8,7 +8,9 @@
   solved on a grid of theta once (:class:`dpbook.fisher.ThetaGridIntervals`) and
   interpolated at the Thompson draw;
 * :class:`FixedPolicy` -- the paper's non-adaptive comparison: the same [l_c, r_c]
-  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]).
+  for every t (Section 6 uses [mu - 10 sigma, mu + 10 sigma]);
+* :class:`GuardedPolicy` -- dpbook's own option, not the paper's (off by default): the
+  adaptive policy with a guard against locking onto a wrong location (issue 53).
 
 :func:`dpbook.online.methods.adaptive_policy` builds the adaptive policy of a family,
 whichever of the first two it needs, from the Fisher information.
@@ -95,3 +97,58 @@ class ThetaGridPolicy(Policy):
         theta = np.atleast_1d(posterior.thompson_draw(rng))
         return self.intervals.interval(*theta)
 
+
+
+GUARD_Z = 2.5758293035489  # the guard's two-sided 1% normal quantile
+GUARD_MAX = 6  # the guard widens an interval at most 2**GUARD_MAX times
+
+
+def check_guard(window) -> int:
+    """The guard's block of releases: an integer >= 10 (fewer can never show a pile-up
+    at the 1% level of :class:`GuardedPolicy`)."""
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 10:
+        raise ValueError(f"guard must be an integer number of releases >= 10, got {window!r}")
+    return int(window)
+
+
+class GuardedPolicy(Policy):
+    """The adaptive policy (Section 5.1, eq. 11) with a guard against lock-in; not in
+    the paper.
+
+    With heavy tails the Thompson draws can settle on a wrong location: narrow intervals
+    there, every value beyond one end, and releases that carry too little to pull the
+    posterior back.  After each block of ``window`` releases the guard looks at the
+    block: the fraction u of releases above their interval's midpoint is about 1/2 for
+    intervals placed where the values are (a symmetric base, as eq. 13 gives the normal,
+    Theorem 3) and tends to 1 - exp(-eps/2)/2 (or its mirror) when every value lies
+    beyond one end.  When |u - 1/2| exceeds the two-sided 1% binomial bound
+    ``GUARD_Z / (2 sqrt(window))``, the Thompson intervals of the next block are widened
+    about their midpoint, 2**k times after k blocks in a row piled up at the same end (at
+    most 2**GUARD_MAX); a block that is not piled up ends the widening.  Until its first
+    widening the guarded policy gives the adaptive policy's intervals bit for bit.  It
+    reads the releases from ``posterior.releases()`` (the latent SMC's), so it sees
+    nothing the curator does not; ``widenings`` counts the blocks it widened.
+    """
+
+    name = "adaptive-guarded"
+
+    def __init__(self, policy: AdaptivePolicy, window):
+        self.policy, self.window = policy, check_guard(window)
+        self.a, self.b = policy.a, policy.b
+        self.side, self.run, self.checked, self.widenings = 0, 0, 0, 0
+
+    def next_interval(self, posterior, rng: np.random.Generator):
+        l, r = self.policy.next_interval(posterior, rng)
+        w = self.window
+        if posterior.t - self.checked >= w:
+            self.checked = posterior.t
+            y, lo, hi = (v[-w:] for v in posterior.releases())
+            up = float(np.mean(y > (lo + hi) / 2)) - 0.5
+            side = int(np.sign(up)) if abs(up) > GUARD_Z / (2 * np.sqrt(w)) else 0
+            self.run = self.run + 1 if side and side == self.side else int(side != 0)
+            self.side = side
+            self.widenings += side != 0
+        if not self.side:
+            return l, r
+        half = 2.0 ** min(self.run, GUARD_MAX) * (r - l) / 2
+        return (l + r) / 2 - half, (l + r) / 2 + half
