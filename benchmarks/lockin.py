@@ -131,8 +131,8 @@ def worst_exact(est, mode="quick", seed=7, root=ROOT, grid=61, per_model=True):
                             grid=(grid, grid)).quantile([0.05, 0.5, 0.95])[:, 0]
         rows.append({"model": w["model"], "eps": task.eps, "run": task.run,
                      "SMC estimate": w["loc_hat"], "exact 5%": q[0], "exact median": q[1],
-                     "exact 95%": q[2], "truth in exact 90%": bool(q[0] <= THETA[0] <= q[2]),
-                     "SMC estimate in exact 90%": bool(q[0] <= w["loc_hat"] <= q[2])})
+                     "exact 95%": q[2], "truth in 90%": bool(q[0] <= THETA[0] <= q[2]),
+                     "SMC in 90%": bool(q[0] <= w["loc_hat"] <= q[2])})
     return pd.DataFrame(rows).set_index(["model", "eps"])
 
 
