@@ -111,3 +111,18 @@ def test_guarded_experiment_task_is_the_unguarded_one_until_it_widens(tmp_path):
     same = guard["widenings"].to_numpy() == 0
     assert same.any()
     assert np.array_equal(guard["mu_hat"].to_numpy()[same], plain["mu_hat"].to_numpy()[same])
+
+
+def test_lockin_paired_bootstrap_of_rmse_differences():
+    """benchmarks/lockin.py's paired interval: zero for the same errors, and for errors
+    twice as large it brackets the difference -RMSE(a), all of it below zero."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import lockin
+
+    a = np.random.default_rng(5).standard_normal(100)
+    assert lockin.paired_rmse_diff(a, a) == (0.0, 0.0, 0.0)
+    d, lo, hi = lockin.paired_rmse_diff(a, 2 * a)
+    assert d == pytest.approx(-np.sqrt(np.mean(a ** 2)))
+    assert lo < d < hi < 0
