@@ -111,6 +111,7 @@ def test_chapter_7_runs_on_a_family_file(tmp_path, monkeypatch):
     text = (tmp_path / "07_new_family.ipynb").read_text()
     assert "This page was built with** the family `genlogistic`" in text
     assert "Skipped: this page runs GenLogistic" in text
+    assert "the heavy-tail measurement is the default build" in text  # not rerun
     assert "check_family on the GenLogistic family" in text
     assert "../figures/07_new_family-genlogistic-" in text
     assert "the SMC agrees with the exact posterior" in text
