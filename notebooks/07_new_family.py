@@ -616,8 +616,8 @@ print(
 # 1 (the Cauchy, `t1`), 2 and 3 degrees of freedom (`t2`, `t3`; in quick mode the Cauchy
 # only), the adaptive policy against the fixed interval $[m - 10c, m + 10c]$ on the
 # **same** data (the experiment's data seed of a run does not depend on the policy), with
-# this chapter's quick sizes, where the effect was first seen, and 100 runs per
-# configuration in full mode (the line above the first table gives the sizes).  The
+# this chapter's quick sizes, where the effect was first seen, and more runs in full
+# mode (the line above the first table gives the sizes and runs).  The
 # differences of RMSE between two policies are paired: each bootstrap resample draws
 # runs, not errors (`benchmarks/lockin.py` runs the same measurement from the command
 # line; this section does not depend on `-p family` and runs with the chapter's own
@@ -630,7 +630,7 @@ print(
 # midpoints, twice as much for each further block piled up at the same end.  Until it
 # first acts, the guarded run is the adaptive run bit for bit (same draws), so it is
 # compared on the same runs too.  On the paper's normal model it must leave Section 6's
-# estimates within their Monte Carlo error: the `normal` rows of the second table run
+# estimates within their Monte Carlo error: the `normal` columns of the second table run
 # the paper's model with and without it.
 
 # %% caption="Location error over repeated runs, heavy tails: RMSE, bias, the worst run (signed error of the run farthest off) and the runs off by more than {far} true scales, of the adaptive and the fixed policy, and RMSE(adaptive) − RMSE(fixed) with its paired bootstrap 95% interval." name="tbl-07-lockin"
