@@ -152,6 +152,8 @@ def replications(methods, eps, n, reps) -> list[Replication]:
         raise ValueError(f"no method given; choose from {', '.join(ALL_METHODS)}")
     count = reps * len(ns) * len(eps) * len(methods)
     check_memory(f"{count} replications", TASK_BYTES * count)
+    # each replication's population and releases: a few arrays of n values
+    check_memory(f"a replication of {max(ns)} individuals", 64 * max(ns))
     return [Replication(m, e, k, rep) for rep in range(reps) for k in ns for e in eps
             for m in methods]
 
