@@ -286,11 +286,7 @@ def check_reliability(post, method: str, stacklevel=2) -> dict:
       (``--method``: a posterior method)."""
     checks = []
     if hasattr(post, "accepted"):
-        from dpbook.mhaar.sampler import effective_sample_size
-
-        k = post.kept()
-        acc = float(post.accepted[post.n_iter - post.n_kept:].mean())
-        ess_chain = min(effective_sample_size(k[:, j]) for j in range(k.shape[1]))
+        acc, ess_chain = post.acceptance_kept, float(np.min(post.ess()))
         fix = "its posterior summary is not reliable here; raise n_iter (--iters)"
         checks = [("acceptance", acc, "floor", ACCEPT_FLOOR,
                    f"{method} accepted {'none' if acc == 0 else f'{acc:.2%}'} of its last "

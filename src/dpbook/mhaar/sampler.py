@@ -185,13 +185,6 @@ class MHAARResult:
         k = self.kept()
         return np.array([effective_sample_size(k[:, j]) for j in range(k.shape[1])])
 
-    def diagnostics(self, n_batches=50):
-        d = {"acceptance": self.acceptance, "acceptance_kept": self.acceptance_kept,
-             "steps": self.final_steps, "n_kept": self.n_kept}
-        if self.n_kept >= 2 * n_batches:
-            d["mcse"] = self.mcse(n_batches)
-        return d
-
 
 # ---------------------------------------------------------------- initial steps
 
