@@ -226,6 +226,35 @@ def _gz(data):
     return gzip.compress(data.encode())
 
 
+# ------------------------------------------------ issue 55, items 2-4 (branch diag)
+def diagnosed(name, tripped):
+    """An answer check: the JSON (its last line) records the diagnostic ``name`` with its
+    threshold, and a warning exactly when ``tripped``."""
+    def check(out, d):
+        diag = json.loads(out.strip().splitlines()[-1])["diagnostics"]
+        quiet = all(v["warning"] is None for k, v in diag.items() if k != name)
+        return (diag[name]["warning"] is not None) == tripped and quiet and (
+            "floor" in diag[name] or "ceiling" in diag[name])
+    return check
+
+
+def _first(*argvs):
+    """Files made by running dpbook commands in the case's directory first."""
+    def make(d):
+        for a in argvs:
+            subprocess.run([sys.executable, "-m", "dpbook.cli", *a], cwd=d, env=_env(),
+                           capture_output=True, timeout=180, check=True)
+    return make
+
+
+NUL = b"\0" * 200_000  # past a head of valid CSV longer than the 4 KB first read
+NUL_RELEASES = (RELEASES + "5,0,10\n" * 2000).encode() + NUL
+NUL_VALUES = (VALUES + "5\n" * 3000).encode() + NUL
+TINY = ["curator", "init", "st", "--eps", "1", "--range", "0", "10", "--particles", "2",
+        "--interval", "0", "10"]
+BIG = str(10 ** 12)
+
+
 CASES = [
     # ---------------------------------------------------------------- stream: good
     case("stream good", STREAM + ["--json"], "ok", V, check=median_in(2, 8)),
@@ -602,6 +631,101 @@ CASES = [
     case("55: family file changed under an experiment store", EXP + [
         "--methods", "smc-fixed", "--family", "fam.py:C"], "error",
          {"x": _changed_family(EXP + ["--methods", "smc-fixed"])}, outputs=("out",)),
+    # ------------------------------------------------ issue 55, items 2-4 (branch diag)
+    # item 3: a run beyond its diagnostic's threshold warns, naming the option; the JSON
+    # records the diagnostic and the warning; an ordinary run records it and is quiet
+    *[case(f"55: diag posterior {m} {' '.join(o)}", POST + ["--method", m, *o, "--json"],
+           "ok", R, warns=w, check=diagnosed(k, True))
+      for m, o, k, w in (("smc", ["--particles", "4"], "ess", "--particles"),
+                         ("smc-subset", ["--subset", "2", "--particles", "4"], "ess",
+                          "--particles"),
+                         ("smc-marginal", ["--particles", "2"], "ess", "--particles"),
+                         ("mhaar", ["--iters", "20"], "chain_ess", "--iters"),
+                         ("mhaar", ["--iters", "100"], "chain_ess", "--iters"))],
+    case("55: diag posterior mhaar frozen (eps 1e6)", sub(POST, "--eps", "1e6") + [
+        "--method", "mhaar", "--iters", "2000", "--json"], "ok", R, warns="accepted none",
+         check=lambda out, d: json.loads(out)["diagnostics"]["acceptance"]["value"] == 0),
+    *[case(f"55: diag posterior {' '.join(o)} quiet", POST + ["--method", *o, "--json"], "ok",
+           R, check=diagnosed(k, False), timeout=120)
+      for o, k in ((["smc"], "ess"), (["smc-subset", "--subset", "5"], "ess"),
+                   (["smc-marginal"], "ess"), (["mhaar"], "chain_ess"),
+                   (["online-gradient"], "stalled_steps"))],
+    *[case(f"55: diag stream {' '.join([m, *o])} --particles {p}", sub(STREAM, "--particles", p) + [
+        "--method", m, *o, "--json"], "ok", V, warns="--particles", check=diagnosed("ess", True))
+      for m, p, o in (("smc", "3", []), ("smc-marginal", "2", []),
+                      ("smc-subset", "3", ["--subset", "2"]))],
+    case("55: diag stream online-gradient stalled", sub(STREAM[:-2], "--eps", "5") + [
+        "--method", "online-gradient", "--interval", "40", "60", "--json"], "ok",
+         V, warns="--method smc-marginal", check=diagnosed("stalled_steps", True)),
+    case("55: diag stream online-gradient quiet", STREAM[:-2] + [
+        "--method", "online-gradient", "--json"], "ok", V,
+         check=diagnosed("stalled_steps", False)),
+    *[case(f"55: diag curator {a[1]} with 2 particles", a, "ok",
+           {**R, "x": _first(TINY, ["curator", "publish", "st", "--k", "20"], *pre)},
+           outputs=("st", "st.lock"), warns="--particles", check=diagnosed("ess", True))
+      for a, pre in ((["curator", "take", "st", "rel.csv", "--json"], ()),
+                     (["curator", "status", "st", "--json"],
+                      (["curator", "take", "st", "rel.csv"],)))],
+    case("55: diag curator take quiet", ["curator", "take", "st", "rel.csv", "--json"], "ok",
+         {**R, "x": _first(sub(TINY, "--particles", "200"),
+                           ["curator", "publish", "st", "--k", "20"])},
+         outputs=("st", "st.lock"), check=diagnosed("ess", False)),
+    # item 4: a calibration store records its family file's sha256
+    case("55: calibrate family file", CAL + ["--family", "fam.py:C", "--json"], "ok",
+         {"fam.py": GOOD_FAMILY + "class C(Good):\n    pass\n"}, outputs=("cal",),
+         check=lambda out, d: len(json.loads((d / "cal" / "manifest.json").read_text())[
+             "config"]["family_sha256"]) == 64, timeout=180),
+    *[case(f"55: family file changed under a calibration store{ok}",
+           CAL + ["--family", "fam.py:C", *ok.split()], "ok" if ok else "error",
+           {"x": _changed_family(CAL)}, outputs=("cal",), timeout=180)
+      for ok in ("", " --family-changed-ok")],
+    # item 2: counts and sizes beyond memory or SQLite, one line before any store
+    *[case(f"55: count {what}", a, "error", {**V, **R})
+      for what, a in (
+          ("posterior smc --particles 1e12", POST + ["--method", "smc", "--particles", BIG]),
+          ("posterior smc-marginal --particles 1e12",
+           POST + ["--method", "smc-marginal", "--particles", BIG]),
+          ("posterior mhaar --iters 1e12", POST + ["--method", "mhaar", "--iters", BIG]),
+          ("stream --particles 1e12", sub(STREAM, "--particles", BIG)),
+          ("experiment --n 1e12", sub(EXP, "--n", BIG)),
+          ("experiment --particles 1e12", sub(EXP, "--particles", BIG)),
+          ("experiment --mhaar-iters 1e12", EXP + ["--mhaar-iters", BIG]),
+          ("calibrate --n 1e15", sub(CAL, "--n", str(10 ** 15))),
+          ("calibrate --particles 1e12",
+           sub(CAL, "--method", "smc-fixed") + ["--particles", BIG]),
+          ("calibrate --mhaar-iters 1e12", sub(CAL, "--mhaar-iters", BIG)
+           if "--mhaar-iters" in CAL else sub(CAL, "--method", "mhaar") + [
+               "--mhaar-iters", BIG]),
+          ("fisher mc --M 1e12", FISHER + ["--method", "mc", "--M", BIG]),
+          ("fisher mc --K 1e12", FISHER + ["--method", "mc", "--K", BIG]),
+          ("best-interval --grid 1e9", sub(BEST, "--grid", str(10 ** 9))),
+          ("experiment --workers 1e12, 10^4 tasks",
+           sub(sub(EXP, "--runs", "10000"), "--workers", BIG) + ["--methods", "smc-fixed"]),
+          ("calibrate --workers 1e12, 10^4 tasks",
+           sub(sub(CAL, "--reps", "10000"), "--workers", BIG)))],
+    *[case(f"55: count curator {what}", a, "error",
+           {"x": _first(INIT[:-2] + ["--interval", "0", "1"], pre)}, outputs=("st", "st.lock"))
+      for what, a, pre in (
+          ("publish past a state's 2^63 - 1", ["curator", "publish", "st", "--k", "1"],
+           ["curator", "publish", "st", "--k", str(2 ** 63 - 1)]),
+          ("withdraw --k 1e12 of 5", ["curator", "withdraw", "st", "0", "1", "--k", BIG],
+           ["curator", "publish", "st", "--k", "5"]))],
+    *[case(f"55: count beyond n is good: stream {' '.join(o)}", STREAM + [*o, BIG, "--json"],
+           "ok", V, check=median_in(2, 8))
+      for o in (["--batch"], ["--method", "smc-subset", "--subset"])],
+    # item 2: a file that stops being text past its first kilobytes, in bounded memory
+    *[case(f"55: input NUL past the head: {what}", a, "error", f)
+      for what, a, f in (
+          ("posterior", POST + ["--method", "exact"], {"rel.csv": NUL_RELEASES}),
+          ("posterior .gz", ["posterior", "rel.csv.gz", *POST[2:], "--method", "exact"],
+           {"rel.csv.gz": gzip.compress(NUL_RELEASES + NUL * 50)}),
+          ("stream", STREAM, {"v.csv": NUL_VALUES}),
+          ("stream .xz", ["stream", "v.csv.xz", *STREAM[2:]],
+           {"v.csv.xz": __import__("lzma").compress(NUL_VALUES)}))],
+    case("55: input NUL past the head: curator take", ["curator", "take", "st", "rel.csv"],
+         "error", {"x": _curator_state, "rel.csv": NUL_RELEASES}, outputs=("st", "st.lock")),
+    case("55: input long valid text is read", POST + ["--method", "exact", "--json"], "ok",
+         {"rel.csv": RELEASES + "5,0,10\n" * 20000}, check=median_in(4, 6)),
 ]
 
 

@@ -156,4 +156,4 @@ def test_collapsed_smc_and_frozen_mhaar_are_reported(capsys):
         warnings.simplefilter("error", ReliabilityWarning)
         smc_posterior(y, l, r, 1.0, n_particles=200, seed=0)
         marginal_posterior(y, l, r, 1.0, n_particles=200, seed=0)
-        mhaar(y, l, r, 1.0, n_iter=2000, seed=0)
+        mhaar(y, l, r, 1.0, n_iter=5000, seed=0)  # 2000: too short (chain ESS 4.5 < 5)

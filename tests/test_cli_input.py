@@ -353,3 +353,24 @@ def test_compressed_input_is_read_and_a_damaged_one_or_a_fifo_is_one_line(capsys
         code, _, err = _run(capsys, "posterior", "--method", "exact", "--eps", 1,
                             tmp_path / name)
         assert code == 2 and err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.parametrize("name", ["zeros.csv", "zeros.csv.gz"])
+def test_a_file_that_stops_being_text_past_its_head_is_refused_in_bounded_memory(
+        capsys, tmp_path, monkeypatch, name):
+    """Valid CSV for 16 KB, then NUL bytes (a sparse or damaged file; 8 MB of gzip held
+    2 GB of them, and pandas ran out of memory holding them at once: a traceback).  The
+    check reads in chunks (64 KiB here) and names the first NUL, past the 4 KB head that
+    it read first."""
+    import gzip
+
+    import dpbook.data
+
+    head = b"y,l,r\n" + b"0.5,0,1\n" * 2000
+    body = head + b"\0" * (1 << 22)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(body) if name.endswith(".gz") else body)
+    monkeypatch.setattr(dpbook.data, "SCAN_CHUNK", 1 << 16)
+    code, _, err = _run(capsys, "posterior", "--method", "exact", "--eps", 1, path)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"a binary file, not a CSV file (a NUL byte at byte {len(head)}, past" in err

@@ -176,3 +176,23 @@ def test_an_experiment_store_refuses_a_changed_family_file(capsys, tmp_path):
     capsys.readouterr()
     assert main([*argv, "--family-changed-ok"]) == 0
     assert '"tasks": 1' in capsys.readouterr().out
+
+
+def test_a_calibration_store_refuses_a_changed_family_file(capsys, tmp_path):
+    """A calibration study runs a family file (it named only the shipped ones), records
+    the file's sha256 and refuses a changed file with both, as an experiment store."""
+    spec = _family(tmp_path, "SCALE = 1.0\nclass C(Good):\n    pass")
+    path, out = tmp_path / "fam.py", tmp_path / "cal"
+    argv = ["calibrate", "--method", "exact", "--eps", "1", "--n", "5", "--reps", "1",
+            "--grid", "9", "--workers", "1", "--no-progress", "--out", str(out),
+            "--family", spec, "--json"]
+    assert main(argv) == 0
+    assert '"reps": 1' in capsys.readouterr().out
+    path.write_text(path.read_text().replace("SCALE = 1.0", "SCALE = 2.0"))
+    _new_process(path)
+    err = _error(capsys, argv)
+    assert f"{out} holds results of the family 'good' from a file that has changed" in err
+    assert "(sha256 " in err and " then, " in err and " now)" in err
+    assert main([*argv, "--family-changed-ok"]) == 0  # its replication is kept, not redone
+    io = capsys.readouterr()
+    assert '"reps": 1' in io.out and "quarantine" not in io.err

@@ -233,7 +233,8 @@ def test_result_and_adaptation():
     assert np.all(res.steps[:50] == res.steps[0]) and np.any(res.steps[50] != res.steps[49])
     np.testing.assert_allclose(res.steps[:, 0] / res.steps[:, 1],
                                res.steps[0, 0] / res.steps[0, 1])
-    assert 0.0 <= res.acceptance <= 1.0 and "mcse" in res.diagnostics(n_batches=10)
+    assert 0.0 <= res.acceptance <= 1.0 and res.mcse(10).shape == (2,)
+    assert set(res.reliability) == {"acceptance", "chain_ess"}
     fixed = mhaar(y, l, r, eps, family=fam, mechanism="gaussian", n_iter=200, seed=0,
                          steps=[0.3, 0.2], adapt=False, generic=True)
     assert np.all(fixed.steps == [0.3, 0.2])

@@ -151,6 +151,7 @@ def test_online_gradient_posterior_starts_where_the_data_are(tmp_path, capsys):
 
 
 def test_a_stalled_online_gradient_says_so(tmp_path, capsys):
+    from dpbook.diagnostics import check_reliability
     from dpbook.online import OnlineGradient
 
     path = tmp_path / "v.csv"
@@ -159,9 +160,9 @@ def test_a_stalled_online_gradient_says_so(tmp_path, capsys):
                         "online-gradient", "--interval", 40, 60)
     assert code == 0 and "never moved from its start" in err and err.count("\n") == 1
     est = OnlineGradient(5.0)
-    assert not est.stalled  # no release yet
+    assert check_reliability(est, "g") == {}  # no release yet: nothing to judge
     est.update(0.3, -1.0, 1.0)
-    assert not est.stalled  # a release near the estimate moves it
+    assert check_reliability(est, "g")["stalled_steps"]["value"] == 0  # it moved
 
 
 def test_birth_weights_under_the_papers_prior_raise_no_numpy_warning():

@@ -38,30 +38,48 @@ def read_releases(path, missing="error"):
 
 # compressed input that pandas reads by the file's extension
 COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst", ".tar", ".tgz")
+SCAN_CHUNK = 1 << 20  # bytes read at a time by the check for binary content
 
 
 def _open_check(path):
+    """ValueError for what is not a text file, found in bounded memory before pandas
+    reads it: a FIFO, a directory, UTF-16, or a NUL byte anywhere, read in chunks of
+    :data:`SCAN_CHUNK` (decompressed, for a compressed file: 8 MB of gzip held 2 GB of
+    zeros after a valid head, which pandas tried to hold at once)."""
     import stat
+
+    from pandas.io.common import get_handle
 
     with contextlib.suppress(OSError):  # a FIFO without a writer would block forever
         if stat.S_ISFIFO(os.stat(path).st_mode):
             raise ValueError(f"{path} is a FIFO: dpbook reads regular files (write the "
                              f"data to a file first)")
-    if str(path).lower().endswith(COMPRESSED):
-        return  # binary by nature: pandas decompresses it, and says what is wrong
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
+        with get_handle(path, "rb", compression="infer", is_text=False) as h:
+            head, at = h.handle.read(4096), 0
+            if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+                raise ValueError(f"{path} is UTF-16 text; save it as UTF-8 (or ASCII) CSV")
+            chunk = head
+            while chunk:
+                if b"\x00" in chunk:
+                    where = at + chunk.index(b"\x00")
+                    raise ValueError(f"{path} is a binary file, not a CSV file (a NUL byte"
+                                     + (f" at byte {where}, past its text" if where else "")
+                                     + ")")
+                at += len(chunk)
+                chunk = h.handle.read(SCAN_CHUNK)
     except FileNotFoundError:
         raise ValueError(f"no such file: {path}") from None
     except IsADirectoryError:
         raise ValueError(f"{path} is a directory, not a CSV file") from None
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ValueError(f"{path} is UTF-16 text; save it as UTF-8 (or ASCII) CSV")
-    if b"\x00" in head:
-        raise ValueError(f"{path} is a binary file, not a CSV file")
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, lzma.LZMAError,
+            zlib.error, ImportError, ValueError) as e:
+        if isinstance(e, ValueError) and str(e).startswith(str(path)):
+            raise
+        if not str(path).lower().endswith(COMPRESSED):
+            raise ValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") \
+                from None
+        # a damaged compressed file: pandas reads it next and says what is wrong
 
 
 def read_csv_columns(path, columns, expected=None, missing="error"):

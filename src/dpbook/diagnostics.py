@@ -247,6 +247,92 @@ def check_found(method: str, answer, y, l, r, eps, family, mechanism, stacklevel
     return lost
 
 
+# ------------------------------------------------------------------ can the run be trusted?
+ESS_FLOOR = 10  # SMC: a final effective sample size below this is too few for a summary
+CHAIN_ESS_FLOOR = 5  # MHAAR: kept samples worth fewer independent draws (a parameter's)
+ACCEPT_FLOOR = 0.01  # MHAAR: acceptance of the kept iterations (its steps aim at 0.1)
+STALL_CEILING = 0.5  # online gradient: share of steps that left the estimate unmoved
+_QUIET = []  # inside quiet_diagnostics(): recorded, not warned of
+
+
+@contextlib.contextmanager
+def quiet_diagnostics():
+    """Within, :func:`check_reliability` records its diagnostics without a warning: the
+    replications of a study (the experiment's, a calibration's), which the study judges
+    together (chapter 8 measures, on purpose, MHAAR chains too short to mix)."""
+    _QUIET.append(1)
+    try:
+        yield
+    finally:
+        _QUIET.pop()
+
+
+def check_reliability(post, method: str, stacklevel=2) -> dict:
+    """The stated diagnostics of a sampler's or estimator's run, each with its threshold,
+    as ``post.reliability`` = {name: {"value", "floor" or "ceiling", "warning"}}, and a
+    one-line :class:`ReliabilityWarning` naming the option to change for each beyond its
+    threshold (the same text as "warning"; None when within).  It reads the run only:
+    no number changes.
+
+    * SMC, subset SMC, marginal SMC (``post.w``): the final effective sample size of the
+      weights, floor :data:`ESS_FLOOR` (``--particles``);
+    * MHAAR (``post.accepted``): the acceptance rate of the kept iterations, floor
+      :data:`ACCEPT_FLOOR`, and the kept chain's effective sample size (Geyer's, its
+      smallest over the parameters), floor :data:`CHAIN_ESS_FLOOR` (``--iters``).  The
+      floors sit below the book's short chains (5000 iterations of 200 releases: ESS
+      9-70, acceptance 0.05-0.10);
+    * the online gradient (``post.u0``): the share of its steps after which the estimate
+      had not moved (to 1e-9 of its scale), ceiling :data:`STALL_CEILING`
+      (``--method``: a posterior method)."""
+    checks = []
+    if hasattr(post, "accepted"):
+        acc, ess_chain = post.acceptance_kept, float(np.min(post.ess()))
+        fix = "its posterior summary is not reliable here; raise n_iter (--iters)"
+        checks = [("acceptance", acc, "floor", ACCEPT_FLOOR,
+                   f"{method} accepted {'none' if acc == 0 else f'{acc:.2%}'} of its last "
+                   f"{post.n_kept} proposals (floor {ACCEPT_FLOOR:.0%}): {fix} or use the "
+                   f"exact posterior"),
+                  ("chain_ess", ess_chain, "floor", CHAIN_ESS_FLOOR,
+                   f"{method}'s {post.n_kept} kept samples are worth {ess_chain:.1f} "
+                   f"independent draws (effective sample size; floor {CHAIN_ESS_FLOOR}): "
+                   f"{fix}")]
+    elif hasattr(post, "u0"):
+        h, (p0, p1) = post.history, post.params
+        m = np.r_[post.u0[0], getattr(h, f"mean_{p0}")]
+        with np.errstate(all="ignore"):
+            lc = np.r_[post.u0[1], np.log(getattr(h, f"mean_{p1}"))]
+            still = ((np.abs(np.diff(m)) <= 1e-9 * np.exp(lc[:-1]))
+                     & (np.abs(np.diff(lc)) <= 1e-9))
+        if still.size:
+            start = ", ".join(f"{v:.4g}" for v in (post.u0[0], math.exp(post.u0[1])))
+            what = (f"never moved from its start ({start})" if still.all() else
+                    f"did not move at {still.sum()} of its {still.size} steps")
+            checks = [("stalled_steps", float(still.mean()), "ceiling", STALL_CEILING,
+                       f"the online gradient {what} (stalled steps: ceiling "
+                       f"{STALL_CEILING:.0%}): the releases carried no information at its "
+                       f"estimates (clipped at one end of intervals far from them); its "
+                       f"output is not an estimate: use a posterior method (--method "
+                       f"smc-marginal)")]
+    elif getattr(getattr(post, "history", None), "ess", None):
+        e = float(post.history.ess[-1])
+        note = prior_note(post.family, post.quantile(0.5)) if e < ESS_FLOOR else None
+        what = ("collapsed onto one particle" if e < 1.5 else
+                f"rest on fewer than {ESS_FLOOR} particles")
+        checks = [("ess", e, "floor", ESS_FLOOR,
+                   f"{method}'s weights {what} (final ESS {e:.2f} of {len(post.w)}): its "
+                   f"posterior summary is not reliable here; "
+                   + (f"the likely cause is the prior: {note}" if note else
+                      "raise n_particles (--particles) or use the exact posterior"))]
+    post.reliability = {}
+    for name, value, side, bound, text in checks:
+        bad = value < bound if side == "floor" else value > bound
+        if bad and not _QUIET:
+            warnings.warn(text, ReliabilityWarning, stacklevel=stacklevel + 1)
+        post.reliability[name] = {"value": value, side: bound,
+                                  "warning": text if bad else None}
+    return post.reliability
+
+
 # ------------------------------------------------------------------ prior-data conflict
 CONFLICT_LEVEL = 0.999  # central prior interval a posterior median must fall in
 CONFLICT_P = 0.001  # smallest prior-predictive p-value of the mean release not warned of

@@ -27,10 +27,11 @@ from dpbook.calibration.replication import (
     replicate,
     summarize_pit,
 )
+from dpbook.diagnostics import quiet_diagnostics
 from dpbook.experiment.config import TASK_BYTES, config_algorithms, eps_code
 from dpbook.experiment.results import note_store_read
 from dpbook.experiment.runner import run_tasks, set_aside_if_stale
-from dpbook.experiment.store import StoreWarning, valid_tasks, write_estimates
+from dpbook.experiment.store import StoreWarning, family_change, valid_tasks, write_estimates
 from dpbook.experiment.tasks import set_threads
 from dpbook.validation import (
     check_count,
@@ -84,6 +85,7 @@ def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-30
     """The settings of one replication (see the module docstring), checked."""
     from dataclasses import astuple
 
+    from dpbook.model.families import available, family_sha256
     from dpbook.model.mechanisms import check_mechanism
 
     fam = study_family(family, prior)  # a location-scale family (checked there)
@@ -102,6 +104,8 @@ def calibration_config(particles=500, grid=61, mhaar_iters=10_000, interval=(-30
 
     check_grid((config["grid"],) * fam.dim, fam.params)
     config["algorithm"] = fingerprint(config_algorithms(config))
+    if family_sha256(type(fam)) and fam.name not in available():  # from a file
+        config["family_sha256"] = family_sha256(type(fam))
     return config
 
 
@@ -112,11 +116,16 @@ def run_replication(spec: dict) -> dict:
     set_threads(spec.get("numba_threads"))
     t0 = time.perf_counter()
     seed = replication_seed(spec["seed"], spec["eps"], spec["n"], spec["rep"])
+    if "family_pickle" in spec:  # a family from a file, shipped by value
+        import cloudpickle
+
+        spec = {**spec, "family": cloudpickle.loads(spec["family_pickle"])}
     family = study_family(spec["family"], LocationScalePrior(*spec["prior"]))
-    res = replicate(spec["method"], spec["eps"], spec["n"], *spec["interval"], seed=seed,
-                    grid=(spec["grid"], spec["grid"]), particles=spec["particles"],
-                    mhaar_iters=spec["mhaar_iters"], family=family,
-                    mechanism=spec["mechanism"])
+    with quiet_diagnostics():  # the study judges the replications together
+        res = replicate(spec["method"], spec["eps"], spec["n"], *spec["interval"],
+                        seed=seed, grid=(spec["grid"], spec["grid"]),
+                        particles=spec["particles"], mhaar_iters=spec["mhaar_iters"],
+                        family=family, mechanism=spec["mechanism"])
     row = {k: spec[k] for k in ("method", "eps", "n", "rep")}
     row.update(res, seconds=time.perf_counter() - t0)
     return {"row": row, "arrays": {}}
@@ -143,6 +152,8 @@ def replications(methods, eps, n, reps) -> list[Replication]:
         raise ValueError(f"no method given; choose from {', '.join(ALL_METHODS)}")
     count = reps * len(ns) * len(eps) * len(methods)
     check_memory(f"{count} replications", TASK_BYTES * count)
+    # each replication's population and releases: a few arrays of n values
+    check_memory(f"a replication of {max(ns)} individuals", 64 * max(ns))
     return [Replication(m, e, k, rep) for rep in range(reps) for k in ns for e in eps
             for m in methods]
 
@@ -150,7 +161,7 @@ def replications(methods, eps, n, reps) -> list[Replication]:
 def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/calibration",
                     particles=500, grid=61, mhaar_iters=10_000, interval=(-300.0, 300.0),
                     seed=0, family="normal", mechanism="laplace", prior=None, scheduler=None,
-                    workers=None, progress=True, tasks=None):
+                    workers=None, progress=True, tasks=None, family_changed_ok=False):
     """Run (or resume) a calibration study; one row per replication (a DataFrame:
     method, eps, n, rep, the PIT of each parameter, the true values, the posterior
     interquartile ranges, seconds).  ``prior``: a
@@ -162,7 +173,8 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
     replications already in ``out`` are reused; each new one is stored as it finishes
     (see :func:`dpbook.experiment.run_tasks`).
     A store made by other dpbook code is moved aside (with a warning) and recomputed;
-    one made with other settings is an error naming them."""
+    one made with other settings is an error naming them, and one made with another
+    version of the family's file (its sha256) unless ``family_changed_ok``."""
     config = calibration_config(particles=particles, grid=grid, mhaar_iters=mhaar_iters,
                                 interval=interval, seed=seed, family=family,
                                 mechanism=mechanism, prior=prior)
@@ -172,9 +184,16 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
         raise ValueError("tasks must be a non-empty list of Replication "
                          "(see dpbook.calibration.replications)")
     tasks = list(dict.fromkeys(tasks))
+    fam = study_family(family, prior)
     for m in {t.method for t in tasks}:
-        check_study_model(m, config["family"], mechanism)
+        check_study_model(m, fam, mechanism)
     out = check_store_path(out)
+    config = family_change(out, config, family_changed_ok)
+    shipped = {}
+    if "family_sha256" in config:  # workers need not import the family's file
+        import cloudpickle
+
+        shipped["family_pickle"] = cloudpickle.dumps(fam)
     aside = set_aside_if_stale(out, config)
     if aside is not None:
         warnings.warn(f"{out} was made by other dpbook code; moved to {aside}, its "
@@ -182,7 +201,7 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
 
     def spec_of(task, threads):
         return {"method": task.method, "eps": task.eps, "n": task.n, "rep": task.rep,
-                "numba_threads": threads,
+                "numba_threads": threads, **shipped,
                 **{k: config[k] for k in ("seed", "interval", "grid", "particles",
                                           "mhaar_iters", "family", "prior", "mechanism")}}
 

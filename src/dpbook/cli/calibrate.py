@@ -54,6 +54,9 @@ def add_parser(subparsers):
                    help="address of a Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--workers", type=integer, default=None,
                    help="local worker processes (default: every core)")
+    p.add_argument("--family-changed-ok", action="store_true",
+                   help="add to a store made with a family file that has changed since "
+                        "(its replications then rest on two models)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_calibrate)
@@ -73,7 +76,8 @@ def cmd_calibrate(args):
                          mhaar_iters=args.mhaar_iters, interval=tuple(args.interval),
                          seed=args.seed, family=family, mechanism=mechanism,
                          scheduler=args.scheduler, workers=args.workers,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress,
+                         family_changed_ok=args.family_changed_ok)
     summ = calibration_summary(df, family.params, family.prior)
     iqr0 = prior_iqr(family.prior, family.params)
     keys = ("ks_stat", "ks_p", "coverage50", "coverage50_se", "coverage90",

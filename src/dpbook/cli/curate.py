@@ -86,6 +86,10 @@ def curator_status(curator) -> dict:
     (:mod:`dpbook.cli.summary`)."""
     post = curator.posterior
     # before the first release: no posterior yet (the particles are the prior's)
+    if curator.n:  # its diagnostics (and a warning beyond their thresholds) as it is now
+        from dpbook.diagnostics import check_reliability
+
+        check_reliability(post, "the curator's posterior", stacklevel=1)
     result = posterior_result(post, post.family) if curator.n else {}
     method = "smc-marginal" if hasattr(post, "quantile") else "online-gradient"
     # the seed is spent into the curator's generator: the state file does not keep it

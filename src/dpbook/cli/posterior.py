@@ -3,10 +3,8 @@ online SMC methods, MHAAR or the exact grid, or the online gradient's point esti
 
 from __future__ import annotations
 
-import math
 import sys
 import time
-import warnings
 
 from dpbook.cli.args import (
     JSON_HELP,
@@ -150,6 +148,7 @@ def cmd_posterior(args):
     summ = posterior_summary(post, family)
     out = record(family, mechanism, args.eps, int(len(y)), m,
                  None if m == "exact" else args.seed, skipped=skipped, posterior=summ,
+                 diagnostics=getattr(post, "reliability", {}),
                  seconds=time.perf_counter() - t0)
     head = f"posterior ({m}, n = {len(y)}, eps = {args.eps}"
     if family.name != "normal" or mechanism != "laplace":
@@ -174,16 +173,17 @@ def _online_gradient(args, family, mechanism, y, l, r, t0, skipped):
     at hand, so it starts where the data are (the family's moment guess): from the
     prior's median, releases clipped at one end of intervals far from it carry no score
     and the estimate would stay at its start (issue 29)."""
+    from dpbook.diagnostics import check_reliability
     from dpbook.online.gradient import OnlineGradient
 
     start = family.guess(y, l, r, args.eps, mechanism)
     est = OnlineGradient(args.eps, family=family, mechanism=mechanism, theta0=start)
     for t in range(len(y)):
         est.update(y[t], l[t], r[t])
-    warn_if_stalled(est)
+    check_reliability(est, "the online gradient")
     estimate = {p: float(v) for p, v in zip(family.params, est.theta)}
     out = record(family, mechanism, args.eps, int(len(y)), args.method, None,
-                 skipped=skipped, estimate=estimate,
+                 skipped=skipped, estimate=estimate, diagnostics=est.reliability,
                  start={p: float(v) for p, v in zip(family.params, start)},
                  seconds=time.perf_counter() - t0)
     lines = [f"estimate (online-gradient, n = {len(y)}, eps = {args.eps}): "
@@ -197,16 +197,3 @@ def _online_gradient(args, family, mechanism, y, l, r, t0, skipped):
     warn_if_no_prior(args)
     warn_conflict(family, mechanism, y, l, r, args.eps)
 
-
-def warn_if_stalled(estimator):
-    """A ReliabilityWarning (one line on the command line) when the online gradient
-    never left its start: its estimate is then the start, not an answer."""
-    if estimator.stalled:
-        from dpbook.validation import ReliabilityWarning
-
-        start = ", ".join(f"{v:.4g}" for v in (estimator.u0[0], math.exp(estimator.u0[1])))
-        warnings.warn(f"the online gradient never moved from its start ({start}): the "
-                      f"releases carried no information at that estimate (all clipped at "
-                      f"one end of intervals far from it); its output is the start, not an "
-                      f"estimate: use a posterior method (smc-marginal)",
-                      ReliabilityWarning, stacklevel=2)

@@ -24,7 +24,7 @@ from dpbook.cli.family import (
     family_from_args,
     prior_from_args,
 )
-from dpbook.cli.posterior import check_subset, warn_if_stalled
+from dpbook.cli.posterior import check_subset
 from dpbook.cli.summary import (
     posterior_result,
     record,
@@ -125,8 +125,6 @@ def cmd_stream(args):
                           deploy=args.deploy, batch=args.batch,
                           progress=not args.no_progress and stderr_is_terminal())
     point = get_method(args.method).point_estimate
-    if point:
-        warn_if_stalled(run.smc)
     out = record(family, mechanism, res["eps"], res["n"], args.method, args.seed,
                  skipped=skipped, policy=res["policy"], batch=res["batch"],
                  noise=res["noise"], **{k: res[k] for k in ("interval",) if k in res},

@@ -9,7 +9,10 @@ posterior is ``"posterior": {param: {"mean", "sd",
 moment does not exist: under clipping the likelihood of a scale c tends to a positive
 limit as c grows, so the posterior's tail is the prior's, c^2 ~ IG(shape, .), whose c
 has a k-th moment only when 2 shape > k.  With Section 6's shape 1 (and --range's) the
-scale's mean exists and its sd does not: ``sd`` is null for it.
+scale's mean exists and its sd does not: ``sd`` is null for it.  A sampler's or
+estimator's result has ``"diagnostics": {name: {"value", "floor" or "ceiling",
+"warning"}}`` (:func:`dpbook.diagnostics.check_reliability`; "warning" is the line
+printed when the value is beyond its threshold, else null).
 """
 
 from __future__ import annotations
@@ -54,10 +57,12 @@ def posterior_summary(post, family) -> dict:
 
 def posterior_result(post, family) -> dict:
     """{"posterior": :func:`posterior_summary`}, or {"estimate": {param: value}} for a
-    point estimate (the online gradient's, which has no posterior)."""
+    point estimate (the online gradient's, which has no posterior); and the run's
+    "diagnostics" (``post.reliability``, module docstring)."""
+    out = {"diagnostics": getattr(post, "reliability", {})}
     if hasattr(post, "quantile"):
-        return {"posterior": posterior_summary(post, family)}
-    return {"estimate": {p: float(v) for p, v in zip(family.params, post.theta)}}
+        return {"posterior": posterior_summary(post, family), **out}
+    return {"estimate": {p: float(v) for p, v in zip(family.params, post.theta)}, **out}
 
 
 def result_lines(out) -> list:

@@ -269,8 +269,8 @@ def family_change(out: Path, config: dict, ok=False) -> dict:
                          f"file that has changed since (sha256 {then[:16]} then, {new[:16]} "
                          f"now): --family-changed-ok adds to it anyway, results of two "
                          f"models; or choose another output directory")
-    return {**config, "family_sha256": then,
-            "family_source": manifest["config"].get("family_source")}
+    return {**config, "family_sha256": then,  # and the experiment's hash of the class
+            **{k: manifest["config"].get(k) for k in ("family_source",) if k in config}}
 
 
 def check_same_config(out: Path, manifest: dict | None, config: dict):

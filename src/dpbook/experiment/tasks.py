@@ -143,8 +143,17 @@ def run_task(spec: dict) -> dict:
     then has a ``batch`` entry); return {"row": {...}, "arrays": {...}}.
 
     ``spec`` is a plain dict (picklable for any executor).  The result depends only on
-    the spec, not on the process, thread count or order in which tasks run.
+    the spec, not on the process, thread count or order in which tasks run.  The
+    methods' diagnostics are not warned of task by task (the store's rows are judged
+    together: :func:`dpbook.diagnostics.quiet_diagnostics`).
     """
+    from dpbook.diagnostics import quiet_diagnostics
+
+    with quiet_diagnostics():
+        return _run_task(spec)
+
+
+def _run_task(spec: dict) -> dict:
     set_threads(spec.get("numba_threads"))
     from dpbook.model.families import as_family
     from dpbook.online.methods import TASKS, warm_up

@@ -30,7 +30,6 @@ instead (under other priors, from this pilot combined with the prior's precision
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +37,6 @@ import numpy as np
 from dpbook.backends import backend, engine
 from dpbook.model.families import as_family
 from dpbook.validation import (
-    ReliabilityWarning,
     check_count,
     check_eps,
     check_memory,
@@ -186,13 +184,6 @@ class MHAARResult:
         (:func:`effective_sample_size`)."""
         k = self.kept()
         return np.array([effective_sample_size(k[:, j]) for j in range(k.shape[1])])
-
-    def diagnostics(self, n_batches=50):
-        d = {"acceptance": self.acceptance, "acceptance_kept": self.acceptance_kept,
-             "steps": self.final_steps, "n_kept": self.n_kept}
-        if self.n_kept >= 2 * n_batches:
-            d["mcse"] = self.mcse(n_batches)
-        return d
 
 
 # ---------------------------------------------------------------- initial steps
@@ -372,16 +363,14 @@ def _better_start(impl, data, eps, fam, mechanism, n_iter, burn_fraction, steps,
 
 
 def _checked_chain(res, data, eps, family, mechanism):
-    """Warn when the kept part of a chain never moved (its summary is one point), or
-    when it has not found the posterior (:func:`dpbook.diagnostics.check_found`: a
-    reference point far more probable than the kept samples' median; ``res.lost``)."""
-    from dpbook.diagnostics import check_found
+    """Warn when the kept part of a chain is beyond a threshold of its diagnostics
+    (:func:`dpbook.diagnostics.check_reliability`: acceptance, effective sample size;
+    ``res.reliability``), or when it has not found the posterior
+    (:func:`dpbook.diagnostics.check_found`: a reference point far more probable than
+    the kept samples' median; ``res.lost``)."""
+    from dpbook.diagnostics import check_found, check_reliability
 
-    kept = res.accepted[res.n_iter - res.n_kept:]
-    if kept.size >= 100 and not kept.any():
-        warnings.warn(f"the MHAAR chain accepted none of its last {kept.size} proposals: its "
-                      f"posterior summary is not reliable here; use more iterations or the "
-                      f"exact posterior", ReliabilityWarning, stacklevel=3)
+    check_reliability(res, "the MHAAR chain", stacklevel=3)
     res.lost = check_found("the MHAAR chain", np.median(res.kept(), axis=0), *data,
                            check_eps(eps), family, mechanism, stacklevel=4)
     return res

@@ -20,7 +20,7 @@ import numpy as np
 from dpbook.privacy.curator import Curator
 from dpbook.privacy.population import Population
 from dpbook.smc import SMC
-from dpbook.smc.resample_move import ParticlePosterior, check_particles
+from dpbook.smc.resample_move import ParticlePosterior, check_particles, check_reliability
 from dpbook.validation import check_count, seed_sequence
 
 STATIC_BLOCK = 4096  # individuals per publication of a static (fixed) interval
@@ -86,6 +86,8 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
         if progress is not None:
             progress.update(k)
     y, l, r = curator.releases()
+    if n > 0:  # a run beyond its diagnostic's threshold says so (smc.reliability)
+        check_reliability(smc, "the online SMC", stacklevel=3)
     if isinstance(smc, ParticlePosterior) and n > 0:
         # particles that never found the posterior say so (one line; smc.lost)
         check_particles(smc, y, l, r, "the online SMC", stacklevel=3)

@@ -187,18 +187,6 @@ class OnlineGradient:
         self.__dict__.update(state)
         self._compiled = backend("score", self.family, self.mechanism)
 
-    @property
-    def stalled(self) -> bool:
-        """True if releases came but the estimate never left its start (to 1e-9 of the
-        start's scale): every release said nothing at the current estimate, as when all
-        are clipped at the same end of an interval far from it; the estimate is then
-        the start, not an answer."""
-        if self.t == 0:
-            return False
-        c0 = math.exp(self.u0[1])
-        return abs(self.u[0] - self.u0[0]) <= 1e-9 * c0 and \
-            abs(self.u[1] - self.u0[1]) <= 1e-9
-
     def thompson_draw(self, rng=None):
         """The current estimate (the method has no posterior to draw from)."""
         return self.theta

@@ -41,7 +41,12 @@ from dpbook.backends import backend
 from dpbook.diagnostics import log_likelihood
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import check_mechanism
-from dpbook.smc.resample_move import History, ParticlePosterior, check_ess, check_particles
+from dpbook.smc.resample_move import (
+    History,
+    ParticlePosterior,
+    check_particles,
+    check_reliability,
+)
 from dpbook.smc.resampling import ess, systematic
 from dpbook.validation import (
     as_generator,
@@ -265,6 +270,6 @@ def marginal_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particl
         smc.update(y[t], l[t], r[t])
         if progress is not None:
             progress.update()
-    check_ess(smc, "the marginal SMC", stacklevel=3)
+    check_reliability(smc, "the marginal SMC", stacklevel=3)
     check_particles(smc, y, l, r, "the marginal SMC", stacklevel=3)
     return smc

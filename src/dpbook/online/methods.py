@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbook.diagnostics import quiet_diagnostics
 from dpbook.model.families import as_family
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy, ThetaGridPolicy
 
@@ -159,7 +160,8 @@ def warm_up(methods=METHODS, family=None, mechanism="laplace"):
             from dpbook.mhaar import mhaar
 
             y = [release_one(v, lc, rc, 1.0, rng, mechanism) for v in x]
-            mhaar(y, lc, rc, 1.0, fam, mechanism, n_iter=4, n_aux=2, seed=0)
+            with quiet_diagnostics():  # 4 iterations: too few to trust, by design
+                mhaar(y, lc, rc, 1.0, fam, mechanism, n_iter=4, n_aux=2, seed=0)
         else:
             post = base.build(1.0, fam, mechanism, n_particles=16, n_max=WARM_N,
                               subset=2 if base.subset else None)

@@ -80,6 +80,9 @@ class Curator:
         k = check_count("k", k)
         l, r = self.policy.next_interval(self.posterior, self.rng)
         l, r = float(l), float(r)
+        if self.outstanding[(l, r)] + k > 2 ** 63 - 1:  # SQLite's largest integer
+            raise ValueError(f"[{l!r}, {r!r}] would then await {self.outstanding[(l, r)] + k}"
+                             f" releases, more than a state counts (2^63 - 1)")
         self.outstanding[(l, r)] += k
         self.intervals.append((l, r, k))
         return l, r

@@ -17,10 +17,10 @@ population.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from dpbook.diagnostics import check_reliability
 from dpbook.model.families import as_family
 from dpbook.model.mechanisms import KIND, check_mechanism, clip, get_mechanism
 from dpbook.smc.resampling import ess, systematic, thompson_index
@@ -31,7 +31,6 @@ from dpbook.smc.sweep import (
     mh_sweep_serial,
 )
 from dpbook.validation import (
-    ReliabilityWarning,
     check_count,
     check_eps,
     check_memory,
@@ -44,7 +43,6 @@ from dpbook.validation import (
 # Gilks 1997), applied to the particles' covariance as in Chopin (2002).
 _RW_SCALE2 = 2.38**2
 _INFO_SAMPLE = 128  # particles averaged for the information matrix of the RW proposal
-ESS_FLOOR = 10  # a final effective sample size below this is too few for a summary
 
 
 class History:
@@ -521,29 +519,9 @@ def smc_posterior(y, l, r, eps, family=None, mechanism="laplace", n_particles=10
         smc.update(y[t], l[t], r[t])
         if progress is not None:
             progress.update(1)
-    check_ess(smc, "the SMC", stacklevel=3)
+    check_reliability(smc, "the SMC", stacklevel=3)
     check_particles(smc, y, l, r, "the SMC", stacklevel=3)
     return smc
-
-
-def check_ess(post, method, stacklevel=2):
-    """A one-line ReliabilityWarning when the final effective sample size of the weighted
-    particles of ``post`` (an SMC or a marginal SMC) is below :data:`ESS_FLOOR`, naming
-    the option that helps (or the prior, when particles drawn from it are far from the
-    data)."""
-    ess_final = post.history.ess[-1] if post.history.ess else math.inf
-    if ess_final >= ESS_FLOOR:
-        return
-    from dpbook.diagnostics import prior_note
-
-    note = prior_note(post.family, post.quantile(0.5))
-    what = ("collapsed onto one particle" if ess_final < 1.5 else
-            f"rest on fewer than {ESS_FLOOR} particles")
-    warnings.warn(f"{method}'s weights {what} (final ESS {ess_final:.2f} of "
-                  f"{len(post.w)}): its posterior summary is not reliable here; "
-                  + (f"the likely cause is the prior: {note}" if note else
-                     "raise n_particles (--particles) or use the exact posterior"),
-                  ReliabilityWarning, stacklevel=stacklevel + 1)
 
 
 def check_particles(post, y, l, r, method, stacklevel=2):
