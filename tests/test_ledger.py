@@ -109,3 +109,29 @@ def test_tally_counts_the_paper_s_statements_only():
                                        ([0.5], [0.5])])
 def test_holm(p, expect):
     np.testing.assert_allclose(ledger.holm(p), expect)
+
+
+def cell_verdicts(ids, **kw):
+    built = ledger.build(kw.pop("mode", "quick"), only=ids, **kw)
+    return {c["id"]: (c["verdict"], {x["cell"]: x["verdict"] for x in c["cells"]})
+            for c in built["claims"]}
+
+
+def test_theorem_negative_control_a_family_whose_scale_enters_its_shape(monkeypatch):
+    """Theorem 3 and Lemma 2 are checked by quadrature in the original coordinates: a
+    'family' whose spread is c + (c - 1)^2 (not location-scale, Definition 2 broken, the
+    same to first order at c = 1) fails them, while dpbook's code still agrees with the
+    quadrature at (0, 1)."""
+    import audit
+    from scipy import stats
+
+    before = cell_verdicts(("theorem-3", "lemmas-1-2"))
+    assert before["theorem-3"][0] == before["lemmas-1-2"][0] == "holds"
+    monkeypatch.setitem(audit.SCIPY_FAMILIES, "normal",
+                        lambda m, c: stats.norm(loc=m, scale=c + (c - 1) ** 2))
+    after = cell_verdicts(("theorem-3", "lemmas-1-2"))
+    assert after["theorem-3"][0] == after["lemmas-1-2"][0] == "does not hold"
+    assert after["theorem-3"][1]["normal: Theorem 3"] == "does not hold"
+    assert after["theorem-3"][1]["normal: dpbook's fisher_exact"] == "holds"
+    assert after["lemmas-1-2"][1] == {"normal": "does not hold", "laplace": "holds",
+                                      "student_t": "holds"}
