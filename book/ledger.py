@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HOLDS, DEPARTS, FAILS = "holds", "holds with a departure", "does not hold"
 UNDECIDED, NOT_CHECKED = "inconclusive", "not checked in this mode"
 VERDICTS = (HOLDS, DEPARTS, FAILS, UNDECIDED, NOT_CHECKED)
-CATEGORIES = ("Theorems", "Algorithms", "Section 5", "Section 6", "Cost", "Beyond the paper")
+CATEGORIES = ("Theorems", "Privacy", "Algorithms", "Section 5", "Section 6", "Cost",
+              "Beyond the paper")
 SCHEMA = 1
 # the paper's Section 6 numbers (the claims under test, not results of this build)
 PAPER_EPS = (1.0, 2.0, 5.0, 10.0)

@@ -135,3 +135,48 @@ def test_theorem_negative_control_a_family_whose_scale_enters_its_shape(monkeypa
     assert after["theorem-3"][1]["normal: dpbook's fisher_exact"] == "holds"
     assert after["lemmas-1-2"][1] == {"normal": "does not hold", "laplace": "holds",
                                       "student_t": "holds"}
+
+
+def _defective(kind):
+    """A release with one planted defect, in its two forms (the vectorised `release`
+    and Algorithm 1's `release_one`), drawing the same noise stream as the shipped ones."""
+    def move(x, l, r, eps):
+        return {"no clipping": (x, (r - l) / eps),
+                "noise scaled by half the width": (np.clip(x, l, r), (r - l) / (2 * eps)),
+                "the sqrt(2) slip": (np.clip(x, l, r), (r - l) / (eps * 2**0.5))}[kind]
+
+    def release(x, l, r, eps, rng, mechanism="laplace"):
+        c, b = move(np.asarray(x, float), l, r, eps)
+        return c + b * rng.laplace(0.0, 1.0, size=np.shape(c))
+
+    def release_one(x, l, r, eps, rng, mechanism="laplace"):
+        c, b = move(x, l, r, eps)
+        return float(c + b * rng.laplace(0.0, 1.0, size=()))
+
+    return release, release_one
+
+
+@pytest.mark.parametrize("kind", ["no clipping", "noise scaled by half the width",
+                                  "the sqrt(2) slip"])
+def test_privacy_negative_control_a_release_that_is_not_eps_dp(monkeypatch, kind):
+    """Theorem 2 on the shipped release and the empirical audit each flip to 'does not
+    hold' under a release that forgets to clip, scales its noise by the wrong width or
+    by the authors' code's (r - l)/(eps sqrt 2); and the audit cells themselves flip,
+    not only the tie between the shipped and the vectorised release."""
+    ids = ("theorem-2", "privacy-audit")
+    before = cell_verdicts(ids)
+    assert before["theorem-2"][0] == before["privacy-audit"][0] == "holds"
+    from dpbook.model import mechanisms
+    from dpbook.privacy import population
+
+    release, release_one = _defective(kind)
+    monkeypatch.setattr(mechanisms, "release", release)
+    monkeypatch.setattr(population, "release_one", release_one)
+    after = cell_verdicts(ids)
+    assert after["theorem-2"][0] == after["privacy-audit"][0] == "does not hold"
+    audit_cells = after["privacy-audit"][1]
+    assert audit_cells["the shipped release equals the audited one"] == "holds"
+    flipped = [c for c, v in audit_cells.items() if v == "does not hold"]
+    assert flipped and all(c.startswith("ε") for c in flipped)
+    if kind == "no clipping":
+        assert all(c.endswith("beyond") for c in flipped)
