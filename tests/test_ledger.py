@@ -105,6 +105,44 @@ def test_tally_counts_the_paper_s_statements_only():
         "(full mode)")
 
 
+def test_check_and_compare_read_a_ledger_of_the_previous_schema(tmp_path, capsys):
+    """A schema-1 ledger (its 'holds with a departure', no Privacy group) still passes
+    `check`, and `compare` against this schema's names the schema, the verdict and the
+    group that moved."""
+    rule = {"text": "r", "parameters": {}}
+    old = {"schema": 1, "claims": [
+        {"id": "best-intervals", "paper_ref": "Section 6", "category": "Section 6",
+         "verdict": "holds with a departure", "rule": rule},
+        {"id": "theorem-2", "paper_ref": "Theorem 2", "category": "Theorems",
+         "verdict": "holds", "rule": rule}]}
+    new = {"schema": ledger.SCHEMA, "claims": [
+        {"id": "best-intervals", "paper_ref": "Section 6", "category": "Section 6",
+         "verdict": "does not reproduce", "rule": rule},
+        {"id": "theorem-2", "paper_ref": "Theorem 2", "category": "Privacy",
+         "verdict": "holds", "rule": rule}]}
+    assert ledger.check(old) == [] and ledger.check(new) == []
+    assert ledger.check({**new, "schema": 1}) == [
+        "best-intervals: verdict 'does not reproduce'", "theorem-2: category 'Privacy'"]
+    assert ledger.counts(old)["Section 6"]["holds with a departure"] == 1
+    a, b = tmp_path / "old.json", tmp_path / "new.json"
+    a.write_text(json.dumps(old))
+    b.write_text(json.dumps(new))
+    assert ledger.main(["compare", str(a), str(b)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "schema: 1 -> 2",
+        "verdict changed: best-intervals: holds with a departure -> does not reproduce",
+        "category changed: theorem-2: Theorems -> Privacy"]
+
+
+def test_the_authors_code_is_counted_apart_from_the_paper():
+    claims = [{"category": "Section 6", "verdict": "does not reproduce"},
+              {"category": "The authors' code", "verdict": "holds"},
+              {"category": "Beyond the paper", "verdict": "inconclusive"}]
+    assert ledger.tally({"claims": claims, "mode": "full"}) == (
+        "Of the paper's 1 statement that this build checks, 1 *does not reproduce* "
+        "(full mode)")
+
+
 @pytest.mark.parametrize("p, expect", [([0.01, 0.04, 0.03], [0.03, 0.06, 0.06]),
                                        ([0.5], [0.5])])
 def test_holm(p, expect):
