@@ -301,12 +301,13 @@ def compare(old: dict, new: dict) -> list[str]:
     lines = [f"added: {k}" for k in b if k not in a] + [f"removed: {k}" for k in a if k not in b]
     if old.get("schema") != new.get("schema"):
         lines.insert(0, f"schema: {old.get('schema')} -> {new.get('schema')}")
-    for k in a.keys() & b.keys():
+    both = [k for k in b if k in a]  # in the new ledger's order (the output is stable)
+    for k in both:
         ra, rb = a[k]["rule"], b[k]["rule"]
         if ra != rb:
             what = ("text", "parameters")[ra["text"] == rb["text"]]
             lines.append(f"rule changed: {k}: {ra[what]!r} -> {rb[what]!r}")
-    for k in a.keys() & b.keys():
+    for k in both:
         if a[k]["verdict"] != b[k]["verdict"]:
             lines.append(f"verdict changed: {k}: {a[k]['verdict']} -> {b[k]['verdict']}")
         if a[k].get("category") != b[k].get("category"):

@@ -29,23 +29,21 @@ def section6_store(runs=30, seed=0):
     return pd.DataFrame(rows)
 
 
-def verdicts(est, ids=("figure-3", "figure-2-concentrates")):
+def verdicts(est, ids=("figure-3",)):
     built = ledger.build("full", stores={"paper": (est, None)}, only=ids)
     return {c["id"]: [x["verdict"] for x in c["cells"]] for c in built["claims"]}
 
 
-def test_swapping_two_methods_flips_the_verdicts():
+def test_experiment_negative_control_swapping_two_methods_flips_figure_3():
     est = section6_store()
     before = verdicts(est)
     assert before["figure-3"] == ["holds"] * 16
-    assert before["figure-2-concentrates"] == ["holds"] * 4
     swapped = est.replace({"method": {"smc-adaptive": "smc-fixed",
                                       "smc-fixed": "smc-adaptive"}})
     after = verdicts(swapped)
     # adaptive is now the worse one against the fixed interval, and ties MHAAR
     assert [v for v, cell in zip(after["figure-3"], range(16)) if cell % 2 == 0] == \
         ["does not hold"] * 8
-    assert after["figure-2-concentrates"] == ["does not hold"] * 4
 
 
 def test_quick_mode_shows_the_numbers_but_leaves_the_verdict_to_the_full_build():
@@ -218,3 +216,109 @@ def test_privacy_negative_control_a_release_that_is_not_eps_dp(monkeypatch, kind
     assert flipped and all(c.startswith("ε") for c in flipped)
     if kind == "no clipping":
         assert all(c.endswith("beyond") for c in flipped)
+
+
+def section6_trajectories(est, n=100, fast=0.3, seed=1):
+    """Trajectories as a Section 6 store holds them, for the runs of ``est``: the
+    adaptive SMC's posterior sd ``fast`` times the fixed interval's at every t, both
+    shrinking as 1/sqrt(t), means within a posterior sd of the truth; distinct particles
+    and a healthy ESS; releases of N(50, 10) through [30, 70]."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, n + 1)
+    tr = {}
+    for (m, e, run), _ in est.groupby(["method", "eps", "run"]):
+        scale = fast if m == "smc-adaptive" else 1.0
+        arr = {"ess": np.full(n, 500.0), "y": rng.normal(50, 10**0.5, n),
+               "l": np.full(n, 30.0), "r": np.full(n, 70.0),
+               "snapshot_mu": rng.normal(50, 1, (2, 200))}
+        for p, true in (("mu", 50.0), ("sigma", 10**0.5)):
+            sd = scale * 3 / np.sqrt(t)
+            arr[f"sd_{p}"] = sd
+            arr[f"mean_{p}"] = true + sd * rng.normal() * 0.5
+        tr[m, e, run] = arr
+    return tr
+
+
+FIG2 = ("figure-2-concentrates", "figure-2-quickly", "figure-2-spread")
+
+
+def test_experiment_negative_control_figure_2_over_time_flips_when_the_methods_swap():
+    est = section6_store()
+    tr = section6_trajectories(est)
+    built = ledger.build("full", stores={"paper": (est, tr)}, only=FIG2)
+    assert [c["verdict"] for c in built["claims"]] == ["holds"] * 3
+    swapped = {(("smc-fixed" if m == "smc-adaptive" else "smc-adaptive"
+                 if m == "smc-fixed" else m), e, run): a for (m, e, run), a in tr.items()}
+    after = {c["id"]: c["verdict"] for c in ledger.build(
+        "full", stores={"paper": (est, swapped)}, only=FIG2)["claims"]}
+    assert after == {"figure-2-concentrates": "does not hold",
+                     "figure-2-quickly": "does not hold", "figure-2-spread": "holds"}
+    # spread that grows over time fails the spread claim
+    grown = {k: {**a, "sd_mu": a["sd_mu"][::-1]} for k, a in tr.items()}
+    (c,) = ledger.build("full", stores={"paper": (est, grown)},
+                        only=("figure-2-spread",))["claims"]
+    assert c["verdict"] == "does not hold"
+
+
+def test_experiment_negative_control_figure_3_inconclusive_branch_and_overall_verdict():
+    """No difference between SMC-adaptive and SMC-non-adaptive (the same spread) makes
+    those cells inconclusive and the statement inconclusive; a difference the other way
+    makes it 'does not hold'."""
+    est = section6_store()
+    assert ledger.build("full", stores={"paper": (est, None)}, only=("figure-3",))[
+        "claims"][0]["verdict"] == "holds"
+    rng = np.random.default_rng(5)
+    tie = est.copy()
+    adaptive = tie.method == "smc-adaptive"
+    for p, true in (("mu", 50.0), ("sigma", 10**0.5)):
+        tie.loc[adaptive, f"{p}_hat"] = true + rng.normal(size=int(adaptive.sum()))
+    (c,) = ledger.build("full", stores={"paper": (tie, None)}, only=("figure-3",))["claims"]
+    assert c["verdict"] == "inconclusive"
+    assert "inconclusive" in {x["verdict"] for x in c["cells"]}
+    assert "does not hold" not in {x["verdict"] for x in c["cells"]}
+    assert all(x["evidence"]["ratio detected with 80% power"]["value"] < 1 for x in c["cells"])
+
+
+def test_algorithm_negative_control_collapsed_particles_fail_the_guard():
+    est = section6_store()
+    tr = section6_trajectories(est)
+    ids = ("resample-move-guard",)
+    assert ledger.build("full", stores={"paper": (est, tr)}, only=ids)["claims"][0][
+        "verdict"] == "holds"
+    collapsed = {k: {**a, "snapshot_mu": np.full((2, 200), 50.0)} for k, a in tr.items()}
+    assert ledger.build("full", stores={"paper": (est, collapsed)}, only=ids)["claims"][0][
+        "verdict"] == "does not hold"
+
+
+def test_algorithm_negative_control_a_theta_move_that_is_not_invariant(monkeypatch):
+    """Algorithm 3's θ move replaced by one whose σ is 10% short of the conditional
+    draw (a family that overrides the Gibbs move, so the SMC runs it): the SMC's
+    posterior no longer matches eq. (5) and the claim flips."""
+    import claims
+
+    from dpbook.model.families.normal import Normal
+
+    class Shrunk(Normal):
+        def gibbs(self, rng, theta, x):
+            out = super().gibbs(rng, theta, x)
+            out[:, 1] *= 0.9
+            return out
+
+    monkeypatch.setattr(claims, "INVARIANT_FAMILY", Shrunk())
+    (c,) = ledger.build("quick", only=("algorithm-3-invariant",))["claims"]
+    assert c["verdict"] == "does not hold"
+    assert {x["cell"]: x["verdict"] for x in c["cells"]}["σ"] == "does not hold"
+
+
+@pytest.mark.parametrize("slopes, expect", [
+    ({"smc-slope": 2.0, "subset-slope": 1.0, "gradient-slope": 1.0}, "holds"),
+    ({"smc-slope": 1.0, "subset-slope": 1.0, "gradient-slope": 1.0}, "does not hold"),
+    ({"smc-slope": 2.0, "subset-slope": 1.9, "gradient-slope": 1.0}, "does not hold"),
+    ({"smc-slope": 2.0, "subset-slope": 1.0, "gradient-slope": 2.0}, "does not hold")])
+def test_cost_negative_control_slopes_that_break_the_cost_claims(monkeypatch, slopes, expect):
+    """The cost claims read chapter 9's glued slopes: a quadratic SMC, a linear subset
+    SMC and a linear gradient method hold; any one of them off flips its claim."""
+    monkeypatch.setattr(ledger.Context, "glued", lambda self, chapter, key: slopes[key])
+    built = ledger.build("full", only=("cost-smc", "cost-subset", "cost-gradient"))
+    verdicts = {c["verdict"] for c in built["claims"]}
+    assert verdicts == {"holds"} if expect == "holds" else "does not hold" in verdicts
