@@ -322,3 +322,217 @@ def test_cost_negative_control_slopes_that_break_the_cost_claims(monkeypatch, sl
     built = ledger.build("full", only=("cost-smc", "cost-subset", "cost-gradient"))
     verdicts = {c["verdict"] for c in built["claims"]}
     assert verdicts == {"holds"} if expect == "holds" else "does not hold" in verdicts
+
+
+# ---- every other rule can fail: a planted defect per claim ------------------------------
+
+def one_verdict(cid, mode="quick", **kw):
+    (c,) = ledger.build(mode, only=(cid,), **kw)["claims"]
+    return c["verdict"]
+
+
+def test_theorem_negative_control_an_algorithm_1_that_reads_a_hidden_value(monkeypatch):
+    """Proposition 1's replay: an Algorithm 1 whose seed depends on the population's
+    hidden values (which the replay's differ from) no longer gives bit-identical runs."""
+    import dpbook.online as online
+
+    assert one_verdict("proposition-1") == "holds"
+    real = online.run_online
+
+    def leaky(population, policy, n, particles, seed=None, **kw):
+        peek = int(abs(np.sum(getattr(population, "values", [0.0]))) * 1000) % 7
+        return real(population, policy, n, particles, seed=seed + peek, **kw)
+
+    monkeypatch.setattr(online, "run_online", leaky)
+    assert one_verdict("proposition-1") == "does not hold"
+
+
+def _patch_fisher(monkeypatch, change):
+    """dpbook.fisher.fisher_exact with ``change(F, l, r, eps)`` applied to its output."""
+    import dpbook.fisher as fisher
+
+    real = fisher.fisher_exact
+
+    def planted(l, r, eps, *a, **k):
+        return change(np.asarray(real(l, r, eps, *a, **k), float), np.asarray(l, float),
+                      np.asarray(r, float), eps)
+
+    monkeypatch.setattr(fisher, "fisher_exact", planted)
+
+
+def test_section_5_negative_controls_on_the_fisher_information(monkeypatch):
+    import claims
+
+    assert one_verdict("best-interval-unique") == "holds"
+    assert one_verdict("exact-fisher") == "does not reproduce"
+    # a second maximiser, the mirror of a bump at (a, b) = (-1.2, 0.3)
+    def bump(F, l, r, eps):
+        hill = sum(np.exp(-((l - a) ** 2 + (r - b) ** 2) / 0.02) for a, b in
+                   ((-1.2, 0.3), (-0.3, 1.2)))
+        return F * (1 + 5 * hill)[..., None, None]
+
+    with monkeypatch.context() as m:
+        _patch_fisher(m, bump)
+        assert one_verdict("best-interval-unique") == "does not hold"
+    with monkeypatch.context() as m:  # eq. (7) off by 1e-6: the two quadratures disagree
+        _patch_fisher(m, lambda F, l, r, eps: F * (1 + 1e-6))
+        assert one_verdict("exact-fisher") == "holds"
+    # the best intervals: the paper's found, or an asymmetric one, or narrowing with eps
+    paper = {e: {"a": -b, "b": b, "score": 1.0} for e, b in ledger.PAPER_B.items()}
+    with monkeypatch.context() as m:
+        m.setattr(claims, "_best", lambda e: paper[e])
+        _patch_fisher(m, lambda F, l, r, eps: np.ones_like(F))
+        assert one_verdict("best-intervals") == "holds"
+        assert one_verdict("best-interval-widens") == "holds"
+        m.setattr(claims, "_best", lambda e: {**paper[e], "a": -1.0})
+        assert one_verdict("best-interval-symmetric") == "does not hold"
+        m.setattr(claims, "_best", lambda e: {**paper[e], "b": 1 / e, "a": -1 / e})
+        assert one_verdict("best-interval-widens") == "does not hold"
+
+
+def test_section_5_negative_control_information_that_grows_as_eps_falls(monkeypatch):
+    import dpbook.fisher as fisher
+
+    assert one_verdict("fisher-falls-with-eps") == "holds"
+    real = fisher.fisher_grid
+
+    class Inverted:
+        def __init__(self, eps):
+            self.g, self.eps = real(eps), eps
+
+        def scores(self):
+            return self.g.scores() / self.eps**2
+
+    monkeypatch.setattr(fisher, "fisher_grid", Inverted)
+    assert one_verdict("fisher-falls-with-eps") == "does not hold"
+
+
+def test_algorithm_negative_controls_biased_estimators(monkeypatch):
+    """eq. (8) 10% high fails the pooled z; an exact score 20% off fails Algorithm 4."""
+    import dpbook.fisher as fisher
+    import dpbook.likelihood.normal_laplace as nl
+
+    real_mc, real_score = fisher.fisher_mc, nl.score
+
+    def high(*a, **k):
+        import dataclasses
+
+        est = real_mc(*a, **k)
+        return dataclasses.replace(est, F=est.F * 1.1)
+
+    with monkeypatch.context() as m:
+        m.setattr(fisher, "fisher_mc", high)
+        assert one_verdict("eq-8") == "does not hold"
+    with monkeypatch.context() as m:
+        m.setattr(nl, "score", lambda *a: 1.2 * np.asarray(real_score(*a)))
+        assert one_verdict("algorithm-4") == "does not hold"
+
+
+def test_algorithm_negative_control_an_exact_posterior_that_ignores_the_noise(monkeypatch):
+    """The reference posterior computed as if the noise were 100 times smaller: the
+    SMC's means fall outside its (too narrow) posterior."""
+    import dpbook.posterior as posterior
+
+    assert one_verdict("gaussian-mechanism") == "holds"
+    real = posterior.exact_posterior
+    monkeypatch.setattr(posterior, "exact_posterior",
+                        lambda y, l, r, eps, **k: real(y, l, r, 100 * eps, **k))
+    assert one_verdict("gaussian-mechanism") == "does not hold"
+
+
+def calibration_store(n, squeeze=1.0, seed=3):
+    """PIT values of every method of chapters 8 and 11, uniform (a calibrated posterior)
+    or pushed towards 0 and 1 by ``squeeze`` (a posterior too narrow) for those that
+    should fail; n replications per eps."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for method in ("smc-adaptive", "smc-fixed", "exact", "naive", "original-code",
+                   "central", "central-private", "central-naive"):
+        bad = method in ("naive", "original-code", "central-naive")
+        for eps in ledger.PAPER_EPS:
+            z = rng.normal(size=(n, 2)) * (squeeze if bad else 1.0)
+            u = stats.norm.cdf(z)
+            rows += [dict(method=method, eps=eps, n=50, mu=a, sigma=b) for a, b in u]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("n, squeeze, expect", [
+    (3000, 3.0, "holds"),      # enough replications to see a sd off by 1.5
+    (100, 3.0, "inconclusive"),  # too few: a non-rejection is not 'calibrated'
+    (3000, 1.0, "inconclusive")])  # the should-fail methods not seen to fail
+def test_experiment_negative_control_calibration_and_its_power(n, squeeze, expect):
+    df = calibration_store(n, squeeze)
+    stores = {"calibration": df, "central-calibration": df}
+    for cid in ("calibration", "central-calibration"):
+        assert one_verdict(cid, "full", stores=stores) == expect
+    assert one_verdict("smc-targets-eq-5", "full", stores=stores) == (
+        "holds" if n == 3000 else "inconclusive")
+    # a sampler that is not calibrated fails
+    broken = df.assign(mu=np.where(df.method == "smc-adaptive", df.mu ** 2, df.mu))
+    assert one_verdict("smc-targets-eq-5", "full", stores={"calibration": broken}) == \
+        "does not hold"
+
+
+def test_experiment_negative_control_exploration_that_never_shrinks():
+    est = section6_store()
+    tr = section6_trajectories(est, n=200)
+    rng = np.random.default_rng(2)
+    shrinking = {k: {**a, "l": a["l"] + rng.normal(size=200) * np.linspace(5, 0.1, 200)}
+                 for k, a in tr.items()}
+    flat = {k: {**a, "l": a["l"] + rng.normal(size=200)} for k, a in tr.items()}
+    assert one_verdict("exploration-shrinks", "full", stores={"paper": (est, shrinking)}) \
+        == "holds"
+    assert one_verdict("exploration-shrinks", "full", stores={"paper": (est, flat)}) \
+        == "does not hold"
+
+
+def test_authors_code_negative_control_a_slip_that_changes_nothing():
+    """The same store as the 'original code' changes nothing: inconclusive, not holds."""
+    est = section6_store()
+    moved = est.assign(sigma_hat=np.where(est.method == "smc-fixed",
+                                          est.sigma_hat + 3.0, est.sigma_hat))
+    assert one_verdict("original-code", "full", stores={
+        "paper": (est, None), "original-code": (moved, None)}) == "holds"
+    assert one_verdict("original-code", "full", stores={
+        "paper": (est, None), "original-code": (est, None)}) == "inconclusive"
+
+
+def test_experiment_negative_control_accuracy_that_falls_with_eps():
+    est = section6_store()
+    # errors shrinking with eps for both SMC methods: holds; growing: does not hold
+    def scaled(power):
+        out = est.copy()
+        for p, true in (("mu", 50.0), ("sigma", 10**0.5)):
+            out[f"{p}_hat"] = true + (out[f"{p}_hat"] - true) * out.eps ** power
+        return out
+
+    assert one_verdict("figure-2-eps", "full", stores={"paper": (scaled(-1.0), None)}) \
+        == "holds"
+    assert one_verdict("figure-2-eps", "full", stores={"paper": (scaled(1.0), None)}) \
+        == "does not hold"
+
+
+def test_algorithm_negative_control_mhaar_far_from_the_exact_posterior():
+    est = section6_store(runs=3)
+    tr = section6_trajectories(est, n=50)
+    far = est.assign(mu_hat=np.where(est.method == "mhaar", 80.0, est.mu_hat))
+    assert one_verdict("mhaar-agrees", "full", stores={"paper": (far, tr)}) == \
+        "does not hold"
+
+
+@pytest.mark.parametrize("n, pit, expect", [(2000, "uniform", "holds"),
+                                            (100, "uniform", "inconclusive"),
+                                            (2000, "narrow", "does not hold")])
+def test_beyond_negative_control_mhaar_coverage_and_its_power(n, pit, expect):
+    """Coverage of MHAAR's 90% intervals: near 0.90 with enough replications holds, with
+    too few is inconclusive (a departure of 0.05 unseen), far from it does not hold."""
+    rng = np.random.default_rng(4)
+    u = rng.random((n, 2))
+    if pit == "narrow":  # a posterior too narrow: PIT values pushed to 0 and 1
+        u = np.where(u < 0.5, u**2 * 2, 1 - (1 - u) ** 2 * 2) * 1.0
+    df = pd.DataFrame(dict(method="mhaar", eps=1.0, n=50, mu=u[:, 0], sigma=u[:, 1],
+                           mu_iqr=1.0, sigma_iqr=1.0))
+    assert one_verdict("mhaar-coverage", "full", stores={"calibration-mhaar-long": df}) \
+        == expect
