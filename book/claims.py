@@ -827,15 +827,15 @@ def exploration(ctx, limit):
        check="the Section 6 store: the distinct values of μ among the particles at the "
              "last snapshot of each SMC run that keeps them, and every run's smallest ESS "
              "after t = {burn}; beside it, the "
-             "same releases (one run per ε) filtered by resampling alone, no move "
-             "({control} particles)",
+             "first {stream} of the same releases (one run per ε) filtered by resampling "
+             "alone, no move ({control} particles)",
        rule="holds: in every such run of both SMC methods at least {share:.0%} of the "
             "particles distinct and the ESS never below {floor} after t = {burn}, while the "
             "filter "
             "without the move keeps fewer than {share:.0%} distinct; does not hold "
             "otherwise",
-       params=dict(share=0.5, floor=10, burn=10, control=1000))
-def guard(ctx, share, floor, burn, control):
+       params=dict(share=0.5, floor=10, burn=10, control=1000, stream=200))
+def guard(ctx, share, floor, burn, control, stream):
     from dpbook.likelihood.normal_laplace import log_density
     from dpbook.model.families import get_family
 
@@ -855,7 +855,7 @@ def guard(ctx, share, floor, burn, control):
         arr = tr["smc-adaptive", e, runs[0]]
         rng = ctx.rng(f"resample-move-guard-{e:g}")
         theta = get_family("normal").sample_prior(rng, control)
-        for y, l, r in zip(arr["y"], arr["l"], arr["r"]):
+        for y, l, r in list(zip(arr["y"], arr["l"], arr["r"]))[:stream]:
             lw = log_density(y, l, r, e, theta[:, 0], theta[:, 1])
             w = np.exp(lw - lw.max())
             theta = theta[rng.choice(control, control, p=w / w.sum())]
