@@ -760,8 +760,9 @@ def quickly(ctx, alpha):
             _, a = _course(tr, "smc-adaptive", e, runs, p)
             _, f = _course(tr, "smc-fixed", e, runs, p)
             above = a > f[:, -1:]
-            # the first t after the last one above (n + 1 if it is above at the end)
-            last = np.where(above.any(1), a.shape[1] - np.argmax(above[:, ::-1], 1), 0)
+            # the releases after which it stays at or below: one more than the last
+            # release after which it is above (n + 1 if it is above at the end)
+            last = np.where(above.any(1), a.shape[1] - np.argmax(above[:, ::-1], 1), 0) + 1
             rows.append((f"ε = {e:g}, {p}", int(np.sum(last <= a.shape[1] / 2)), len(runs)))
             halves[rows[-1][0]] = float(np.median(last) / a.shape[1])
     cells = _sign_cells(rows, alpha)
