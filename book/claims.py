@@ -678,7 +678,9 @@ def _course(tr, method, e, runs, p):
 
 
 def _runs(est, e):
-    return sorted(est[(est.method == "smc-adaptive") & (est.eps == e)].run)
+    """The runs at eps e that both SMC methods completed (paired)."""
+    done = [set(est[(est.method == m) & (est.eps == e)].run) for m in SMC_METHODS]
+    return sorted(set.intersection(*done))
 
 
 def _sign_cells(rows, alpha):
