@@ -84,7 +84,7 @@ COLOURS = {"holds": "#4c9a2a", "does not reproduce": "#e67e22",
            "does not hold": "#c0392b", "inconclusive": "#e6b800",
            "not checked in this mode": "#bbbbbb"}
 shown = counts.loc[[c for c in ledger.CATEGORIES if counts.loc[c].sum()][::-1]]
-ax = shown[list(ledger.VERDICTS)].plot.barh(stacked=True, color=COLOURS, figsize=(7.5, 3.2),
+ax = shown[list(ledger.VERDICTS)].plot.barh(stacked=True, color=COLOURS, figsize=(7.5, 3.6),
                                             width=0.7)
 for bars in ax.containers:
     ax.bar_label(bars, labels=[f"{int(w)}" if w else "" for w in bars.datavalues],
