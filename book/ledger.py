@@ -25,11 +25,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-HOLDS, DEPARTS, FAILS = "holds", "holds with a departure", "does not hold"
+HOLDS, NOT_REPRODUCED, FAILS = "holds", "does not reproduce", "does not hold"
 UNDECIDED, NOT_CHECKED = "inconclusive", "not checked in this mode"
-VERDICTS = (HOLDS, DEPARTS, FAILS, UNDECIDED, NOT_CHECKED)
-CATEGORIES = ("Theorems", "Algorithms", "Section 5", "Section 6", "Cost", "Beyond the paper")
-SCHEMA = 1
+VERDICTS = (HOLDS, NOT_REPRODUCED, FAILS, UNDECIDED, NOT_CHECKED)
+CATEGORIES = ("Theorems", "Privacy", "Algorithms", "Section 5", "Section 6", "Cost",
+              "The authors' code", "Beyond the paper")
+# the groups outside the paper's tally: statements about the authors' code, and dpbook's own
+NOT_THE_PAPER = ("The authors' code", "Beyond the paper")
+SCHEMA = 2
+# what each schema allowed (schema 1: "holds with a departure", no Privacy and no group
+# of the authors' code), so that `check` and `compare` read the ledgers of older builds
+SCHEMAS = {1: (("holds", "holds with a departure", "does not hold", "inconclusive",
+                "not checked in this mode"),
+               ("Theorems", "Algorithms", "Section 5", "Section 6", "Cost",
+                "Beyond the paper")),
+           2: (VERDICTS, CATEGORIES)}
 # the paper's Section 6 numbers (the claims under test, not results of this build)
 PAPER_EPS = (1.0, 2.0, 5.0, 10.0)
 PAPER_B = {1.0: 0.06, 2.0: 0.12, 5.0: 0.54, 10.0: 0.96}
@@ -92,10 +102,12 @@ def holm(p) -> np.ndarray:
 
 
 def all_verdict(cells) -> str:
-    """A statement holds when every cell holds, fails when one fails, else undecided."""
+    """A statement holds when every cell holds, fails when one fails, does not reproduce
+    when one does not (and none fails), else is undecided."""
     verdicts = [c["verdict"] for c in cells]
-    if FAILS in verdicts:
-        return FAILS
+    for v in (FAILS, NOT_REPRODUCED):
+        if v in verdicts:
+            return v
     if verdicts and all(v == HOLDS for v in verdicts):
         return HOLDS
     return NOT_CHECKED if verdicts and all(v == NOT_CHECKED for v in verdicts) else UNDECIDED
@@ -230,16 +242,18 @@ def render(text: str, values: dict) -> str:
 
 
 def counts(ledger: dict) -> dict:
-    """{category: {verdict: count}} of the paper's claims and of dpbook's own."""
-    out = {cat: dict.fromkeys(VERDICTS, 0) for cat in CATEGORIES}
+    """{category: {verdict: count}} of the paper's claims and of dpbook's own (a ledger of
+    any schema in :data:`SCHEMAS`)."""
+    verdicts, categories = SCHEMAS.get(ledger.get("schema"), SCHEMAS[SCHEMA])
+    out = {cat: dict.fromkeys(verdicts, 0) for cat in categories}
     for c in ledger["claims"]:
         out[c["category"]][c["verdict"]] += 1
     return out
 
 
 # a verdict as the verb of "n statements ...", singular and plural
-_VERBS = {HOLDS: ("holds", "hold"), DEPARTS: ("holds with a departure",
-                                              "hold with a departure"),
+_VERBS = {HOLDS: ("holds", "hold"), NOT_REPRODUCED: ("does not reproduce",
+                                                     "do not reproduce"),
           FAILS: ("does not hold", "do not hold"),
           UNDECIDED: ("is inconclusive", "are inconclusive"),
           NOT_CHECKED: ("is not checked in this mode", "are not checked in this mode")}
@@ -247,25 +261,30 @@ _VERBS = {HOLDS: ("holds", "hold"), DEPARTS: ("holds with a departure",
 
 def tally(ledger: dict) -> str:
     """The paper's statements by verdict in a sentence: "Of the paper's 20 statements
-    that this build checks, 10 hold, 1 does not hold, ..."."""
-    paper = [c["verdict"] for c in ledger["claims"] if c["category"] != CATEGORIES[-1]]
+    that this build checks, 10 hold, 1 does not hold, ..." (statements about the
+    authors' code and dpbook's own claims apart)."""
+    paper = [c["verdict"] for c in ledger["claims"] if c["category"] not in NOT_THE_PAPER]
     parts = [f"{n} *{_VERBS[v][n != 1]}*" for v in VERDICTS if (n := paper.count(v))]
-    return f"Of the paper's {len(paper)} statements that this build checks, " \
+    return f"Of the paper's {len(paper)} statement{'s' * (len(paper) != 1)} that this " \
+        "build checks, " \
         + ", ".join(parts) + f" ({ledger['mode']} mode)"
 
 
 def check(ledger: dict) -> list[str]:
-    """Problems of a ledger: unknown verdicts or categories, claims without a rule."""
+    """Problems of a ledger: an unknown schema, unknown verdicts or categories (of its
+    schema), claims without a rule."""
     problems = []
-    if ledger.get("schema") != SCHEMA:
-        problems.append(f"schema {ledger.get('schema')!r}, expected {SCHEMA}")
+    if ledger.get("schema") not in SCHEMAS:
+        problems.append(f"schema {ledger.get('schema')!r}, expected one of "
+                        f"{', '.join(map(str, SCHEMAS))}")
+    verdicts, categories = SCHEMAS.get(ledger.get("schema"), SCHEMAS[SCHEMA])
     ids = [c.get("id") for c in ledger.get("claims", [])]
     if len(set(ids)) != len(ids):
         problems.append("repeated claim ids")
     for c in ledger.get("claims", []):
-        if c.get("verdict") not in VERDICTS:
+        if c.get("verdict") not in verdicts:
             problems.append(f"{c.get('id')}: verdict {c.get('verdict')!r}")
-        if c.get("category") not in CATEGORIES:
+        if c.get("category") not in categories:
             problems.append(f"{c.get('id')}: category {c.get('category')!r}")
         if not c.get("rule", {}).get("text") or not c.get("paper_ref"):
             problems.append(f"{c.get('id')}: no rule or paper reference")
@@ -275,19 +294,28 @@ def check(ledger: dict) -> list[str]:
 
 
 def compare(old: dict, new: dict) -> list[str]:
-    """Lines on what changed between two ledgers: rules apart from verdicts."""
+    """Lines on what changed between two ledgers (of any schemas): the schema, claims
+    added or removed, rules, then verdicts and categories."""
     a = {c["id"]: c for c in old["claims"]}
     b = {c["id"]: c for c in new["claims"]}
     lines = [f"added: {k}" for k in b if k not in a] + [f"removed: {k}" for k in a if k not in b]
-    for k in a.keys() & b.keys():
+    if old.get("schema") != new.get("schema"):
+        lines.insert(0, f"schema: {old.get('schema')} -> {new.get('schema')}")
+    both = [k for k in b if k in a]  # in the new ledger's order (the output is stable)
+    for k in both:
         ra, rb = a[k]["rule"], b[k]["rule"]
         if ra != rb:
             what = ("text", "parameters")[ra["text"] == rb["text"]]
             lines.append(f"rule changed: {k}: {ra[what]!r} -> {rb[what]!r}")
-    for k in a.keys() & b.keys():
+    for k in both:
         if a[k]["verdict"] != b[k]["verdict"]:
             lines.append(f"verdict changed: {k}: {a[k]['verdict']} -> {b[k]['verdict']}")
-    return sorted(lines, key=lambda s: not s.startswith("rule"))
+        if a[k].get("category") != b[k].get("category"):
+            lines.append(f"category changed: {k}: {a[k].get('category')} -> "
+                         f"{b[k].get('category')}")
+    order = ("schema", "added", "removed", "rule")
+    return sorted(lines, key=lambda s: next((i for i, w in enumerate(order)
+                                             if s.startswith(w)), len(order)))
 
 
 def main(argv=None) -> int:
