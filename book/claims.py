@@ -8,6 +8,7 @@ sample size) and the parameters its rule is rendered from.
 from __future__ import annotations
 
 import functools
+import sys
 
 import audit  # independent references (book/audit.py)
 import numpy as np
@@ -24,6 +25,7 @@ from ledger import (  # noqa: F401 - REGISTRY: the checks below, for ledger.buil
     all_verdict,
     claim,
     ev,
+    fingerprint as ledger_fingerprint,
     holm,
 )
 from scipy import stats
@@ -1101,6 +1103,80 @@ def cost_subset(ctx, hi, gap):
 
 
 # ---- beyond the paper ------------------------------------------------------------------
+
+def _lockin(ctx):
+    """Chapter 7's heavy-tail measurement (benchmarks/lockin.py, seed 7), read from the
+    stores the chapter made: the table of :func:`lockin.table`."""
+    sys.path.insert(0, str(ctx.root / "benchmarks"))
+    import lockin
+
+    names = [f"t{df:g}" for df in lockin.SIZES[ctx.mode]["dfs"]] + ["normal"]
+    paths = [lockin.store(m, ctx.mode, 7, g, ctx.root) for m in names for g in (None, 10)]
+    if not all((p / "manifest.json").exists() for p in paths):
+        raise NotInBuild("chapter 7's heavy-tail stores")
+    for p in paths:
+        ctx.fingerprints[str(p.relative_to(ctx.root))] = ledger_fingerprint(p)
+    return lockin.table(lockin.measure(ctx.mode, 7, root=ctx.root, workers=1))
+
+
+def _diff_cell(row, pair, target, scale):
+    """A paired RMSE difference's cell: its 95% interval, and the difference the interval
+    detects with 80% power ((1.96 + 0.84) times the bootstrap se) against ``target``
+    times ``scale``."""
+    lo, hi = row[f"{pair} lo"], row[f"{pair} hi"]
+    seen = (stats.norm.isf(0.025) + Z80) * (hi - lo) / (2 * stats.norm.isf(0.025))
+    verdict = FAILS if lo > 0 else HOLDS if seen <= target * scale else UNDECIDED
+    return verdict, {"RMSE difference": ev(float(row[pair]), n=int(row["runs"])),
+                     "95% interval": ev(f"[{lo:.3g}, {hi:.3g}]"),
+                     "difference detected with 80% power": ev(float(seen))}
+
+
+@claim(id="heavy-tail-lockin", paper_ref="dpbook (not in the paper)",
+       category="Beyond the paper",
+       claim="With heavy tails (Student-t with 1 to 3 degrees of freedom, ε = 1 and 5) the "
+             "adaptive policy's location RMSE is not above the fixed interval's, on the "
+             "same data.",
+       chapter="ch07-lockin",
+       check="chapter 7's heavy-tail stores: RMSE(adaptive) − RMSE(fixed) of the location "
+             "over paired runs, with its paired bootstrap 95% interval, per (model, ε)",
+       rule="does not hold: some interval lies above 0; holds: none does and each detects "
+            "with 80% power a difference of {target:.0%} of the fixed interval's RMSE; "
+            "else inconclusive",
+       params=dict(target=0.25))
+def heavy_tail_lockin(ctx, target):
+    tab = _lockin(ctx).drop("normal", level="model")
+    cells = []
+    for (model, eps), row in tab.iterrows():
+        verdict, evidence = _diff_cell(row, "adaptive - fixed", target, row["fixed RMSE"])
+        evidence["worst run, adaptive / fixed"] = ev(
+            f"{row['adaptive worst']:.3g} / {row['fixed worst']:.3g}")
+        cells.append({"cell": f"{model}, ε = {eps:g}", "verdict": verdict,
+                      "evidence": evidence})
+    return _quick(ctx, Result(all_verdict(cells), {}, cells=cells,
+                              note="the worst runs are shown, not judged"))
+
+
+@claim(id="guard-normal", paper_ref="dpbook (not in the paper)",
+       category="Beyond the paper",
+       claim="dpbook's guard against lock-in (block of 10 releases, off by default) leaves "
+             "the paper's normal model within Monte Carlo error.",
+       chapter="ch07-lockin",
+       check="chapter 7's normal stores with and without the guard: RMSE(guarded) − "
+             "RMSE(adaptive) of μ over paired runs, with its paired bootstrap 95% interval",
+       rule="does not hold: some interval excludes 0; holds: every interval holds 0 and "
+            "detects with 80% power a difference of {target:.0%} of the unguarded RMSE; "
+            "else inconclusive",
+       params=dict(target=0.25))
+def guard_normal(ctx, target):
+    cells = []
+    for eps, row in _lockin(ctx).loc["normal"].iterrows():
+        verdict, evidence = _diff_cell(row, "guarded - adaptive", target,
+                                       row["adaptive RMSE"])
+        if row["guarded - adaptive hi"] < 0:
+            verdict = FAILS
+        cells.append({"cell": f"ε = {eps:g}", "verdict": verdict, "evidence": evidence})
+    return _quick(ctx, Result(all_verdict(cells), {}, cells=cells))
+
 
 def _sbc_cells(df, want, alpha):
     """Cells of a calibration verdict: for each method, calibrated (True) or not, the

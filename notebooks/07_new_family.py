@@ -633,7 +633,7 @@ print(
 # estimates within their Monte Carlo error: the `normal` columns of the second table run
 # the paper's model with and without it.
 
-# %% caption="Location error over repeated runs, heavy tails: RMSE, bias, the worst run (signed error of the run farthest off) and the runs off by more than {far} true scales, of the adaptive and the fixed policy, and RMSE(adaptive) − RMSE(fixed) with its paired bootstrap 95% interval." name="tbl-07-lockin"
+# %% tags=["hide-input"] caption="Location error over repeated runs, heavy tails: RMSE, bias, the worst run (signed error of the run farthest off) and the runs off by more than {far} true scales, of the adaptive and the fixed policy, and RMSE(adaptive) − RMSE(fixed) with its paired bootstrap 95% interval." name="tbl-07-lockin"
 sys.path.insert(0, str(repo_root() / "benchmarks"))
 import lockin  # noqa: E402
 
@@ -675,7 +675,7 @@ else:
     display(show_table(across(heavy[list(cols)].rename(columns=cols)),
                        far=f"{lockin.FAR:g}"))
 
-# %% caption="The guard on the same runs: RMSE of the location with and without it, RMSE(guarded) − RMSE(adaptive) with its paired bootstrap 95% interval, the worst guarded run and the runs in which the guard acted; the normal columns are the paper's model." name="tbl-07-guard"
+# %% tags=["hide-input"] caption="The guard on the same runs: RMSE of the location with and without it, RMSE(guarded) − RMSE(adaptive) with its paired bootstrap 95% interval, the worst guarded run and the runs in which the guard acted; the normal columns are the paper's model." name="tbl-07-guard"
 if key:
     display(show_table(skipped))
 else:
@@ -704,7 +704,7 @@ else:
 # (a 90% interval misses it in one run of ten by chance alone, by a little), the
 # releases lost it: the intervals were placed where the values told them little.
 
-# %% caption="The worst adaptive runs against the exact posterior of their releases: the SMC's estimate of the location, the exact posterior's median and 90% interval, and whether that interval holds the truth and the SMC's estimate." name="tbl-07-lockin-exact"
+# %% tags=["hide-input"] caption="The worst adaptive runs against the exact posterior of their releases: the SMC's estimate of the location, the exact posterior's median and 90% interval, and whether that interval holds the truth and the SMC's estimate." name="tbl-07-lockin-exact"
 if key:
     display(show_table(skipped))
 else:
