@@ -92,9 +92,11 @@ def save_curator(curator: Curator, path) -> None:
             p.unlink(missing_ok=True)
         try:
             _write(curator, tmp, config)
-        except BaseException:  # a full disk, a signal: nothing of it left
+        except BaseException as e:  # a full disk, a signal: nothing of it left
             for p in _with_journal(tmp):
                 p.unlink(missing_ok=True)
+            if isinstance(e, OSError):
+                e.filename = str(target)
             raise
         for p in _with_journal(target)[1:]:  # no journal of the file replaced may pair
             p.unlink(missing_ok=True)        # with the new one
