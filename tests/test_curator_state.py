@@ -373,3 +373,16 @@ def test_a_take_killed_after_its_acknowledgement_is_in_the_file_alone(tmp_path, 
         reader.close()
     assert len(load_curator(tmp_path / "alone.db").releases()[0]) == 3
     assert len(load_curator(state).releases()[0]) == 3
+
+
+@pytest.mark.slow
+def test_processes_taking_at_once_lose_nothing():
+    """benchmarks/curator_crash.py --contention, small: 2 processes of 10 `curator take`
+    calls each on one state at once; every call succeeds, and the state holds each
+    acknowledged release once and nothing else."""
+    spec = importlib.util.spec_from_file_location("_curator_crash",
+                                                  ROOT / "benchmarks" / "curator_crash.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    res = bench.contend(2, 10)
+    assert (res["acknowledged"], res["failed"], res["lost"], res["extra"]) == (20, 0, 0, 0)
