@@ -3,6 +3,7 @@ the status 128 + the signal's number, every output complete or absent (no tempor
 file left), and a rerun resumes; a curator command whose output fails after it changed
 its state says what it changed."""
 
+import ctypes
 import json
 import os
 import signal
@@ -41,6 +42,23 @@ def test_a_calibration_stopped_before_its_first_replication_resumes(tmp_path, mo
     assert main([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reps"] == 4
     assert len(pd.read_parquet(tmp_path / "c" / "estimates.parquet")) == 4
+
+
+def test_a_signal_swallowed_inside_a_ctypes_callback_is_sent_again():
+    """A signal whose exception is raised inside a ctypes callback (numba's compiler
+    loading its cache calls back into Python) was swallowed by ctypes, with a trace on
+    stderr, and the command ran on to its end with exit 0."""
+    from dpbook.cli.app import _signals, _Terminated
+
+    @ctypes.CFUNCTYPE(None)
+    def callback():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10 ** 5):  # the handler runs in here
+            pass
+
+    with pytest.raises(_Terminated), _signals():
+        callback()
+        time.sleep(5)  # sent again a moment later
 
 
 def _outputs_whole(path):

@@ -9,6 +9,7 @@ import errno
 import os
 import signal
 import sys
+import threading
 import warnings
 
 from dpbook.cli import EARLY_SIGNALS, calibrate, curate, experiment, fisher, posterior, stream
@@ -79,12 +80,16 @@ def _caught():
 
 @contextlib.contextmanager
 def _signals():
-    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP :class:`_Terminated`, once: a repeat
-    while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to the
-    process and to its group; a second KeyboardInterrupt inside the clean-up was a
+    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP :class:`_Terminated`, once: a
+    repeat while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to
+    the process and to its group; a second KeyboardInterrupt inside the clean-up was a
     39-line 'release unlocked lock' traceback).  SIGTERM's default action would end the
-    process at once and leave the pool's workers and resource tracker running."""
-    got = []
+    process at once and leave the pool's workers and resource tracker running.  Raised
+    inside a ctypes callback (numba's compiler loading its cache), the exception is
+    swallowed ("Exception ignored ...") and the command ran on to its end: the signal is
+    then sent again a moment later.  After a signal, an object it left half-built fails
+    in its __del__ without a word."""
+    got, hook = [], sys.unraisablehook
 
     def handler(signum, frame):
         if got:
@@ -92,15 +97,23 @@ def _signals():
         got.append(signum)
         raise _Terminated(signum) if signum != signal.SIGINT else KeyboardInterrupt()
 
+    def unraisable(u):
+        if isinstance(u.exc_value, KeyboardInterrupt) and got:
+            threading.Timer(0.02, os.kill, (os.getpid(), got.pop())).start()
+        elif not got:
+            hook(u)
+
     try:
         old = {s: signal.signal(s, handler) for s in _caught()}
     except ValueError:  # not the main thread: leave the signals alone
         old = {}
+    sys.unraisablehook = unraisable
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        sys.unraisablehook = hook if not got else (lambda u: None)
 
 
 def _interrupted(args, e) -> str:
@@ -165,9 +178,6 @@ def _main(argv) -> int:
             return 2
         except KeyboardInterrupt as e:
             print(_interrupted(args, e), file=sys.stderr)
-            # an object the signal left half-built (inside numba's compiler) fails in its
-            # __del__ later: "Exception ignored in ..." and a trace after the one line
-            sys.unraisablehook = lambda unraisable: None
             return 128 + (e.signum if isinstance(e, _Terminated) else signal.SIGINT)
         except (Exception, SystemExit) as e:  # in a user's family: one line
             msg = user_code_error(e)
