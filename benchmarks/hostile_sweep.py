@@ -672,8 +672,10 @@ CASES = [
 
 def _env(extra=None, d=""):
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
+    # absolute: a relative entry (PYTHONPATH=src) is Python's own fatal error in a case
+    # whose working directory is gone
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), *(os.path.abspath(e) for e in env.get(
+        "PYTHONPATH", "").split(os.pathsep) if e)])
     for k, v in (extra or {}).items():
         if v is None:
             env.pop(k, None)
