@@ -657,11 +657,11 @@ CASES = [
     # SIGHUP as SIGTERM: one line, status 129, no process left; a stopped store resumes
     case("55: stream SIGHUP", sub(STREAM, "--particles", "300") + [
         "--method", "smc", "--released", "out.csv"], "signalled",
-         _values("x\n" + "5\n4\n6\n" * 1000), kill_after=6, timeout=60, sig=signal.SIGHUP),
+         _values("x\n" + "5\n4\n6\n" * 3000), kill_after=6, timeout=60, sig=signal.SIGHUP),
     case("55: experiment SIGHUP", sub(sub(EXP, "--runs", "40"), "--n", "100"), "signalled",
          outputs=("out",), kill_after=8, timeout=60, sig=signal.SIGHUP),
     case("55: calibrate SIGHUP", sub(sub(sub(sub(CAL, "--method", "smc-fixed"), "--n", "40"),
-                                         "--reps", "400"), "--workers", "2")
+                                         "--reps", "4000"), "--workers", "2")
          + ["--particles", "40"], "signalled", outputs=("cal",), kill_after=8, timeout=60,
          sig=signal.SIGHUP),
     case("55: calibrate rerun after a stop before its first replication", CAL + ["--json"],
