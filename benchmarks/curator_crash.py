@@ -11,6 +11,14 @@ not).  The release values are a fixed sequence, so the check needs nothing from 
 killed process but its acknowledgements.
 
     python benchmarks/curator_crash.py [--loops 200] [--seed 0] [--particles 100]
+
+Under contention (issue 55, item 5): ``--contention P N`` starts P processes that each
+make N ``dpbook curator take`` calls of one release on one state at once (the command
+line's own code, called in the process so that a call costs no interpreter start); each
+acknowledges a release after its call exits 0.  The state must then hold every
+acknowledged release once, and nothing else.
+
+    python benchmarks/curator_crash.py --contention 4 250
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +49,51 @@ while True:
     save_curator(curator, state)
     print("ack", n + k, flush=True)
 """
+
+
+TAKER = r"""
+import sys
+from pathlib import Path
+from dpbook.cli import main
+state, p, calls, tmp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+for i in range(calls):
+    y = p + i / 10000
+    csv = tmp / f"{p}-{i}.csv"
+    csv.write_text(f"y,l,r\n{y!r},-5.0,5.0\n")
+    code = main(["curator", "take", state, str(csv)])
+    print(f"ack {y!r}" if code == 0 else f"failed {y!r} {code}", flush=True)
+"""
+
+
+def contend(procs=4, calls=250, particles=50):
+    """``procs`` processes each taking ``calls`` releases, one a call, from one state at
+    once.  Returns {"procs", "calls", "acknowledged", "failed", "lost", "extra",
+    "seconds"}: calls that exited 0, calls that did not, acknowledged releases missing
+    from the state (or there twice), releases in the state that no call acknowledged."""
+    from dpbook.cli import main
+    from dpbook.online.curator_state import load_curator
+
+    env = dict(os.environ, NUMBA_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    with tempfile.TemporaryDirectory() as tmp:
+        state = str(Path(tmp) / "curator.db")
+        main(["curator", "init", state, "--eps", "1", "--interval", "-5", "5", "--range",
+              "-5", "5", "--particles", str(particles)])
+        main(["curator", "publish", state, "--k", str(procs * calls)])
+        t0 = time.perf_counter()
+        workers = [subprocess.Popen([sys.executable, "-c", TAKER, state, str(p), str(calls),
+                                     tmp], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True, env=env) for p in range(procs)]
+        lines = [w for proc in workers for w in proc.communicate()[0].splitlines()]
+        seconds = time.perf_counter() - t0
+        acked = [float(w.split()[1]) for w in lines if w.startswith("ack ")]
+        kept = load_curator(state).releases()[0].tolist()
+    missing = Counter(acked) - Counter(kept)
+    return dict(procs=procs, calls=calls, acknowledged=len(acked),
+                failed=sum(w.startswith("failed ") for w in lines),
+                lost=sum(missing.values()), extra=sum((Counter(kept) - Counter(acked)).values()),
+                seconds=seconds)
 
 
 def expected(n):
@@ -100,7 +154,16 @@ def main(argv=None):
     p.add_argument("--loops", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--particles", type=int, default=100)
+    p.add_argument("--contention", type=int, nargs=2, metavar=("P", "N"),
+                   help="P processes of N takes each on one state at once")
     args = p.parse_args(argv)
+    if args.contention:
+        res = contend(*args.contention)
+        print(f"curator_crash --contention: {res['procs']} processes x {res['calls']} "
+              f"takes at once: {res['acknowledged']} acknowledged, {res['failed']} failed, "
+              f"{res['lost']} acknowledged releases lost, {res['extra']} kept without "
+              f"acknowledgement; {res['seconds']:.0f} s")
+        return res | {"unloadable": 0}
     t0 = time.perf_counter()
     res = run(args.loops, args.seed, args.particles)
     print(f"curator_crash: {res['loops']} kill -9 at random instants "
@@ -113,4 +176,5 @@ def main(argv=None):
 
 if __name__ == "__main__":
     res = main()
-    sys.exit(1 if res["lost"] or res["unloadable"] else 0)
+    sys.exit(1 if res["lost"] or res["unloadable"] or res.get("failed") or res.get("extra")
+             else 0)

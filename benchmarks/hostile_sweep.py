@@ -253,6 +253,39 @@ NUL_VALUES = (VALUES + "5\n" * 3000).encode() + NUL
 TINY = ["curator", "init", "st", "--eps", "1", "--range", "0", "10", "--particles", "2",
         "--interval", "0", "10"]
 BIG = str(10 ** 12)
+def _published(k):
+    """A curator state of a fixed interval [0, 10] with ``k`` releases published, and
+    rel.csv holding ``k`` of them."""
+    def make(d):
+        for argv in (INIT + ["--interval", "0", "10"], ["curator", "publish", "st", "--k",
+                                                        str(k)]):
+            subprocess.run([sys.executable, "-m", "dpbook.cli", *argv], cwd=d, env=_env(),
+                           capture_output=True, timeout=120, check=True)
+        (d / "rel.csv").write_text("y,l,r\n" + "".join(f"{i % 10},0,10\n" for i in range(k)))
+    return make
+
+
+# SQLite's own refusals, injected at the connection (a root user writes any file): a
+# state opened read-only, and a state that may not grow (max_page_count: "database or
+# disk is full"); PYTHONPATH's sitecustomize.py is imported at start-up
+_SQLITE_FAULT = {
+    "read-only state": "return connect(f'file:{path}?mode=ro', uri=True, **kw)",
+    "full disk": "con = connect(path, **kw)\n    con.execute('PRAGMA max_page_count = ' + "
+                 "str(con.execute('PRAGMA page_count').fetchone()[0]))\n    return con"}
+
+
+def _sqlite_fault(how):
+    return {"inject/sitecustomize.py": "import sqlite3\nconnect = sqlite3.connect\n\n\n"
+            f"def faulty(path, **kw):\n    {_SQLITE_FAULT[how]}\n\n\nsqlite3.connect = faulty\n"}
+
+
+def _stopped_calibration(d):
+    """The store of a calibration stopped (Ctrl-C) before its first replication."""
+    code = ("import sys, dpbook.calibration.study as s\nfrom dpbook.cli import main\n"
+            "def stop(spec):\n    raise KeyboardInterrupt\n"
+            "s.run_replication = stop\nsys.exit(main(sys.argv[1:]))")
+    subprocess.run([sys.executable, "-c", code, *CAL], cwd=d, env=_env(),
+                   capture_output=True, timeout=120)
 
 
 CASES = [
@@ -726,13 +759,45 @@ CASES = [
          "error", {"x": _curator_state, "rel.csv": NUL_RELEASES}, outputs=("st", "st.lock")),
     case("55: input long valid text is read", POST + ["--method", "exact", "--json"], "ok",
          {"rel.csv": RELEASES + "5,0,10\n" * 20000}, check=median_in(4, 6)),
+    # the curator's state under faults: one line, the state byte for byte as it was
+    *[case(f"55: {how}: curator {' '.join(a)}", ["curator", *a], "error",
+           {"x": _published(60), **_sqlite_fault(how)}, outputs=("st.lock",),
+           env={"PYTHONPATH": "{d}/inject" + os.pathsep + str(SRC)})
+      for how in _SQLITE_FAULT
+      for a in (["take", "st", "rel.csv"], ["publish", "st", "--k", "2"],
+                ["withdraw", "st", "0", "10", "--k", "2"], INIT[1:] + ["--force"])
+      if how == "read-only state" or a[0] == "take"],
+    case("55: read-only state: curator status", ["curator", "status", "st", "--json"], "ok",
+         {"x": _published(3), **_sqlite_fault("read-only state")}, outputs=("st.lock",),
+         env={"PYTHONPATH": "{d}/inject" + os.pathsep + str(SRC)}),
+    # an output that fails after the state changed: one line saying what changed
+    *[case(f"55: {out} stdout after a change: curator {a[0]}", ["curator", *a], "error",
+           {"x": _published(3)}, outputs=("st", "st.lock"), stdout=out)
+      for out in ("full", "closed")
+      for a in (["take", "st", "rel.csv"], ["publish", "st", "--k", "2"],
+                ["withdraw", "st", "0", "10", "--k", "1"])],
+    # SIGHUP as SIGTERM: one line, status 129, no process left; a stopped store resumes
+    case("55: stream SIGHUP", sub(STREAM, "--particles", "300") + [
+        "--method", "smc", "--released", "out.csv"], "signalled",
+         _values("x\n" + "5\n4\n6\n" * 3000), kill_after=6, timeout=60, sig=signal.SIGHUP),
+    case("55: experiment SIGHUP", sub(sub(EXP, "--runs", "40"), "--n", "100"), "signalled",
+         outputs=("out",), kill_after=8, timeout=60, sig=signal.SIGHUP),
+    case("55: calibrate SIGHUP", sub(sub(sub(sub(CAL, "--method", "smc-fixed"), "--n", "40"),
+                                         "--reps", "4000"), "--workers", "2")
+         + ["--particles", "40"], "signalled", outputs=("cal",), kill_after=8, timeout=60,
+         sig=signal.SIGHUP),
+    case("55: calibrate rerun after a stop before its first replication", CAL + ["--json"],
+         "ok", {"x": _stopped_calibration}, outputs=("cal",),
+         check=lambda out, d: json.loads(out)["reps"] == 3),
 ]
 
 
 def _env(extra=None, d=""):
     env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
+    # absolute: a relative entry (PYTHONPATH=src) is Python's own fatal error in a case
+    # whose working directory is gone
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), *(os.path.abspath(e) for e in env.get(
+        "PYTHONPATH", "").split(os.pathsep) if e)])
     for k, v in (extra or {}).items():
         if v is None:
             env.pop(k, None)

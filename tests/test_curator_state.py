@@ -11,6 +11,7 @@ import os
 import pickle
 import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -309,3 +310,79 @@ def test_the_state_is_one_file_after_every_command(tmp_path, capsys):
         assert len(load_curator(alone).releases()[0]) == 3
     finally:
         reader.close()
+
+
+def _state_with(tmp_path, capsys, k):
+    """A state with ``k`` releases published on [-5, 5], and a CSV of ``k`` of them."""
+    state = tmp_path / "s.db"
+    assert _cli(capsys, "init", state, "--eps", 1, "--interval", -5, 5, "--range", -5, 5,
+                "--particles", 50)[0] == 0
+    assert _cli(capsys, "publish", state, "--k", k)[0] == 0
+    csv = tmp_path / "rel.csv"
+    csv.write_text("y,l,r\n" + "".join(f"{0.01 * i},-5.0,5.0\n" for i in range(k)))
+    return state, csv
+
+
+@pytest.mark.parametrize("fault, needle", [
+    ("read-only", "cannot write the curator state: attempt to write a readonly database"),
+    ("full", "cannot write the curator state: database or disk is full")])
+def test_a_read_only_state_or_a_full_disk_is_one_line_and_changes_nothing(
+        tmp_path, capsys, monkeypatch, fault, needle):
+    """SQLite itself refuses the write: a file it opened read-only (as it does a file
+    without write permission), or a file that may not grow (max_page_count, SQLite's
+    own "database or disk is full")."""
+    state, csv = _state_with(tmp_path, capsys, 60)
+    (tmp_path / "s.db.lock").unlink()
+    before = sorted(p.name for p in tmp_path.iterdir()), state.read_bytes()
+    connect = sqlite3.connect
+
+    def faulty(path, **kw):
+        if fault == "read-only":
+            return connect(f"file:{path}?mode=ro", uri=True, **kw)
+        con = connect(path, **kw)
+        con.execute(f"PRAGMA max_page_count = {con.execute('PRAGMA page_count').fetchone()[0]}")
+        return con
+
+    monkeypatch.setattr(sqlite3, "connect", faulty)
+    code, out, err = _cli(capsys, "take", state, csv)
+    assert code == 2 and err == f"dpbook: error: {state}: {needle}; the state is as it was\n"
+    (tmp_path / "s.db.lock").unlink()
+    assert (sorted(p.name for p in tmp_path.iterdir()), state.read_bytes()) == before
+    monkeypatch.undo()
+    assert _cli(capsys, "take", state, csv)[0] == 0  # room again: it goes on
+
+
+def test_a_take_killed_after_its_acknowledgement_is_in_the_file_alone(tmp_path, capsys):
+    """A `curator take` killed with SIGKILL once it has printed what it took, while another
+    connection keeps the state open (as a reader does): whatever it leaves beside the
+    state (a -wal or -shm in WAL mode), the file alone holds the releases it took."""
+    state, csv = _state_with(tmp_path, capsys, 3)
+    reader = sqlite3.connect(state)
+    try:
+        reader.execute("SELECT count(*) FROM releases").fetchall()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys, time; from dpbook.cli import main; "
+             "main(sys.argv[1:]); sys.stdout.flush(); time.sleep(60)", "curator", "take",
+             str(state), str(csv)], stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+        assert proc.stdout.readline().startswith("took 3 releases")
+        proc.kill()
+        proc.wait()
+        shutil.copy(state, tmp_path / "alone.db")
+    finally:
+        reader.close()
+    assert len(load_curator(tmp_path / "alone.db").releases()[0]) == 3
+    assert len(load_curator(state).releases()[0]) == 3
+
+
+@pytest.mark.slow
+def test_processes_taking_at_once_lose_nothing():
+    """benchmarks/curator_crash.py --contention, small: 2 processes of 10 `curator take`
+    calls each on one state at once; every call succeeds, and the state holds each
+    acknowledged release once and nothing else."""
+    spec = importlib.util.spec_from_file_location("_curator_crash",
+                                                  ROOT / "benchmarks" / "curator_crash.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    res = bench.contend(2, 10)
+    assert (res["acknowledged"], res["failed"], res["lost"], res["extra"]) == (20, 0, 0, 0)

@@ -212,14 +212,14 @@ def run_calibration(methods=None, eps=None, n=None, reps=None, out="results/cali
         rows = valid_tasks(out, config, tasks=tasks)
         df = pd.DataFrame([rows[t] for t in tasks if t in rows])
         path = out / "estimates.parquet"
-        if path.exists():
-            old = pd.read_parquet(path)
+        # (a table of no rows has no columns: the table of a run stopped before its first
+        # replication finished)
+        old = pd.read_parquet(path) if path.exists() else df.iloc[:0]
+        if len(old) and len(df):
             keys = ["method", "eps", "n", "rep"]
             mine = pd.MultiIndex.from_frame(df[keys])
             old = old[~pd.MultiIndex.from_frame(old[keys]).isin(mine)]
-            write_estimates(out, pd.concat([old, df], ignore_index=True))
-        else:
-            write_estimates(out, df)
+        write_estimates(out, pd.concat([old, df], ignore_index=True) if len(old) else df)
         return df
 
     df = run_tasks(out, config, tasks, lambda manifest: ({}, spec_of), run_replication,

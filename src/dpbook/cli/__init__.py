@@ -15,15 +15,17 @@ import sys
 
 # A signal that arrives while the command line starts (numpy and the rest are imported
 # before main() installs its handlers) is held and answered by main() as any other:
-# one line and exit 143 (SIGTERM) or 130 (Ctrl-C).  Only when the command line runs
-# (``python -m dpbook.cli``, the ``dpbook`` script): importing it changes no handler.
+# one line and exit 143 (SIGTERM), 129 (SIGHUP) or 130 (Ctrl-C).  Only when the command
+# line runs (``python -m dpbook.cli``, the ``dpbook`` script): importing it changes no
+# handler.
 EARLY_SIGNALS: list = []
 
 if os.path.basename(sys.argv[0] if sys.argv else "") in ("dpbook", "__main__.py") \
         or sys.argv[:1] == ["-m"]:
     with contextlib.suppress(ValueError):  # not the main thread
-        for _s in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(_s, lambda signum, frame: EARLY_SIGNALS.append(signum))
+        for _s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(_s) != signal.SIG_IGN or _s != signal.SIGHUP:  # nohup's
+                signal.signal(_s, lambda signum, frame: EARLY_SIGNALS.append(signum))
 
 
 def main(argv=None) -> int:

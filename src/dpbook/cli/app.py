@@ -9,6 +9,7 @@ import errno
 import os
 import signal
 import sys
+import threading
 import warnings
 
 from dpbook.cli import EARLY_SIGNALS, calibrate, curate, experiment, fisher, posterior, stream
@@ -61,38 +62,63 @@ class _Warnings:
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (pool workers stopped,
-    finished tasks kept)."""
+    """SIGTERM or SIGHUP, raised like Ctrl-C so that the same clean-up runs (pool workers
+    stopped, finished tasks kept, a temporary output file removed); the status is
+    128 + the signal's number, as the shell's for a process the signal ends."""
+
+    def __init__(self, signum=signal.SIGTERM):
+        super().__init__()
+        self.signum = signum
+
+
+def _caught():
+    """The signals answered: SIGINT, SIGTERM, and SIGHUP unless it is ignored (``nohup``
+    ignores it so that the command outlives its terminal, as coreutils' sort keeps)."""
+    return (signal.SIGINT, signal.SIGTERM) + (
+        (signal.SIGHUP,) if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN else ())
 
 
 @contextlib.contextmanager
 def _signals():
-    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`_Terminated`, once: a repeat
-    while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to the
-    process and to its group; a second KeyboardInterrupt inside the clean-up was a
+    """SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP :class:`_Terminated`, once: a
+    repeat while the command cleans up is ignored (``timeout`` delivers SIGINT twice, to
+    the process and to its group; a second KeyboardInterrupt inside the clean-up was a
     39-line 'release unlocked lock' traceback).  SIGTERM's default action would end the
-    process at once and leave the pool's workers and resource tracker running."""
-    got = []
+    process at once and leave the pool's workers and resource tracker running.  Raised
+    inside a ctypes callback (numba's compiler loading its cache), the exception is
+    swallowed ("Exception ignored ...") and the command ran on to its end: the signal is
+    then sent again a moment later.  After a signal, an object it left half-built fails
+    in its __del__ without a word."""
+    got, hook = [], sys.unraisablehook
 
     def handler(signum, frame):
         if got:
             return
         got.append(signum)
-        raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        raise _Terminated(signum) if signum != signal.SIGINT else KeyboardInterrupt()
+
+    def unraisable(u):
+        if isinstance(u.exc_value, KeyboardInterrupt) and got:
+            threading.Timer(0.02, os.kill, (os.getpid(), got.pop())).start()
+        elif not got:
+            hook(u)
 
     try:
-        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, handler) for s in _caught()}
     except ValueError:  # not the main thread: leave the signals alone
         old = {}
+    sys.unraisablehook = unraisable
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        sys.unraisablehook = hook if not got else (lambda u: None)
 
 
 def _interrupted(args, e) -> str:
-    what = "terminated" if isinstance(e, _Terminated) else "interrupted"
+    what = "interrupted" if not isinstance(e, _Terminated) else \
+        "hung up" if e.signum == signal.SIGHUP else "terminated"
     out = getattr(args, "out", None) if args is not None else None
     if out is None:
         return f"dpbook: {what}"
@@ -140,8 +166,8 @@ def _main(argv) -> int:
         warnings.showwarning = shown.show  # a user sees one line, not a stack
         try:
             if EARLY_SIGNALS:  # a signal held while the command line started
-                raise _Terminated() if signal.SIGTERM in EARLY_SIGNALS else \
-                    KeyboardInterrupt()
+                raise _Terminated(EARLY_SIGNALS[0]) if EARLY_SIGNALS[0] != signal.SIGINT \
+                    else KeyboardInterrupt()
             parser = build_parser()
             add_user_family_options(parser, argv)
             args = parser.parse_args(argv)
@@ -152,7 +178,7 @@ def _main(argv) -> int:
             return 2
         except KeyboardInterrupt as e:
             print(_interrupted(args, e), file=sys.stderr)
-            return 143 if isinstance(e, _Terminated) else 130
+            return 128 + (e.signum if isinstance(e, _Terminated) else signal.SIGINT)
         except (Exception, SystemExit) as e:  # in a user's family: one line
             msg = user_code_error(e)
             if msg is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -128,9 +129,18 @@ def cmd_curator(args):
     except OSError as e:  # the state file or its lock: permissions, a directory, a full disk
         where = e.filename or args.state
         raise ValueError(f"{where}: {e.strerror or e}") from None
-    print_result(out, getattr(args, "json", False), lines)  # stdout's errors are main's
-    if conflict:  # a take: the prior-data check, as dpbook stream's, once the result is out
+    try:
+        print_result(out, getattr(args, "json", False), lines)
         sys.stdout.flush()
+    except OSError as e:  # stdout full or gone: a change is said, on stderr (else main's)
+        if args.action in ("init", "status"):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what stdout holds goes nowhere
+        what = f"published [{out['l']!r}, {out['r']!r}] for k = {out['k']}" \
+            if args.action == "publish" else lines[0]
+        raise ValueError(f"cannot write the output ({e.strerror}), but {args.state} was "
+                         f"changed: {what}") from None
+    if conflict:  # a take: the prior-data check, as dpbook stream's, once the result is out
         warn_conflict(*conflict[:-1], medians=conflict[-1])
 
 

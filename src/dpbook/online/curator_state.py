@@ -1,6 +1,8 @@
 """The curator's state file (``dpbook curator``): a SQLite database (Python's ``sqlite3``,
-WAL journal) in which every save is one transaction, so that a crash at any instant,
-``kill -9`` included, loses at most the save under way.  Its tables (documented for
+rollback journal) in which every save is one transaction, so that a crash at any instant,
+``kill -9`` included, loses at most the save under way, and the file alone is the state
+once a save has returned.  A read-only file or directory, a full disk, are an OSError
+that leaves the file as it was.  Its tables (documented for
 other programs in the book's page Running dpbook):
 
 * ``releases`` (id, y, l, r, eps, time, sha256): the releases taken, in order,
@@ -28,6 +30,7 @@ format (a pickle) is migrated when first loaded, the old file kept beside it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -87,7 +90,14 @@ def save_curator(curator: Curator, path) -> None:
         tmp = target.with_name(target.name + ".tmp")
         for p in _with_journal(tmp):
             p.unlink(missing_ok=True)
-        _write(curator, tmp, config)
+        try:
+            _write(curator, tmp, config)
+        except BaseException as e:  # a full disk, a signal: nothing of it left
+            for p in _with_journal(tmp):
+                p.unlink(missing_ok=True)
+            if isinstance(e, OSError):
+                e.filename = str(target)
+            raise
         for p in _with_journal(target)[1:]:  # no journal of the file replaced may pair
             p.unlink(missing_ok=True)        # with the new one
         os.replace(tmp, target)
@@ -114,6 +124,8 @@ def load_curator(path, family_changed_ok=False) -> Curator:
     try:
         # its journal beside the target of a link
         return _load(os.path.realpath(path), family_changed_ok)
+    except OSError:  # the environment's: a full disk, a read-only file (not a damaged one)
+        raise
     except Exception as e:  # SQLite's errors, a value of a damaged file, a family's import
         raise ValueError(f"{path}: {e}" if isinstance(e, ValueError) else
                          f"{path}: not a dpbook curator state file, a damaged one, or one "
@@ -308,21 +320,40 @@ def _restore(post, state, blob):
 
 
 # ---------------------------------------------------------------------------- helpers
+# SQLite's codes for what the environment refuses (a read-only file or directory, a full
+# disk, an I/O error, a lock held too long): OSError, not a damaged state
+_ENVIRONMENT = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR",
+                "SQLITE_BUSY", "SQLITE_PERM", "SQLITE_LOCKED")
+
+
 @contextlib.contextmanager
 def _transaction(path, write):
-    con = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+    verb = "write" if write else "read"
     try:
-        if write:
-            con.execute("PRAGMA journal_mode = WAL")
-            con.execute("PRAGMA synchronous = FULL")
-        con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        yield con
-        con.execute("COMMIT")
-        if write:  # into the file itself, so that the file alone is the state (a mv or
-            # cp of it loses nothing) even while another connection keeps the WAL
-            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        con.close()  # without COMMIT: rolled back
+        con = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+        try:
+            if write:  # a rollback journal: once committed the file alone is the state (a
+                # mv or cp of it loses nothing), and no checkpoint can fail after a commit
+                con.execute("PRAGMA busy_timeout = 0")  # a state of WAL days, still open
+                with contextlib.suppress(sqlite3.OperationalError):  # elsewhere, stays WAL
+                    con.execute("PRAGMA journal_mode = DELETE")
+                con.execute("PRAGMA busy_timeout = 60000")
+                con.execute("PRAGMA synchronous = FULL")
+            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            yield con
+            con.execute("COMMIT")
+            verb = "checkpoint"  # committed: only a state left in WAL mode gets here
+            if write:
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()  # without COMMIT: rolled back
+    except sqlite3.Error as e:
+        if not getattr(e, "sqlite_errorname", "").startswith(_ENVIRONMENT):
+            raise
+        done = "; the state is as it was" if verb != "checkpoint" else \
+            f"; the change is committed, but only in {path}-wal: keep the two together"
+        raise OSError(errno.EIO, f"cannot {verb} the curator state: {e}{done}",
+                      str(path)) from None
 
 
 def _header(path) -> bytes:
