@@ -21,11 +21,12 @@ from ledger import (  # noqa: F401 - REGISTRY: the checks below, for ledger.buil
     PAPER_EPS,
     REGISTRY,
     UNDECIDED,
+    NotInBuild,
     Result,
     all_verdict,
     claim,
     ev,
-    fingerprint as ledger_fingerprint,
+    fingerprint,
     holm,
 )
 from scipy import stats
@@ -1115,7 +1116,7 @@ def _lockin(ctx):
     if not all((p / "manifest.json").exists() for p in paths):
         raise NotInBuild("chapter 7's heavy-tail stores")
     for p in paths:
-        ctx.fingerprints[str(p.relative_to(ctx.root))] = ledger_fingerprint(p)
+        ctx.fingerprints[str(p.relative_to(ctx.root))] = fingerprint(p)
     return lockin.table(lockin.measure(ctx.mode, 7, root=ctx.root, workers=1))
 
 

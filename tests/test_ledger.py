@@ -536,3 +536,49 @@ def test_beyond_negative_control_mhaar_coverage_and_its_power(n, pit, expect):
                            mu_iqr=1.0, sigma_iqr=1.0))
     assert one_verdict("mhaar-coverage", "full", stores={"calibration-mhaar-long": df}) \
         == expect
+
+
+def _lockin_table(adaptive, fixed, guarded, runs=400, seed=0):
+    """lockin.table of synthetic paired runs: per (model, eps) location errors of the
+    adaptive policy and the fixed interval, each a multiple of one draw per run shared
+    by the policies (paired, as the chapter's runs are) plus its own, and the guard's, a
+    multiple of the adaptive one's (its draws are the adaptive run's until it acts)."""
+    sys.path.insert(0, str(BOOK.parent / "benchmarks"))
+    import lockin
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in ("t1", "normal"):
+        for eps in (1.0, 5.0):
+            z = rng.standard_normal(runs)
+            err = {"adaptive": adaptive * (z + rng.standard_normal(runs)),
+                   "fixed": fixed * (z + rng.standard_normal(runs))}
+            err["guarded"] = guarded / adaptive * err["adaptive"]  # its draws until it acts
+            for policy, e in err.items():
+                if model == "normal" and policy == "fixed":
+                    continue
+                rows += [dict(model=model, eps=eps, policy=policy, run=i, error=v,
+                              scale_true=3.0, sigma_true=3.0) for i, v in enumerate(e)]
+    return lockin.table(pd.DataFrame(rows))
+
+
+@pytest.mark.parametrize("adaptive, guarded, expect", [
+    (0.5, 0.5, ("holds", "holds")),
+    (2.0, 2.0, ("does not hold", "holds")),      # adaptive worse than the fixed interval
+    (0.5, 0.8, ("holds", "does not hold"))])     # a guard that changes the normal model
+def test_beyond_negative_control_lockin_and_guard(monkeypatch, adaptive, guarded, expect):
+    import claims
+
+    table = _lockin_table(adaptive, 1.0, guarded)
+    monkeypatch.setattr(claims, "_lockin", lambda ctx: table)
+    built = ledger.build("full", only=("heavy-tail-lockin", "guard-normal"))
+    assert tuple(c["verdict"] for c in built["claims"]) == expect
+
+
+def test_beyond_lockin_too_few_runs_is_inconclusive(monkeypatch):
+    import claims
+
+    table = _lockin_table(0.9, 1.0, 0.9, runs=5)  # 5 runs cannot see 25% either way
+    monkeypatch.setattr(claims, "_lockin", lambda ctx: table)
+    built = ledger.build("full", only=("heavy-tail-lockin",))
+    assert built["claims"][0]["verdict"] == "inconclusive"
