@@ -83,7 +83,9 @@ def _outputs_whole(path):
 def test_a_signal_mid_command_leaves_outputs_whole_and_a_rerun_resumes(tmp_path, sig,
                                                                        command):
     values = tmp_path / "v.csv"
-    values.write_text("x\n" + "".join(f"{50 + i % 7}\n" for i in range(300)))
+    # enough values that the stream is still at work when the signal comes (300 could
+    # be done within the two seconds on a quiet machine)
+    values.write_text("x\n" + "".join(f"{50 + i % 7}\n" for i in range(3000)))
     out = tmp_path / "out"
     argv = {"stream": ["stream", str(values), "--column", "x", "--eps", "1", "--range", "0",
                        "100", "--method", "smc", "--particles", "300", "--released",

@@ -132,8 +132,9 @@ def cmd_curator(args):
     try:
         print_result(out, getattr(args, "json", False), lines)
         sys.stdout.flush()
-    except OSError as e:  # stdout full or gone: a change is said, on stderr (else main's)
-        if args.action in ("init", "status"):
+    except OSError as e:  # stdout full: a change is said, on stderr (else main's); a
+        # reader gone (a closed pipe) ends quietly with 141, as coreutils' commands do
+        if args.action in ("init", "status") or isinstance(e, BrokenPipeError):
             raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what stdout holds goes nowhere
         what = f"published [{out['l']!r}, {out['r']!r}] for k = {out['k']}" \
