@@ -256,11 +256,10 @@ BIG = str(10 ** 12)
 def _published(k):
     """A curator state of a fixed interval [0, 10] with ``k`` releases published, and
     rel.csv holding ``k`` of them."""
+    state = _first(INIT + ["--interval", "0", "10"], ["curator", "publish", "st", "--k", str(k)])
+
     def make(d):
-        for argv in (INIT + ["--interval", "0", "10"], ["curator", "publish", "st", "--k",
-                                                        str(k)]):
-            subprocess.run([sys.executable, "-m", "dpbook.cli", *argv], cwd=d, env=_env(),
-                           capture_output=True, timeout=120, check=True)
+        state(d)
         (d / "rel.csv").write_text("y,l,r\n" + "".join(f"{i % 10},0,10\n" for i in range(k)))
     return make
 

@@ -1112,7 +1112,8 @@ def _lockin(ctx):
     import lockin
 
     names = [f"t{df:g}" for df in lockin.SIZES[ctx.mode]["dfs"]] + ["normal"]
-    paths = [lockin.store(m, ctx.mode, 7, g, ctx.root) for m in names for g in (None, 10)]
+    paths = [lockin.store(m, ctx.mode, 7, g, ctx.root) for m in names
+             for g in (None, lockin.GUARD)]
     if not all((p / "manifest.json").exists() for p in paths):
         raise NotInBuild("chapter 7's heavy-tail stores")
     for p in paths:
