@@ -130,11 +130,14 @@ def test_privacy_boundary_whole_package():
 LAYERS = (
     {"dpbook", "dpbook.validation", "dpbook.rng", "dpbook.versions", "dpbook.data",
      "dpbook.vmath", "dpbook.parallel", "dpbook.numba_cache", "dpbook.environment"},  # utilities
-    {"dpbook.model"},  # Sections 2-4's model
-    {"dpbook.privacy"},  # the releasing side: population, individuals, curator, policies
+    {"dpbook.model", "dpbook.multivariate.mvnormal", "dpbook.multivariate.release"},  # Sections
+    # 2-4's model, and the vector's (issue 54)
+    {"dpbook.privacy", "dpbook.multivariate.policy"},  # the releasing side: population,
+    # individuals, curator, policies
     {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
     # evaluate, and the check of their answers against it
-    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior"},  # the algorithms
+    {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior",
+     "dpbook.multivariate.fisher"},  # the algorithms
     {"dpbook.online"},  # Algorithm 1, its online posteriors by name (the long streams'
     # marginal SMC and online gradient among them), the streams
     {"dpbook.experiment", "dpbook.calibration"},  # runners and stores

@@ -108,6 +108,15 @@ class Mechanism:
 
     name = ""
     kink = False  # density not differentiable at 0 (quadrature splits there)
+    norm = 1  # the sensitivity of a box [l, r] in d dimensions: the L1 norm of r - l
+
+    def sensitivity(self, l, r):
+        """The sensitivity of the clip T_l^r: r - l for an interval; for a box (arrays
+        l, r along the last axis), the ``norm`` of r - l: L1 for Laplace noise (so one
+        release of every component at scale sensitivity / eps is eps-DP), L2 for
+        Gaussian."""
+        w = np.asarray(r, float) - np.asarray(l, float)
+        return w if w.ndim == 0 else np.linalg.norm(w, ord=self.norm, axis=-1)
 
     def logpdf(self, v, scale):
         raise missing_method(self, "logpdf")
@@ -161,6 +170,7 @@ class GaussianMechanism(Mechanism):
     """Noise N(0, b^2), b = (r - l)/eps (Gaussian mechanism, Sections 2 and 7)."""
 
     name = "gaussian"
+    norm = 2
 
     def logpdf(self, v, scale):
         z = np.asarray(v, float) / scale

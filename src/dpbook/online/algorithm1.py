@@ -75,7 +75,10 @@ def run_online(population: Population, policy, n, n_particles=1000, seed=0, ever
     # a static policy's interval (the fixed one) is the same for everyone: published
     # for a block of individuals, it changes no number and lets a posterior absorb
     # the block in one call
-    step = max(batch, STATIC_BLOCK) if getattr(policy, "static", False) else batch
+    # (a box's releases, dpbook.multivariate, are taken one by one)
+    static = getattr(policy, "static", False) and not getattr(getattr(smc, "family", None),
+                                                                  "event_shape", ())
+    step = max(batch, STATIC_BLOCK) if static else batch
     for start in range(0, n, step):
         k = min(step, n - start)
         l, r = curator.publish(k)

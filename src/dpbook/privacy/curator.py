@@ -31,6 +31,7 @@ import numpy as np
 from dpbook.validation import (
     as_generator,
     check_count,
+    check_finite,
     check_finite_number,
     check_observations,
     check_one_interval,
@@ -47,6 +48,16 @@ def absorb(posterior, y, l, r):
     else:
         for t in range(len(y)):
             posterior.update(float(y[t]), float(l[t]), float(r[t]))
+
+
+def published(l, r):
+    """An interval as two floats; a box (dpbook.multivariate) as two tuples of floats:
+    hashable, so the curator counts the releases it awaits per interval."""
+    if np.ndim(l) == 0:
+        return float(l), float(r)
+    from dpbook.multivariate.release import check_box
+
+    return tuple(tuple(v.tolist()) for v in check_box(l, r))
 
 
 class Curator:
@@ -78,8 +89,7 @@ class Curator:
     def publish(self, k=1):
         """One interval (l, r) for the next k individuals (a batch): one policy step."""
         k = check_count("k", k)
-        l, r = self.policy.next_interval(self.posterior, self.rng)
-        l, r = float(l), float(r)
+        l, r = published(*self.policy.next_interval(self.posterior, self.rng))
         if self.outstanding[(l, r)] + k > 2 ** 63 - 1:  # SQLite's largest integer
             raise ValueError(f"[{l!r}, {r!r}] would then await {self.outstanding[(l, r)] + k}"
                              f" releases, more than a state counts (2^63 - 1)")
@@ -95,8 +105,11 @@ class Curator:
         """Absorb the release y that an individual made with the published interval
         [l, r]; a release of an interval that was not published, or of one whose
         releases have all come back, is refused."""
-        y = check_finite_number("y", y)
-        l, r = check_one_interval(l, r)
+        if np.ndim(l):  # a box's release (dpbook.multivariate)
+            y, (l, r) = tuple(check_finite("y", y).tolist()), published(l, r)
+        else:
+            y = check_finite_number("y", y)
+            l, r = check_one_interval(l, r)
         key = (l, r)
         if self.outstanding[key] <= 0:  # a Counter's missing key reads 0, not stored
             raise ValueError(f"the interval [{l!r}, {r!r}] was not published, or all its "

@@ -47,6 +47,11 @@ class FixedPolicy(Policy):
     static = True
 
     def __init__(self, l, r):
+        if np.ndim(l):  # a box (dpbook.multivariate)
+            from dpbook.multivariate.release import check_box
+
+            self.l, self.r = check_box(l, r)
+            return
         l, r = check_interval(l, r)
         self.l, self.r = float(l), float(r)
 

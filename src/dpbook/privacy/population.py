@@ -41,8 +41,11 @@ class Population:
                  mechanism: str = "laplace"):
         self.eps = check_eps(eps)
         self.mechanism = check_mechanism(mechanism)
-        xs = iter(check_finite("population values", values).ravel().tolist())
-        n = int(np.size(values))
+        values = check_finite("population values", values)
+        # a vector per individual (rows of a 2-d array) is released in a box (issue 54)
+        box = values.ndim == 2
+        xs = iter(values if box else values.ravel().tolist())
+        n = len(values) if box else int(np.size(values))
         counter = [n]
         if rng is None:
             from dpbook.privacy.individual import private_release, require_opendp
@@ -58,6 +61,8 @@ class Population:
             except StopIteration:
                 raise ValueError("the population has no more individuals") from None
             counter[0] -= 1
+            if box:
+                return _release_box(x, l, r, self.eps, rng, self.mechanism)
             if rng is None:
                 return private_release(x, l, r, self.eps, self.mechanism)
             return release_one(x, l, r, self.eps, rng, self.mechanism)
@@ -66,11 +71,24 @@ class Population:
         self._remaining = counter
 
     def release(self, l: float, r: float) -> float:
-        """Y_t = T_l^r(X_t) + (r - l) V_t for the next individual t (eq. 10)."""
+        """Y_t = T_l^r(X_t) + (r - l) V_t for the next individual t (eq. 10); for a
+        vector, its box's release (:func:`dpbook.multivariate.release.release_box`)."""
         return self._release(l, r)
 
     def __len__(self) -> int:
         return self._remaining[0]
+
+
+def _release_box(x, l, r, eps, rng, mechanism):
+    from dpbook.multivariate.release import check_box, component_eps, release_box
+
+    if rng is not None:
+        return release_box(x, l, r, eps, rng, mechanism)
+    from dpbook.privacy.individual import private_release
+
+    l, r = check_box(l, r, len(x))  # OpenDP per component, composed to the box's scale
+    return np.array([private_release(*v, mechanism) for v in
+                     zip(x, l, r, component_eps(l, r, eps, mechanism))])
 
 
 def normal_population(n, mu, sigma, eps, seed=None, mechanism="laplace") -> Population:

@@ -33,6 +33,7 @@ from dpbook.smc.sweep import (
 from dpbook.validation import (
     check_count,
     check_eps,
+    check_finite,
     check_memory,
     check_observations,
     check_release,
@@ -88,11 +89,11 @@ def subset_draw(rng, t, m):
     return np.sort(rng.choice(t, m, replace=False))
 
 
-def check_smc_memory(n_particles, n_max):
+def check_smc_memory(n_particles, n_max, size=1):
     """ValueError before allocating an SMC that cannot fit: it keeps the latent paths
-    x_{1:t} of every particle twice (before and after the move)."""
+    x_{1:t} of every particle twice (before and after the move), ``size`` numbers each."""
     check_memory(f"an SMC with {n_particles} particles for {n_max} individuals",
-                 16 * n_particles * n_max + 400 * n_particles + 64 * n_max)
+                 8 * (size + 1) * n_particles * n_max + 400 * n_particles + 64 * n_max)
 
 
 class ParticlePosterior:
@@ -261,17 +262,20 @@ class SMC(ParticlePosterior):
         self.n_max = check_count("n_max", n_max, 1)
         self.every = check_count("every", every, 1)
         self.n_theta_moves = check_count("n_theta_moves", n_theta_moves, 1)
-        check_smc_memory(self.N, self.n_max)
+        # a latent value of shape event_shape: () for the paper's families, (d,) for a
+        # vector (dpbook.multivariate), whose release is its box's
+        self._shape = tuple(getattr(self.family, "event_shape", ()))
+        check_smc_memory(self.N, self.n_max, math.prod(self._shape))
         self._seed = check_seed(seed)
         self._rng = np.random.default_rng(seed)
         self._pos = np.array(self.family.positive, dtype=bool)
         self.w = np.full(self.N, 1.0 / self.N)
-        self._kind = KIND.get(type(self._mech), -1)
+        self._kind = -1 if self._shape else KIND.get(type(self._mech), -1)
         self._invb = np.ones(self.n_max)
         self._lnorm = np.zeros(self.n_max)  # log g_b(0)
-        self._y = np.zeros(self.n_max)
-        self._l = np.zeros(self.n_max)
-        self._r = np.zeros(self.n_max)
+        self._y = np.zeros((self.n_max,) + self._shape)
+        self._l = np.zeros((self.n_max,) + self._shape)
+        self._r = np.zeros((self.n_max,) + self._shape)
         self._b = np.ones(self.n_max)
         self.t = 0
         self.history = History(self.params)
@@ -283,7 +287,7 @@ class SMC(ParticlePosterior):
         MH sweep write the new paths without a gather copy."""
         N, d = self.N, self.family.dim
         self.theta = np.asarray(self.family.sample_prior(self._rng, N), float).reshape(N, d)
-        self._x = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
+        self._x = [np.zeros((N, self.n_max) + self._shape) for _ in range(2)]
         self._ll = [np.zeros((N, self.n_max)), np.zeros((N, self.n_max))]
 
     # ------------------------------------------------------------------ helpers
@@ -298,8 +302,16 @@ class SMC(ParticlePosterior):
 
     def _loglik(self, x, k0, k1):
         """log g_b(y_k - T(x_k)) for the columns k0..k1-1 of x (the noise factor of (5))."""
-        sl = slice(k0, k1)
-        return self._mech.logpdf(self._y[sl] - clip(x, self._l[sl], self._r[sl]), self._b[sl])
+        return self._noise(x, slice(k0, k1))
+
+    def _noise(self, x, k):
+        """log g_b(y_k - T(x_k)) for the releases k (a slice or indices), summed over a
+        vector's components (independent noise of one scale b_k)."""
+        b = self._b[k]
+        if self._shape:
+            b = b.reshape(b.shape + (1,) * len(self._shape))
+        out = self._mech.logpdf(self._y[k] - clip(x, self._l[k], self._r[k]), b)
+        return out.sum(axis=tuple(range(-len(self._shape), 0))) if self._shape else out
 
     def _to_free(self, theta):
         phi = theta.copy()
@@ -411,9 +423,19 @@ class SMC(ParticlePosterior):
     def update(self, y, l, r):
         """Algorithm 2 at time t: absorb one released value y with its interval [l, r]."""
         t = self.t
-        y, l, r = check_release(y, l, r, t, self.n_max)
+        if self._shape:
+            from dpbook.multivariate.release import box_scale, check_box
+
+            if t >= self.n_max:
+                raise ValueError(f"SMC was built for n_max={self.n_max} observations")
+            l, r = check_box(l, r, *self._shape)
+            y = check_finite("y", y).reshape(self._shape)
+            b = box_scale(l, r, self.eps, self._mech)
+        else:
+            y, l, r = check_release(y, l, r, t, self.n_max)
+            b = (r - l) / self.eps
         self._y[t], self._l[t], self._r[t] = y, l, r
-        self._b[t] = b = (r - l) / self.eps
+        self._b[t] = b
         self._invb[t] = 1.0 / b
         self._lnorm[t] = float(self._mech.logpdf(0.0, b))
         fam, rng, N = self.family, self._rng, self.N
@@ -467,7 +489,7 @@ class SMC(ParticlePosterior):
         x, ll = x_old[anc, :t], ll_old[anc, :t]
         llp = self._loglik(xp, 0, t)
         ok = llp - ll > -e  # u < exp(llp - ll) with u = exp(-e)
-        x_new[:, :t] = np.where(ok, xp, x)
+        x_new[:, :t] = np.where(self._each(ok), xp, x)
         ll_new[:, :t] = np.where(ok, llp, ll)
         return int(ok.sum())
 
@@ -480,12 +502,16 @@ class SMC(ParticlePosterior):
         e = rng.standard_exponential((N, ks.size))
         (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
         x, ll = x_old[anc, :t], ll_old[anc, :t]
-        llp = self._mech.logpdf(self._y[ks] - clip(xp, self._l[ks], self._r[ks]), self._b[ks])
+        llp = self._noise(xp, ks)
         ok = llp - ll[:, ks] > -e
-        x[:, ks] = np.where(ok, xp, x[:, ks])
+        x[:, ks] = np.where(self._each(ok), xp, x[:, ks])
         ll[:, ks] = np.where(ok, llp, ll[:, ks])
         x_new[:, :t], ll_new[:, :t] = x, ll
         return int(ok.sum()), ks.size
+
+    def _each(self, ok):
+        """An (N, t) decision broadcast over a latent value's components."""
+        return ok.reshape(ok.shape + (1,) * len(self._shape))
 
     def _record(self, t, x_acc, th_acc):
         h, w = self.history, self.w
@@ -532,6 +558,9 @@ def check_particles(post, y, l, r, method, stacklevel=2):
     clipped at the same end for all of them."""
     from dpbook.diagnostics import check_found
 
+    if getattr(post.family, "event_shape", ()):  # its reference points are scalar
+        post.lost = None
+        return None
     post.lost = check_found(method, post.quantile(0.5), y, l, r, post.eps, post.family,
                             post.mechanism, stacklevel=stacklevel + 1)
     return post.lost

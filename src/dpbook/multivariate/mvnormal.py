@@ -1,0 +1,212 @@
+"""The population family X ~ N_d(mu, Sigma) with its conjugate normal-inverse-Wishart
+prior, the vector analogue of Section 6's normal model.
+
+theta = (mu_1..mu_d, sigma_1..sigma_d, rho_ij for i < j in row order): the marginal
+sds and the correlations, so that a summary reads in the data's units.  A latent value
+is a vector: ``event_shape = (d,)``, and the one SMC (:class:`dpbook.smc.SMC`) keeps
+(N, t, d) latent paths.  Algorithm 3's move of theta given x_{1:t} is an exact draw
+from the conjugate posterior NIW(m_t, kappa_t, nu_t, Psi_t) (every particle at once).
+
+``diagonal=True`` fixes rho at 0 and gives each component Section 6's independent
+N x IG prior (:class:`dpbook.model.prior.LocationScalePrior`), moved by the normal
+family's Gibbs step: then the likelihood factorises given the boxes, and the posterior
+of each component is a one-dimensional one (the check of chapter 14).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from dpbook.model.families.base import Family
+from dpbook.model.families.normal import Normal
+from dpbook.model.prior import LocationScalePrior, check_range
+
+
+@dataclass(frozen=True)
+class NIWPrior:
+    """mu | Sigma ~ N(m0, Sigma / kappa0), Sigma ~ IW(nu0, Psi0)."""
+
+    m0: tuple
+    kappa0: float
+    nu0: float
+    psi0: tuple  # rows of the d x d scale matrix
+
+    def __post_init__(self):
+        d = len(self.m0)
+        psi = np.asarray(self.psi0, float)
+        if psi.shape != (d, d) or not np.all(np.isfinite(psi)) or not np.all(np.isfinite(self.m0)):
+            raise ValueError(f"the NIW prior needs a finite mean of length d and a d x d "
+                             f"scale matrix, d = {d}")
+        if not (self.kappa0 > 0 and self.nu0 > d - 1):
+            raise ValueError(f"the NIW prior needs kappa0 > 0 and nu0 > d - 1 = {d - 1}, "
+                             f"got {self.kappa0!r}, {self.nu0!r}")
+        try:
+            np.linalg.cholesky(psi)
+        except np.linalg.LinAlgError:
+            raise ValueError("the NIW prior's scale matrix Psi0 is not positive definite") from None
+
+
+def niw_from_ranges(ranges):
+    """The default prior from a public plausible range [lo_j, hi_j] per component, as
+    :func:`dpbook.model.prior.prior_from_range` in one dimension: m0 the midpoints,
+    nu0 = d + 1 (each sigma_j^2 ~ IG(1, psi_jj / 2), Section 6's shape 1, and every
+    correlation uniform on (-1, 1)), psi_jj / 2 = ((hi_j - lo_j)/20)^2, and kappa0 so
+    that mu_j's prior sd at the prior's scale is the half-width."""
+    ab = np.array([check_range(*rg) for rg in ranges], float)
+    w = ab[:, 1] - ab[:, 0]
+    d = len(w)
+    return NIWPrior(m0=tuple(ab.mean(axis=1)), kappa0=0.01, nu0=d + 1.0,
+                    psi0=tuple(map(tuple, np.diag(2 * (w / 20.0) ** 2))))
+
+
+class MultivariateNormal(Family):
+    """X ~ N_d(mu, Sigma), theta = (mu_j, sigma_j, rho_ij); see the module docstring.
+
+    ``prior``: an :class:`NIWPrior` (default: from the range [-10, 10] per component,
+    :func:`niw_from_ranges`) or, with ``diagonal=True``, a
+    :class:`~dpbook.model.prior.LocationScalePrior` shared by the components (default
+    Section 6's)."""
+
+    name = ""  # not a --family of the one-dimensional commands
+
+    def __init__(self, d=2, prior=None, diagonal=False):
+        if d != int(d) or d < 2:
+            raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
+        self.d, self.diagonal = int(d), bool(diagonal)
+        self.pairs = () if diagonal else tuple(itertools.combinations(range(self.d), 2))
+        self.params = (tuple(f"mu{j + 1}" for j in range(self.d))
+                       + tuple(f"sigma{j + 1}" for j in range(self.d))
+                       + tuple(f"rho{i + 1}{j + 1}" for i, j in self.pairs))
+        self.positive = (False,) * self.d + (True,) * self.d + (False,) * len(self.pairs)
+        self.event_shape = (self.d,)
+        if prior is None:
+            prior = LocationScalePrior() if diagonal else niw_from_ranges([(-10, 10)] * self.d)
+        kind = LocationScalePrior if diagonal else NIWPrior
+        if not isinstance(prior, kind):
+            raise ValueError(f"this model's prior is a {kind.__name__}")
+        if not diagonal and len(prior.m0) != self.d:
+            raise ValueError(f"the prior is for d = {len(prior.m0)}, the model has d = {self.d}")
+        self.prior = prior
+        self._normal = Normal().with_prior(prior) if diagonal else None
+
+    def describe(self):
+        return f"{'diagonal ' if self.diagonal else ''}normal in d = {self.d}"
+
+    def __repr__(self):
+        return f"<family {self.describe()}>"
+
+    def check_theta_arrays(self, *theta):
+        super().check_theta_arrays(*theta)
+        for name, v in zip(self.params[2 * self.d:], theta[2 * self.d:]):
+            if not np.all(np.abs(np.asarray(v, float)) < 1):
+                raise ValueError(f"{name} must lie in (-1, 1)")
+
+    # ------------------------------------------------------------------ (mu, Sigma)
+    def split(self, *theta):
+        """theta's arrays -> mu (..., d) and Sigma (..., d, d)."""
+        d = self.d
+        mu = np.stack(np.broadcast_arrays(*theta[:d]), axis=-1)
+        sd = np.stack(np.broadcast_arrays(*theta[d:2 * d]), axis=-1)
+        corr = np.broadcast_to(np.eye(d), sd.shape + (d,)).copy()
+        for (i, j), rho in zip(self.pairs, theta[2 * d:]):
+            corr[..., i, j] = corr[..., j, i] = rho
+        return mu, corr * sd[..., :, None] * sd[..., None, :]
+
+    def join(self, mu, sigma):
+        """mu (N, d), Sigma (N, d, d) -> theta (N, dim)."""
+        sd = np.sqrt(np.diagonal(sigma, axis1=-2, axis2=-1))
+        rho = [sigma[:, i, j] / (sd[:, i] * sd[:, j]) for i, j in self.pairs]
+        return np.column_stack([mu, sd] + rho)
+
+    # ------------------------------------------------------------------ the model
+    def logpdf(self, x, *theta):
+        """log N_d(x; mu, Sigma), x (..., d) against theta's arrays (...)."""
+        mu, sig = self.split(*theta)
+        chol = np.linalg.cholesky(sig)
+        z = np.linalg.solve(chol, (np.asarray(x, float) - mu)[..., None])[..., 0]
+        logdet = np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+        return -0.5 * (z * z).sum(-1) - logdet - 0.5 * self.d * math.log(2 * math.pi)
+
+    def sample(self, rng: np.random.Generator, *theta, size=None):
+        """x = mu + L z, z ~ N(0, I_d), L the Cholesky factor of Sigma; shape size + (d,)."""
+        mu, sig = self.split(*theta)
+        size = mu.shape[:-1] if size is None else tuple(np.atleast_1d(size))
+        z = rng.standard_normal(size + (self.d,))
+        return mu + (np.linalg.cholesky(sig) @ z[..., None])[..., 0]
+
+    # ------------------------------------------------------------------ the prior
+    def sample_prior(self, rng: np.random.Generator, size):
+        if self.diagonal:
+            th = self._normal.sample_prior(rng, size * self.d).reshape(size, self.d, 2)
+            return np.concatenate([th[..., 0], th[..., 1]], axis=1)
+        p = self.prior
+        m0 = np.broadcast_to(np.asarray(p.m0, float), (size, self.d))
+        return self._niw_draw(rng, m0, np.full(size, p.kappa0), np.full(size, p.nu0),
+                              np.broadcast_to(np.asarray(p.psi0, float), (size, self.d, self.d)))
+
+    def log_prior(self, *theta):
+        """log eta(theta) in the coordinates (mu, sigma, rho) (with the Jacobian of
+        Sigma -> (sigma, rho): 2^d prod_j sigma_j^d for the NIW)."""
+        if self.diagonal:
+            return sum(self._normal.log_prior(m, s) for m, s in
+                       zip(theta[:self.d], theta[self.d:2 * self.d]))
+        p, d = self.prior, self.d
+        mu, sig = self.split(*theta)
+        psi = np.asarray(p.psi0, float)
+        chol = np.linalg.cholesky(sig)
+        logdet = 2 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+        inv = np.linalg.inv(sig)
+        z = np.linalg.solve(chol, (mu - np.asarray(p.m0))[..., None])[..., 0]
+        lp = (0.5 * p.nu0 * np.linalg.slogdet(psi)[1] - 0.5 * p.nu0 * d * math.log(2)
+              - special.multigammaln(0.5 * p.nu0, d) - 0.5 * (p.nu0 + d + 1) * logdet
+              - 0.5 * np.einsum("ij,...ji->...", psi, inv))
+        lp = (lp + 0.5 * d * math.log(p.kappa0 / (2 * math.pi)) - 0.5 * logdet
+              - 0.5 * p.kappa0 * (z * z).sum(-1))
+        sd = np.stack(np.broadcast_arrays(*theta[d:2 * d]), axis=-1)
+        return lp + d * math.log(2.0) + d * np.log(sd).sum(-1)
+
+    def gibbs(self, rng: np.random.Generator, theta, x):
+        """Algorithm 3 step 4 as an exact conjugate draw of theta given the latent paths
+        x (N, t, d): (mu, Sigma) ~ NIW(m_t, kappa_t, nu_t, Psi_t) with kappa_t = kappa0 +
+        t, nu_t = nu0 + t, m_t = (kappa0 m0 + t xbar)/kappa_t, Psi_t = Psi0 + S +
+        kappa0 t/kappa_t (xbar - m0)(xbar - m0)^T (S the scatter about xbar).  Diagonal:
+        the normal family's Gibbs move per component."""
+        N, t = x.shape[0], x.shape[1]
+        if self.diagonal:
+            d = self.d
+            cols = [self._normal.gibbs(rng, theta[:, [j, d + j]], x[:, :, j]) for j in range(d)]
+            return np.column_stack([c[:, 0] for c in cols] + [c[:, 1] for c in cols])
+        p = self.prior
+        m0 = np.asarray(p.m0, float)
+        xbar = x.mean(axis=1)
+        c = x - xbar[:, None, :]
+        scatter = np.einsum("ntj,ntk->njk", c, c)
+        dev = xbar - m0
+        kt = p.kappa0 + t
+        psi = (np.asarray(p.psi0, float) + scatter
+               + (p.kappa0 * t / kt) * dev[:, :, None] * dev[:, None, :])
+        mt = (p.kappa0 * m0 + t * xbar) / kt
+        return self._niw_draw(rng, mt, np.full(N, kt), np.full(N, p.nu0 + t), psi)
+
+    def _niw_draw(self, rng, m, kappa, nu, psi):
+        """theta (N, dim) with Sigma ~ IW(nu, Psi) (Bartlett: Sigma = (U A^-T)(U A^-T)^T,
+        Psi = U U^T, A lower triangular with A_jj^2 ~ chi2(nu - j), A_ij ~ N(0, 1)),
+        then mu ~ N(m, Sigma / kappa)."""
+        N, d = m.shape
+        a = np.zeros((N, d, d))
+        for j in range(d):
+            a[:, j, j] = np.sqrt(rng.chisquare(nu - j))
+            a[:, j, :j] = rng.standard_normal((N, j))
+        ua = np.linalg.cholesky(psi) @ np.linalg.inv(a).transpose(0, 2, 1)
+        sigma = ua @ ua.transpose(0, 2, 1)
+        z = rng.standard_normal((N, d))
+        mu = m + (np.linalg.cholesky(sigma) @ z[..., None])[..., 0] / np.sqrt(kappa)[:, None]
+        return self.join(mu, sigma)
+
+    def default_theta(self):
+        return (0.0,) * self.d + (1.0,) * self.d + (0.0,) * len(self.pairs)
