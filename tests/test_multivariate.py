@@ -7,6 +7,7 @@ from scipy import stats
 
 import dpbook.smc.resample_move as rm
 from dpbook.model.families.normal import Normal
+from dpbook.model.mechanisms import LaplaceMechanism
 from dpbook.model.prior import LocationScalePrior
 from dpbook.multivariate.mvnormal import MultivariateNormal, NIWPrior, niw_from_ranges
 from dpbook.multivariate.policy import BoxPolicy
@@ -121,7 +122,7 @@ def _releases(n=30, eps=4.0, seed=5):
 RELEASES = _releases()  # drawn before any test plants a defect
 
 
-def _factorised_failures(seeds=range(8)):
+def _factorised_failures(seeds=range(8), mechanism="laplace"):
     """With rho fixed at 0 and independent priors the likelihood factorises given the
     box: each component's posterior is the one-dimensional exact posterior at noise
     scale W / eps (eps_j = eps w_j / W).  The comparisons of the 2-D SMC (N = 2000,
@@ -133,7 +134,7 @@ def _factorised_failures(seeds=range(8)):
     ej = component_eps(*BOX, eps)
     runs = []
     for s in seeds:
-        smc = SMC(eps, fam, n_particles=2000, n_max=len(y), seed=s)
+        smc = SMC(eps, fam, mechanism, n_particles=2000, n_max=len(y), seed=s)
         for t in range(len(y)):
             smc.update(y[t], *BOX)
         runs.append(smc)
@@ -161,13 +162,39 @@ def test_smc_agrees_with_the_product_of_exact_posteriors():
 @pytest.mark.parametrize("defect", ["noise scale", "no clip"])
 def test_factorised_check_catches(defect, monkeypatch):
     """Negative controls: the SMC with the largest width as the sensitivity (not the
-    L1 sum), or without the clip in its likelihood, fails the check."""
+    L1 sum), or without the clip in its likelihood (on the numpy path, which
+    test_compiled_sweep_is_the_numpy_one ties to the compiled one), fails the check."""
+    mech = "laplace"
     if defect == "noise scale":
         monkeypatch.setattr("dpbook.multivariate.release.box_scale",
                             lambda l, r, eps, mech: np.max(r - l) / eps)
     else:
         monkeypatch.setattr(rm, "clip", lambda x, lo, hi: x)
-    assert _factorised_failures(seeds=range(4))
+        mech = NumpyLaplace()
+    assert _factorised_failures(seeds=range(4), mechanism=mech)
+
+
+class NumpyLaplace(LaplaceMechanism):
+    """The Laplace mechanism as a user's object: the SMC's numpy path (no compiled code)."""
+
+    name = "laplace-numpy"
+
+
+def test_compiled_sweep_is_the_numpy_one():
+    """The compiled vector sweep (proposals mu + L z made in the kernel) and the numpy
+    path (the family's sample, the mechanism's logpdf) draw the same numbers and agree
+    to rounding over 15 releases (the same resampling ancestors)."""
+    y, eps = RELEASES
+    fam = MultivariateNormal(2, prior=niw_from_ranges([(-10, 10)] * 2))
+    runs = []
+    for mech in ("laplace", NumpyLaplace()):
+        smc = SMC(eps, fam, mech, n_particles=300, n_max=15, seed=1)
+        for t in range(15):
+            smc.update(y[t], *BOX)
+        runs.append(smc)
+    assert runs[0]._kind == 0 and runs[1]._kind == -1
+    assert np.allclose(runs[0].theta, runs[1].theta, rtol=1e-9, atol=1e-12)
+    assert np.allclose(runs[0].paths(), runs[1].paths(), rtol=1e-9, atol=1e-12)
 
 
 # ------------------------------------------------------------------ Algorithm 1 for a box

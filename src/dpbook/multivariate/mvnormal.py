@@ -20,11 +20,36 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy import special
 
 from dpbook.model.families.base import Family
 from dpbook.model.families.normal import Normal
 from dpbook.model.prior import LocationScalePrior, check_range
+
+
+@njit(cache=True)
+def _mean_scatter(x):
+    """Each particle's mean xbar (N, d) and scatter sum_k (x_k - xbar)(x_k - xbar)^T of
+    its latent path x (N, t, d): two passes, one particle at a time."""
+    N, t, d = x.shape
+    xbar = np.zeros((N, d))
+    scatter = np.zeros((N, d, d))
+    for i in range(N):
+        for k in range(t):
+            for j in range(d):
+                xbar[i, j] += x[i, k, j]
+        for j in range(d):
+            xbar[i, j] /= t
+        for k in range(t):
+            for j in range(d):
+                cj = x[i, k, j] - xbar[i, j]
+                for m in range(j + 1):
+                    scatter[i, j, m] += cj * (x[i, k, m] - xbar[i, m])
+        for j in range(d):
+            for m in range(j):
+                scatter[i, m, j] = scatter[i, j, m]
+    return xbar, scatter
 
 
 @dataclass(frozen=True)
@@ -137,7 +162,18 @@ class MultivariateNormal(Family):
         mu, sig = self.split(*theta)
         size = mu.shape[:-1] if size is None else tuple(np.atleast_1d(size))
         z = rng.standard_normal(size + (self.d,))
-        return mu + (np.linalg.cholesky(sig) @ z[..., None])[..., 0]
+        chol = np.linalg.cholesky(sig)
+        x = np.empty_like(z)
+        for i in range(self.d):  # x_i = mu_i + sum_j L_ij z_j, elementwise (no batched matmul)
+            x[..., i] = mu[..., i] + sum(chol[..., i, j] * z[..., j] for j in range(i + 1))
+        return x
+
+    def affine(self, theta):
+        """x = mu + L z, z ~ N(0, I_d): each particle's mu (N, d) and the Cholesky factor L
+        (N, d, d) of its Sigma (what :meth:`sample` computes; the SMC's compiled sweep
+        makes its proposals with it)."""
+        mu, sig = self.split(*np.asarray(theta, float).T)
+        return np.ascontiguousarray(mu), np.linalg.cholesky(sig)
 
     # ------------------------------------------------------------------ the prior
     def sample_prior(self, rng: np.random.Generator, size):
@@ -183,9 +219,7 @@ class MultivariateNormal(Family):
             return np.column_stack([c[:, 0] for c in cols] + [c[:, 1] for c in cols])
         p = self.prior
         m0 = np.asarray(p.m0, float)
-        xbar = x.mean(axis=1)
-        c = x - xbar[:, None, :]
-        scatter = np.einsum("ntj,ntk->njk", c, c)
+        xbar, scatter = _mean_scatter(np.ascontiguousarray(x))
         dev = xbar - m0
         kt = p.kappa0 + t
         psi = (np.asarray(p.psi0, float) + scatter

@@ -27,8 +27,10 @@ from dpbook.smc.resampling import ess, systematic, thompson_index
 from dpbook.smc.sweep import (
     PARALLEL_MIN,
     log_weights,
+    log_weights_vec,
     mh_sweep_parallel,
     mh_sweep_serial,
+    mh_sweep_vec,
 )
 from dpbook.validation import (
     check_count,
@@ -270,7 +272,9 @@ class SMC(ParticlePosterior):
         self._rng = np.random.default_rng(seed)
         self._pos = np.array(self.family.positive, dtype=bool)
         self.w = np.full(self.N, 1.0 / self.N)
-        self._kind = -1 if self._shape else KIND.get(type(self._mech), -1)
+        self._kind = KIND.get(type(self._mech), -1)
+        if self._shape and not hasattr(self.family, "affine"):
+            self._kind = -1  # a vector's compiled sweep makes its proposals x = mu + L z
         self._invb = np.ones(self.n_max)
         self._lnorm = np.zeros(self.n_max)  # log g_b(0)
         self._y = np.zeros((self.n_max,) + self._shape)
@@ -466,7 +470,8 @@ class SMC(ParticlePosterior):
         # 4. weighting
         if self._kind >= 0:
             logw = np.empty(N)
-            log_weights(self._kind, xt, y, l, r, self._invb[t], self._lnorm[t], logw)
+            (log_weights_vec if self._shape else log_weights)(
+                self._kind, xt, y, l, r, self._invb[t], self._lnorm[t], logw)
         else:
             logw = self._loglik(xt[:, None], t, t + 1)[:, 0]
         self._ll[0][:, t] = logw
@@ -478,10 +483,18 @@ class SMC(ParticlePosterior):
     def _move_all(self, anc):
         """Step 2(i) for every x_k, k < t, from the ancestors ``anc``: accepted moves."""
         fam, rng, N, t = self.family, self._rng, self.N, self.t
+        (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
+        if self._kind >= 0 and self._shape:
+            # a vector x = mu + L z (the family's affine map): the proposals are made in
+            # the compiled sweep from the same standard normals its sample would draw
+            mu, chol = fam.affine(self.theta)
+            z = rng.standard_normal((N, t) + self._shape)
+            e = rng.standard_exponential((N, t))
+            return mh_sweep_vec(self._kind, anc, x_old, ll_old, x_new, ll_new, mu, chol, z, e,
+                                self._y, self._l, self._r, self._invb, self._lnorm)
         xp = np.asarray(fam.sample(rng, *fam.theta_args(self.theta), size=(N, t)), float)
         e = rng.standard_exponential((N, t))
-        (x_old, x_new), (ll_old, ll_new) = self._x, self._ll
-        if self._kind >= 0:
+        if self._kind >= 0 and not self._shape:
             sweep = mh_sweep_parallel if N * t >= PARALLEL_MIN else mh_sweep_serial
             return sweep(self._kind, anc, x_old, ll_old, x_new, ll_new,
                          np.ascontiguousarray(xp), e, self._y, self._l, self._r,

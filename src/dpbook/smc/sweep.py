@@ -63,3 +63,56 @@ def log_weights(kind, x, y, l, r, invb, lnorm, out):
     """Step 4 of Algorithm 2: out[i] = log g_b(y_t - T(x_t^(i)))."""
     for i in range(x.shape[0]):
         out[i] = _logg(kind, y - min(max(x[i], l), r), invb, lnorm)
+
+
+# ------------------------------------------------------------------ vector latent values
+@njit(cache=True)
+def _mh_row_vec(kind, i, a, x_old, ll_old, x_new, ll_new, mu, L, z, e, y, l, r, invb,
+                lnorm):
+    """_mh_row for a vector x_k (dpbook.multivariate), proposed as x'_k = mu + L z_k
+    (the family's ``affine``: N_d(mu, L L^T) for the normal): its log-likelihood is the
+    sum of the components' noise densities, one scale per release."""
+    d = z.shape[2]
+    xk = np.empty(d)
+    n_acc = 0
+    for k in range(z.shape[1]):
+        lp = 0.0
+        for j in range(d):
+            acc = 0.0
+            for m in range(j + 1):
+                acc += L[i, j, m] * z[i, k, m]
+            xk[j] = mu[i, j] + acc
+            lp += _logg(kind, y[k, j] - min(max(xk[j], l[k, j]), r[k, j]), invb[k],
+                        lnorm[k])
+        lc = ll_old[a, k]
+        if lp - lc > -e[i, k]:
+            x_new[i, k] = xk
+            ll_new[i, k] = lp
+            n_acc += 1
+        else:
+            x_new[i, k] = x_old[a, k]
+            ll_new[i, k] = lc
+    return n_acc
+
+
+@njit(cache=True)
+def mh_sweep_vec(kind, anc, x_old, ll_old, x_new, ll_new, mu, L, z, e, y, l, r, invb, lnorm):
+    """:func:`_mh_sweep` for vector latent values ((N, t, d) arrays), the proposals
+    x'_k = mu_i + L_i z_ik computed here from particle i's (mu_i, L_i) and the standard
+    normals z: the numbers of the family's ``sample`` from the same z, without writing
+    them out."""
+    acc = 0
+    for i in range(z.shape[0]):
+        acc += _mh_row_vec(kind, i, anc[i], x_old, ll_old, x_new, ll_new, mu, L, z, e, y,
+                           l, r, invb, lnorm)
+    return acc
+
+
+@njit(cache=True)
+def log_weights_vec(kind, x, y, l, r, invb, lnorm, out):
+    """:func:`log_weights` for vector x_t^(i) (rows of x): the components' sum."""
+    for i in range(x.shape[0]):
+        s = 0.0
+        for j in range(x.shape[1]):
+            s += _logg(kind, y[j] - min(max(x[i, j], l[j]), r[j]), invb, lnorm)
+        out[i] = s
