@@ -91,6 +91,12 @@ def _best_intervals(config: dict, manifest: dict | None, family_obj=None) -> dic
                   M=config["interval_M"], K=config["interval_K"], seed=iseed)
         fam = family_of(config, family_obj)
         mech = config.get("mechanism", "laplace")
+        if getattr(fam, "event_shape", ()):  # a vector's standard box (dpbook.multivariate)
+            from dpbook.online.methods import standard_box
+
+            a, b = standard_box(e, fam, mech)
+            out[k] = {"a": a.tolist(), "b": b.tolist(), "seconds": time.perf_counter() - t0}
+            continue
         if not fam.location_scale:
             # eq. (9) depends on theta: best intervals on a theta grid, interpolated
             from dpbook.fisher import ThetaGridIntervals

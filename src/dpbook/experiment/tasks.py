@@ -52,7 +52,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     else:
         fixed = family_of(config, family_obj).fixed_interval(*theta)
     spec.update(method=task.method, eps=task.eps, run=task.run, theta=list(theta),
-                fixed=[float(v) for v in fixed],
+                fixed=[np.asarray(v, float).tolist() for v in fixed],
                 keep=task.run < config["keep_particles"], numba_threads=threads)
     if family_obj is not None and not config.get("family_registered", True):
         # by value (cloudpickle), so that worker processes need not import its module
@@ -202,7 +202,8 @@ def _run_task(spec: dict) -> dict:
                                      seed=post_ss)
         if policy_name == "fixed":
             policy = FixedPolicy(lc, rc)
-            row.update(l_c=lc, r_c=rc)
+            if np.ndim(lc) == 0:  # a box's ends are in the task's arrays (l, r)
+                row.update(l_c=lc, r_c=rc)
         elif "table" in spec:  # a family that is not location-scale: eq. (9) on a grid
             from dpbook.fisher import ThetaGridIntervals
             from dpbook.privacy.policies import ThetaGridPolicy
@@ -211,7 +212,8 @@ def _run_task(spec: dict) -> dict:
         else:
             best = (spec["a"], spec["b"]) if "a" in spec else None
             policy = online.adaptive_policy(posterior, eps, family, mechanism, best=best)
-            row.update(a=float(policy.a), b=float(policy.b))
+            if np.ndim(policy.a) == 0:  # a box's: the configuration's intervals
+                row.update(a=float(policy.a), b=float(policy.b))
             if spec.get("guard") and online.latent:  # dpbook's guard, not the paper's
                 from dpbook.privacy.policies import GuardedPolicy
 

@@ -242,5 +242,11 @@ class MultivariateNormal(Family):
         mu = m + (np.linalg.cholesky(sigma) @ z[..., None])[..., 0] / np.sqrt(kappa)[:, None]
         return self.join(mu, sigma)
 
+    def fixed_interval(self, *theta):
+        """The non-adaptive box: [mu_j - 10 sigma_j, mu_j + 10 sigma_j] per component,
+        Section 6's interval for each."""
+        mu, sd = np.asarray(theta[:self.d], float), np.asarray(theta[self.d:2 * self.d], float)
+        return mu - 10.0 * sd, mu + 10.0 * sd
+
     def default_theta(self):
         return (0.0,) * self.d + (1.0,) * self.d + (0.0,) * len(self.pairs)

@@ -24,6 +24,8 @@ import numpy as np
 
 from dpbook.diagnostics import quiet_diagnostics
 from dpbook.model.families import as_family
+from dpbook.model.mechanisms import get_mechanism
+from dpbook.multivariate.policy import BoxPolicy
 from dpbook.privacy.policies import AdaptivePolicy, FixedPolicy, ThetaGridPolicy
 
 
@@ -71,7 +73,7 @@ class OnlineMethod:
         if self.point_estimate:
             return AdaptivePolicy(posterior.a, posterior.b)
         if best is not None:
-            return AdaptivePolicy(*best)
+            return (BoxPolicy if np.ndim(best[0]) else AdaptivePolicy)(*best)
         return adaptive_policy(family, eps, mechanism)
 
 
@@ -115,11 +117,28 @@ def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None
     from dpbook.fisher.truncation import ThetaGridIntervals, best_interval
 
     fam = as_family(family)
+    if getattr(fam, "event_shape", ()):
+        return BoxPolicy(*standard_box(eps, fam, mechanism))
     if fam.location_scale:
         best = best_interval(eps, fam, mechanism, None, method, score=score, **grid_kw)
         return AdaptivePolicy(best["a"], best["b"])
     return ThetaGridPolicy(ThetaGridIntervals(fam, eps, mechanism, centre=theta, method=method,
                                               score=score, **grid_kw))
+
+
+def standard_box(eps, family, mechanism="laplace"):
+    """The standard box (a, b) of a vector family (dpbook.multivariate), per component:
+    eq. (13)'s best interval of the normal at eps_1 = eps / Delta(unit square box) (eps/d
+    for Laplace noise).  For a box of equal standardised widths the noise of each
+    component is then that of the one-dimensional release at eps_1, so at rho = 0 and
+    equal scales this is the best box under the score on mu (chapter 14 compares it
+    with boxes searched for other theta)."""
+    from dpbook.fisher.truncation import best_interval
+
+    d = family.event_shape[0]
+    unit = get_mechanism(mechanism).sensitivity(np.zeros(d), np.ones(d))
+    best = best_interval(eps / unit, None, mechanism)
+    return np.full(d, best["a"]), np.full(d, best["b"])
 
 
 def stream_policy(policy, method, posterior, eps, family=None, mechanism="laplace"):
@@ -144,8 +163,10 @@ def warm_up(methods=METHODS, family=None, mechanism="laplace"):
     process, so that the clocks that follow do not count compilation.  Synthetic
     releases (no population); no random state is kept."""
     from dpbook.model.mechanisms import release_one
+    from dpbook.multivariate.release import release_box
 
     fam = as_family(family)
+    vector = bool(getattr(fam, "event_shape", ()))
     for name in (methods,) if isinstance(methods, str) else methods:
         base = name if name == "mhaar" else (TASKS[name][0] if name in TASKS
                                              else get_method(name))
@@ -167,7 +188,8 @@ def warm_up(methods=METHODS, family=None, mechanism="laplace"):
                               subset=2 if base.subset else None)
             policy = base.adaptive_policy(post, 1.0, fam, mechanism, best=(-1.0, 1.0)) \
                 if fam.location_scale else FixedPolicy(lc, rc)
+            release = release_box if vector else release_one
             for v in x:
                 l, r = policy.next_interval(post, rng)
-                post.update(release_one(v, l, r, 1.0, rng, mechanism), l, r)
+                post.update(release(v, l, r, 1.0, rng, mechanism), l, r)
         _WARM.add(key)
