@@ -140,7 +140,8 @@ LAYERS = (
      "dpbook.multivariate.fisher"},  # the algorithms
     {"dpbook.online"},  # Algorithm 1, its online posteriors by name (the long streams'
     # marginal SMC and online gradient among them), the streams
-    {"dpbook.experiment", "dpbook.calibration"},  # runners and stores
+    {"dpbook.experiment", "dpbook.calibration", "dpbook.multivariate.sbc"},  # runners
+    # and stores
     {"dpbook.figures", "dpbook.cli"},  # the book's figures, the command line
 )
 
