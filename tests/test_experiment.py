@@ -510,3 +510,23 @@ def test_quantiles_are_kept_only_when_asked(ref, tmp_path):
     np.testing.assert_array_equal(df.mu_hat.to_numpy(), want.mu_hat.to_numpy())
     with pytest.raises(ValueError, match="quartiles must be True or False"):
         ex.make_config(quartiles="yes", **cfg)
+
+
+def test_normal_theta_and_prior_are_the_ones_given(tmp_path):
+    """The normal family's theta= is its (mu, sigma), and a prior that is not Section 6's
+    is recorded and used by the tasks (both were silently replaced by the defaults)."""
+    from dpbook.model.families.normal import Normal
+    from dpbook.model.prior import LocationScalePrior
+
+    prior = LocationScalePrior(loc_mean=20.0, loc_var=1.0, scale2_shape=3.0, scale2_scale=8.0)
+    kw = dict(eps=[2.0], runs=1, n=30, particles=100, methods=["smc-fixed"], progress=False,
+              workers=1)
+    a, _ = ex.ensure_results(tmp_path / "a", family=Normal().with_prior(prior), theta=(20.0, 2.0),
+                          **kw)
+    b, _ = ex.ensure_results(tmp_path / "b", family=Normal(), theta=(20.0, 2.0), **kw)
+    assert a.mu_true.iloc[0] == 20.0 and a.sigma_true.iloc[0] == 2.0
+    config = {k: json.loads((tmp_path / k / "manifest.json").read_text())["config"]
+              for k in "ab"}
+    assert config["a"]["prior"]["loc_mean"] == 20.0
+    assert "prior" not in config["b"]  # the default keeps its configuration and hash
+    assert a.mu_hat.iloc[0] != b.mu_hat.iloc[0]

@@ -171,11 +171,35 @@ def _family_config(family, mechanism, theta, mu, sigma) -> dict:
     elif np.ndim(theta) == 0:
         theta = (theta,)
     out["theta"] = list(fam.check_theta(*theta))
+    prior = _prior_record(fam, opts, out["family_registered"])
+    if prior is not None:
+        out["prior"] = prior
     if not out["family_registered"]:
         out["family_source"] = _source_hash(type(fam))
         if family_sha256(type(fam)):  # the whole file: a module-level helper too
             out["family_sha256"] = family_sha256(type(fam))
     return out
+
+
+def _prior_record(fam, opts, registered):
+    """The family's prior (its hyperparameters, JSON-ready) when it is not the family's
+    default, else None: a store of one prior is not read back for another, and a
+    shipped family's tasks are run with it (:func:`family_of`)."""
+    import dataclasses
+    import json
+
+    from dpbook.model.families import get_family
+
+    prior = getattr(fam, "prior", None)
+    if not dataclasses.is_dataclass(prior):
+        return None
+    try:
+        default = (get_family(fam.name, **opts) if registered else type(fam)()).prior
+    except Exception:  # a family of the user's that needs arguments: record it
+        default = None
+    if prior == default:
+        return None
+    return json.loads(json.dumps(dataclasses.asdict(prior)))
 
 
 def _source_hash(cls) -> str:
@@ -200,7 +224,10 @@ def family_of(config, family_obj=None):
     if not config.get("family_registered", True):
         raise ValueError(f"family {config['family']!r} is not a shipped family: pass the "
                          f"Family object (family=...) to run its tasks")
-    return get_family(config.get("family", "normal"), **config.get("family_options", {}))
+    fam = get_family(config.get("family", "normal"), **config.get("family_options", {}))
+    if "prior" in config:  # not the family's default (_prior_record)
+        fam = fam.with_prior(type(fam.prior)(**config["prior"]))
+    return fam
 
 
 def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=100_000,
@@ -237,6 +264,8 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
     not the paper's); recorded only when given.
     """
     pop = _family_config(family, mechanism, theta, mu, sigma)
+    if pop["family"] == "normal" and theta is not None:
+        mu, sigma = pop["theta"]  # the normal family's theta is (mu, sigma)
     if pop["family"] != "normal":
         mu, sigma = 0.0, 1.0  # unused: theta is in pop
     try:
@@ -316,6 +345,8 @@ def make_config(eps=PAPER["eps"], runs=30, n=1000, particles=1000, mhaar_iters=1
         raise ValueError(f"{point[0]} needs a location-scale family, not {pop['family']}")
     if pop["family"] == "normal":
         del pop["theta"]  # it is (mu, sigma)
+        if "prior" in pop and pop["mechanism"] == "laplace":
+            config["prior"] = pop["prior"]
     else:
         del config["mu"], config["sigma"], config["fixed_half_width"]
     if pop["family"] != "normal" or pop["mechanism"] != "laplace":

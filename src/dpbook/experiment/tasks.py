@@ -37,7 +37,7 @@ def task_spec(config: dict, intervals: dict, task: Task, threads,
     (``intervals`` are the best intervals per eps, ``threads`` the numba threads)."""
     spec = {k: config[k] for k in ("n", "particles", "mhaar_iters", "mhaar_aux", "seed",
                                    "every")}
-    for k in ("family", "family_options", "family_registered", "mechanism", "subset",
+    for k in ("family", "family_options", "family_registered", "prior", "mechanism", "subset",
               "original_code", "batch", "algorithm_seed", "quartiles", "guard"):
         if k in config:
             spec[k] = config[k]
