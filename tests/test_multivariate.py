@@ -126,9 +126,11 @@ def _factorised_failures(seeds=range(8), mechanism="laplace"):
     """With rho fixed at 0 and independent priors the likelihood factorises given the
     box: each component's posterior is the one-dimensional exact posterior at noise
     scale W / eps (eps_j = eps w_j / W).  The comparisons of the 2-D SMC (N = 2000,
-    n = 30) against it that fail: posterior mean and sd of mu_j and the quartiles of
-    sigma_j, averaged over 8 runs, within 4 of their standard errors plus 1% of the
-    posterior's spread (the grid), as test_smc.py checks the 1-D SMC."""
+    n = 30) against it that fail: the quartiles of mu_j and sigma_j, averaged over 8
+    runs, within 4 of their standard errors plus 1% of the posterior's IQR (the grid).
+    Quantiles, not moments: mu_2's posterior has a long right tail (above the box,
+    every value is clipped at r_2), whose sd 8 runs of N = 2000 estimate 4 of their
+    standard errors low (at N = 20000 within 1)."""
     y, eps = RELEASES
     fam = MultivariateNormal(2, prior=PRIOR, diagonal=True)
     ej = component_eps(*BOX, eps)
@@ -139,18 +141,17 @@ def _factorised_failures(seeds=range(8), mechanism="laplace"):
             smc.update(y[t], *BOX)
         runs.append(smc)
     bad = []
+    qs = (0.25, 0.5, 0.75)
     for j in range(2):
         ex = exact_posterior(y[:, j], BOX[0][j], BOX[1][j], ej[j],
                              family=Normal().with_prior(PRIOR))
-        ref, q = ex.summary()["mu"], ex.quantile((0.25, 0.5, 0.75))[:, 1]
-        got = np.array([[r.summary()[f"mu{j + 1}"][k] for k in ("mean", "sd")] for r in runs])
-        qs = np.array([r.quantile((0.25, 0.5, 0.75))[:, 2 + j] for r in runs])
-        for name, v, target, grid in (("mu mean", got[:, 0], ref["mean"], ref["sd"]),
-                                      ("mu sd", got[:, 1], ref["sd"], ref["sd"]),
-                                      ("sigma q", qs, q, q[2] - q[0])):
+        ref = ex.quantile(qs)
+        for k, name in enumerate(("mu", "sigma")):
+            v = np.array([r.quantile(qs)[:, k * 2 + j] for r in runs])
             se = v.std(axis=0, ddof=1) / np.sqrt(len(v))
-            if not np.all(np.abs(v.mean(axis=0) - target) < 4 * se + 0.01 * grid):
-                bad.append((j + 1, name, v.mean(axis=0), target, se))
+            grid = 0.01 * (ref[2, k] - ref[0, k])
+            if not np.all(np.abs(v.mean(axis=0) - ref[:, k]) < 4 * se + grid):
+                bad.append((name + str(j + 1), v.mean(axis=0), ref[:, k], se))
     return bad
 
 
