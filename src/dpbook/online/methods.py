@@ -115,11 +115,30 @@ def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None
     from dpbook.fisher.truncation import ThetaGridIntervals, best_interval
 
     fam = as_family(family)
+    if getattr(fam, "event_shape", ()):  # a vector's box (issue 54)
+        from dpbook.multivariate.policy import BoxPolicy
+
+        return BoxPolicy(*standard_box(eps, fam.event_shape[0], mechanism))
     if fam.location_scale:
         best = best_interval(eps, fam, mechanism, None, method, score=score, **grid_kw)
         return AdaptivePolicy(best["a"], best["b"])
     return ThetaGridPolicy(ThetaGridIntervals(fam, eps, mechanism, centre=theta, method=method,
                                               score=score, **grid_kw))
+
+
+def standard_box(eps, d, mechanism="laplace"):
+    """The standard box (a, b) of a d-vector's adaptive policy
+    (:class:`dpbook.multivariate.policy.BoxPolicy`): in every component eq. (13)'s base
+    interval at the level eps / W, W the mechanism's sensitivity of the unit square box
+    (d for Laplace's L1, sqrt(d) for the Gaussian's L2): with equal widths each
+    component's release is exactly the one-dimensional release at that level.  The one
+    place of this choice (a box searched for the vector model may replace it)."""
+    from dpbook.fisher.truncation import best_interval
+    from dpbook.model.mechanisms import get_mechanism
+
+    w = float(get_mechanism(mechanism).sensitivity(np.zeros(d), np.ones(d)))
+    best = best_interval(eps / w, None, mechanism)
+    return np.full(d, best["a"]), np.full(d, best["b"])
 
 
 def stream_policy(policy, method, posterior, eps, family=None, mechanism="laplace"):
