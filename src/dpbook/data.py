@@ -135,19 +135,19 @@ def read_csv_columns(path, columns, expected=None, missing="error"):
         raw, lines = raw[~empty], lines[~empty]
     if len(raw) == 0:
         raise ValueError(f"{path} has no data rows")
-    cols = {}
-    for c in columns:
-        _check_cells(path, c, raw[c], lines)
-        cols[c] = raw[c].str.strip().astype(float).to_numpy()
+    ok = {c: raw[c].str.strip().str.fullmatch(_NUMBER).to_numpy(dtype=bool) for c in columns}
+    # the first bad cell in the file's order: by line, then by column
+    for c in sorted(columns, key=lambda c: int(np.argmin(ok[c])) if not ok[c].all() else len(raw)):
+        _check_cells(path, c, raw[c], lines, ok[c])
+    cols = {c: raw[c].str.strip().astype(float).to_numpy() for c in columns}
     return cols, int(empty.sum()) if missing == "skip" else 0
 
 
-def _check_cells(path, column, cells, lines):
+def _check_cells(path, column, cells, lines, ok):
     """ValueError naming the line and column of the first cell of ``column`` (strings as
-    written in the file) that is not an ASCII number: an empty cell, a boolean, digits of
-    another script (Python's float() reads them, pandas and most tools do not: dpbook
-    reads ASCII numerals only) or other text."""
-    ok = cells.str.strip().str.fullmatch(_NUMBER).to_numpy(dtype=bool)
+    written in the file) that is not an ASCII number (``ok`` False): an empty cell, a
+    boolean, digits of another script (Python's float() reads them, pandas and most tools
+    do not: dpbook reads ASCII numerals only) or other text."""
     if ok.all():
         return
     i = int(np.flatnonzero(~ok)[0])

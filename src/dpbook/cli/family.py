@@ -174,15 +174,19 @@ def family_from_args(args):
     return family, args.mechanism
 
 
-def add_prior_arguments(p, with_range=True):
+def add_prior_arguments(p, with_range=True, per_column=False):
+    """The prior's options; ``per_column``: --range once per column (``dpbook stream
+    --columns``), a list of [LO, HI]."""
     if with_range:
         p.add_argument("--range", type=finite_float, nargs=2, default=None,
-                       metavar=("LO", "HI"),
+                       metavar=("LO", "HI"), action="append" if per_column else None,
                        help="the plausible range of the values, public information you "
                             "state (never computed from the data): it sets the prior in "
                             "the data's units, location ~ N((LO+HI)/2, ((HI-LO)/2)^2), "
                             "scale^2 ~ IG(1, ((HI-LO)/20)^2) (a Poisson: a Gamma with mean "
-                            "(LO+HI)/2 and sd (HI-LO)/2), and so the first interval")
+                            "(LO+HI)/2 and sd (HI-LO)/2), and so the first interval"
+                            + ("; with --columns, one --range per column, in their order "
+                               "(a normal-inverse-Wishart prior)" * per_column))
         p.add_argument("--prior", choices=("paper",), default=None,
                        help="paper: Section 6's prior, for data in its units")
     p.add_argument("--prior-loc", type=finite_float, nargs=2, default=None,

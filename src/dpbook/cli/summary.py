@@ -9,7 +9,10 @@ posterior is ``"posterior": {param: {"mean", "sd",
 moment does not exist: under clipping the likelihood of a scale c tends to a positive
 limit as c grows, so the posterior's tail is the prior's, c^2 ~ IG(shape, .), whose c
 has a k-th moment only when 2 shape > k.  With Section 6's shape 1 (and --range's) the
-scale's mean exists and its sd does not: ``sd`` is null for it.  A sampler's or
+scale's mean exists and its sd does not: ``sd`` is null for it.  The same holds for the
+multivariate normal's mu_j and sigma_j under the normal-inverse-Wishart prior of
+``--range`` per column (their tails those of a Student t, and of an IG, with nu0 - d + 1
+= 2 degrees of freedom).  A sampler's or
 estimator's result has ``"diagnostics": {name: {"value", "floor" or "ceiling",
 "warning"}}`` (:func:`dpbook.diagnostics.check_reliability`; "warning" is the line
 printed when the value is beyond its threshold, else null).
@@ -31,7 +34,7 @@ def record(family, mechanism, eps, n, method, seed, **extra) -> dict:
     """The fields every JSON output carries."""
     from dpbook.cli.family import prior_record
 
-    return {"schema_version": SCHEMA_VERSION, "family": family.name,
+    return {"schema_version": SCHEMA_VERSION, "family": family.name or family.describe(),
             "family_options": {k: getattr(family, k) for k in family.options},
             "mechanism": str(mechanism), "prior": prior_record(family), "eps": eps,
             "n": n, "method": method, "seed": seed, **extra}
@@ -41,6 +44,10 @@ def _moments_exist(family) -> tuple:
     """(mean exists, sd exists) per parameter (module docstring)."""
     shape = getattr(getattr(family, "prior", None), "scale2_shape", None)
     out = [(True, True)] * len(family.params)
+    nu0 = getattr(getattr(family, "prior", None), "nu0", None)
+    if nu0 is not None:  # normal-inverse-Wishart: mu_j ~ t_df, sigma_j^2 ~ IG(df/2, .)
+        df = nu0 - family.d + 1
+        out[:2 * family.d] = [(df > 1, df > 2)] * (2 * family.d)
     if family.location_scale and shape is not None:
         out[1] = (2 * shape > 1, 2 * shape > 2)
     return out

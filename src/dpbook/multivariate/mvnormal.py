@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from numba import njit
@@ -74,6 +74,11 @@ class NIWPrior:
             np.linalg.cholesky(psi)
         except np.linalg.LinAlgError:
             raise ValueError("the NIW prior's scale matrix Psi0 is not positive definite") from None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready description: the kind and the hyperparameters."""
+        return {"kind": "normal-inverse-Wishart: mu | Sigma ~ normal(m0, Sigma / kappa0), "
+                        "Sigma ~ inverse-Wishart(nu0, psi0)", **asdict(self)}
 
 
 def niw_from_ranges(ranges):

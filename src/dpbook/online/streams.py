@@ -182,7 +182,8 @@ def _stream_family(family, policy):
     from dpbook.model.families import as_family
 
     fam = as_family(family)
-    if isinstance(policy, str) and policy == "adaptive" and not fam.location_scale:
+    if isinstance(policy, str) and policy == "adaptive" and not (
+            fam.location_scale or getattr(fam, "event_shape", ())):
         raise ValueError(f"the adaptive policy of a stream needs a location-scale family, "
                          f"not {fam.name}: give a fixed interval")
     return fam
@@ -236,15 +237,30 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
     that will be published; the seed then fixes the order and the algorithm's draws
     only, and the run cannot be repeated.  ``batch``: individuals per published
     interval (:func:`dpbook.online.algorithm1.run_online`).
+
+    A family with ``event_shape`` (d,) (:class:`dpbook.multivariate.mvnormal.
+    MultivariateNormal`) takes an (n, d) array of values, one row per individual,
+    released through a box: ``policy`` "adaptive" (the box policy of
+    :func:`~dpbook.online.methods.standard_box`) or (l_vec, r_vec); method "smc" and
+    batch 1 only.
     """
     from dpbook.privacy.population import Population
     from dpbook.validation import check_eps, check_finite
 
     eps = check_eps(eps)
-    x = check_finite("values", values).ravel()
+    fam = _stream_family(family, policy)
+    x, shape = check_finite("values", values), tuple(getattr(fam, "event_shape", ()))
+    if shape:  # a vector per individual, released through a box (issue 54)
+        if x.ndim != 2 or x.shape[1:] != shape:
+            raise ValueError(f"the {fam.describe()} model needs an (n, {shape[0]}) array "
+                             f"of values, got shape {x.shape}")
+        if method != "smc" or batch != 1:
+            raise ValueError("a vector of values per individual runs with method 'smc' "
+                             "and batch 1 only")
+    else:
+        x = x.ravel()
     if x.size == 0:
         raise ValueError("no values to release")
-    fam = _stream_family(family, policy)
     if fam.discrete:  # a count of 2.5 or -3 would be released and read as another count
         with np.errstate(all="ignore"):
             outside = np.isneginf(fam.logpdf(x, *fam.default_theta()))
@@ -254,25 +270,25 @@ def run_stream(values, eps, method="smc-marginal", policy="adaptive", family=Non
                              f"{fam.name} family")
     order_ss, noise_ss, algo_ss = seed_sequence(seed).spawn(3)
     if shuffle:
-        x = x[np.random.default_rng(order_ss).permutation(x.size)]
+        x = x[np.random.default_rng(order_ss).permutation(len(x))]
     population = Population(x, eps, None if deploy else np.random.default_rng(noise_ss),
                             mechanism=mechanism)
     posterior, rule, online_ss = _curator_parts(method, policy, eps, fam, mechanism,
-                                                n_particles, x.size, subset, algo_ss)
+                                                n_particles, len(x), subset, algo_ss)
     from tqdm import tqdm
 
-    with tqdm(total=x.size, unit="release", desc=method, leave=False, delay=2.0,
+    with tqdm(total=len(x), unit="release", desc=method, leave=False, delay=2.0,
               dynamic_ncols=True, smoothing=0.1, disable=not progress) as bar:
-        run = run_online(population, rule, x.size, seed=online_ss, family=fam,
+        run = run_online(population, rule, len(x), seed=online_ss, family=fam,
                          posterior=posterior, progress=bar if progress else None, batch=batch)
-    summary = {"n": int(x.size), "eps": eps, "method": method,
+    summary = {"n": len(x), "eps": eps, "method": method,
                "policy": "adaptive" if isinstance(policy, str) else
                ("fixed" if isinstance(policy, (tuple, list)) else type(policy).__name__),
                "family": fam.describe(), "mechanism": str(mechanism),
                "quartiles": quartiles(run.smc),
                "noise": "opendp" if deploy else "seeded (simulation)", "batch": int(batch)}
     if isinstance(policy, (tuple, list)):
-        summary["interval"] = [float(v) for v in policy]
+        summary["interval"] = np.asarray(policy, float).T.tolist()  # [l, r]; a box: [l_j, r_j]
     return run, summary
 
 
