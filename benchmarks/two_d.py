@@ -103,7 +103,7 @@ def table(rows, seed=0):
             # the posterior median: sigma's posterior has infinite variance under clipping
             e = {d: (v[f"{p}_q50"] - v[f"{p}_true"]).to_numpy() for d, v in err.items()
                  if f"{p}_q50" in v and v[f"{p}_q50"].notna().all() and len(v)}
-            row = {"eps": eps, "param": p}
+            row = {"eps": eps, "param": p, "runs": len(e["adaptive"])}
             for d, v in e.items():
                 row[f"{d} RMSE"], row[f"{d} bias"] = _rmse(v), float(np.mean(v))
             row["adaptive - fixed"], row["af lo"], row["af hi"] = _boot_diff(

@@ -1269,3 +1269,110 @@ def central_calibration(ctx, alpha, target):
     cells, tests = _sbc_cells(df, {"central": True, "central-private": True,
                                    "central-naive": False}, alpha)
     return _quick(ctx, Result(all_verdict(cells), {}, dict(tests=tests), cells))
+
+
+# ---- chapter 14: two dimensions (issue 54) ---------------------------------------------
+
+@claim(id="two-d-privacy", paper_ref="dpbook (not in the paper; Theorem 2 in two dimensions)",
+       category="Beyond the paper",
+       claim="One release of a box (each component clipped, Laplace noise of one scale "
+             "W/ε per component, W the box's L1 width) is ε-DP, and the bound is attained.",
+       chapter="ch-two-dimensions",
+       check="the log-ratio of the release's densities for two inputs, over a grid of "
+             "outputs: opposite corners of the box and {pairs} random pairs, at ε = 1, 2, 5",
+       rule="holds: no log-ratio above ε (1 + {tol:g}), and the corners' within {tol:g} "
+            "ε of ε; else does not hold",
+       params=dict(pairs=200, tol=1e-9))
+def two_d_privacy(ctx, pairs, tol):
+    from dpbook.multivariate.release import box_scale
+
+    lo, hi = np.array([0.0, -1.0]), np.array([3.0, 4.0])
+    grid = np.stack(np.meshgrid(np.linspace(-25, 25, 201), np.linspace(-25, 25, 201)), -1)
+    inputs = np.clip(ctx.rng("two-d-privacy").uniform(-10, 10, (pairs, 2, 2)), lo, hi)
+    cells = []
+    for eps in (1.0, 2.0, 5.0):
+        b = box_scale(lo, hi, eps)
+
+        def logp(c, b=b):
+            return (-np.abs(grid - c) / b).sum(axis=-1)
+
+        corner = float(np.max(logp(hi) - logp(lo)))
+        worst = max(float(np.max(logp(c) - logp(d))) for c, d in inputs)
+        ok = max(corner, worst) <= eps * (1 + tol) and abs(corner - eps) <= tol * eps
+        cells.append({"cell": f"ε = {eps:g}", "verdict": HOLDS if ok else FAILS,
+                      "evidence": {"corners' log-ratio": ev(corner),
+                                   "random pairs' largest": ev(worst, n=pairs)}})
+    return Result(all_verdict(cells), {}, cells=cells)
+
+
+@claim(id="two-d-factorised", paper_ref="dpbook (not in the paper)",
+       category="Beyond the paper",
+       claim="With ρ fixed at 0 and independent priors, the one SMC's posterior of a pair "
+             "is the product of the two one-dimensional exact posteriors at "
+             "ε_j = ε w_j / W.",
+       chapter="ch-two-dimensions",
+       check="chapter 14's table: the quartiles of μ_j and σ_j, averaged over independent "
+             "SMC runs, against the exact grid posteriors",
+       rule="holds: every comparison within 4 standard errors of the runs' average plus 1% "
+            "of the exact IQR; else does not hold")
+def two_d_factorised(ctx):
+    outside = ctx.glued("14_two_dimensions", "two-d-exact-outside")
+    n = ctx.glued("14_two_dimensions", "two-d-exact-comparisons")
+    z = ctx.glued("14_two_dimensions", "two-d-exact-z")
+    return Result(HOLDS if outside == 0 else FAILS, {
+        "comparisons outside": ev(int(outside), n=int(n)),
+        "largest |difference| in standard errors": ev(z)})
+
+
+@claim(id="two-d-calibration", paper_ref="dpbook (not in the paper)",
+       category="Beyond the paper",
+       claim="The two-dimensional latent SMC is calibrated for all five parameters.",
+       chapter="ch-two-dimensions",
+       check="chapter 14's simulation-based calibration: each parameter's PIT values "
+             "against the uniform (KS)",
+       rule="does not hold: the smallest p-value at most {alpha} / 5; holds: above it, and "
+            "each test sees with 80% power a posterior sd off by a factor {target}; else "
+            "inconclusive",
+       params=dict(alpha=0.01, target=PIT_TARGET))
+def two_d_calibration(ctx, alpha, target):
+    p = ctx.glued("14_two_dimensions", "two-d-sbc-min-p")
+    reps = int(ctx.glued("14_two_dimensions", "two-d-sbc-reps"))
+    k80 = pit_power(reps, alpha / 5)
+    verdict = FAILS if p <= alpha / 5 else HOLDS if k80 <= target else UNDECIDED
+    return Result(verdict, {"smallest KS p-value": ev(p, n=reps),
+                            "sd factor detected with 80% power": ev(shown(k80))})
+
+
+def _two_d(ctx):
+    """Chapter 14's experiment (benchmarks/two_d.py), read from its stores."""
+    sys.path.insert(0, str(ctx.root / "benchmarks"))
+    import two_d
+
+    paths = [two_d.store(n, ctx.mode, 0, ctx.root) for n in ("2d", "split-c1", "split-c2")]
+    if not all((p / "manifest.json").exists() for p in paths):
+        raise NotInBuild("chapter 14's stores")
+    for p in paths:
+        ctx.fingerprints[str(p.relative_to(ctx.root))] = fingerprint(p)
+    return two_d.table(two_d.measure(ctx.mode, 0, root=ctx.root, workers=1))
+
+
+@claim(id="two-d-adaptive", paper_ref="dpbook (not in the paper)",
+       category="Beyond the paper",
+       claim="In two dimensions the adaptive box's RMSE is not above the fixed box's, for "
+             "any of the five parameters, on the same data.",
+       chapter="ch-two-dimensions",
+       check="chapter 14's stores: RMSE(adaptive) − RMSE(fixed) of the posterior median "
+             "over paired runs, with its paired bootstrap 95% interval, per (ε, parameter)",
+       rule="does not hold: some interval lies above 0; holds: none does and each detects "
+            "with 80% power a difference of {target:.0%} of the fixed box's RMSE; else "
+            "inconclusive",
+       params=dict(target=0.25))
+def two_d_adaptive(ctx, target):
+    tab = _two_d(ctx).rename(columns={"af lo": "adaptive - fixed lo",
+                                      "af hi": "adaptive - fixed hi"})
+    cells = []
+    for (eps, param), row in tab.iterrows():
+        verdict, evidence = _diff_cell(row, "adaptive - fixed", target, row["fixed RMSE"])
+        cells.append({"cell": f"{param}, ε = {eps:g}", "verdict": verdict,
+                      "evidence": evidence})
+    return _quick(ctx, Result(all_verdict(cells), {}, cells=cells))

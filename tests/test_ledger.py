@@ -582,3 +582,51 @@ def test_beyond_lockin_too_few_runs_is_inconclusive(monkeypatch):
     monkeypatch.setattr(claims, "_lockin", lambda ctx: table)
     built = ledger.build("full", only=("heavy-tail-lockin",))
     assert built["claims"][0]["verdict"] == "inconclusive"
+
+
+# ---- chapter 14 (two dimensions) --------------------------------------------------------
+def test_beyond_negative_control_a_box_release_scaled_by_its_widest_side(monkeypatch):
+    """The two-dimensional privacy claim holds for the shipped release and fails for noise
+    scaled by the box's largest width (its L-infinity sensitivity) instead of W."""
+    built = ledger.build("full", only=("two-d-privacy",))
+    assert built["claims"][0]["verdict"] == "holds"
+    monkeypatch.setattr("dpbook.multivariate.release.box_scale",
+                        lambda l, r, eps, mech="laplace": np.max(r - l) / eps)
+    built = ledger.build("full", only=("two-d-privacy",))
+    assert built["claims"][0]["verdict"] == "does not hold"
+
+
+@pytest.mark.parametrize("glued, expect", [
+    ({"outside": 0, "p": 0.3, "reps": 1000}, ("holds", "holds")),
+    ({"outside": 1, "p": 1e-5, "reps": 1000}, ("does not hold", "does not hold")),
+    ({"outside": 0, "p": 0.3, "reps": 100}, ("holds", "inconclusive"))])  # too few to see
+def test_beyond_negative_control_two_d_sampler_checks(monkeypatch, glued, expect):
+    values = {"two-d-exact-outside": glued["outside"], "two-d-exact-comparisons": 12,
+              "two-d-exact-z": 1.0, "two-d-sbc-min-p": glued["p"],
+              "two-d-sbc-reps": glued["reps"]}
+    monkeypatch.setattr(ledger.Context, "glued", lambda self, chapter, key: values[key])
+    built = ledger.build("full", only=("two-d-factorised", "two-d-calibration"))
+    assert tuple(c["verdict"] for c in built["claims"]) == expect
+
+
+@pytest.mark.parametrize("adaptive, runs, expect", [
+    (0.5, 100, "holds"), (2.0, 100, "does not hold"), (0.9, 5, "inconclusive")])
+def test_beyond_negative_control_two_d_adaptive(monkeypatch, adaptive, runs, expect):
+    """Paired errors with the adaptive box's spread ``adaptive`` times the fixed box's."""
+    import claims
+
+    sys.path.insert(0, str(BOOK.parent / "benchmarks"))
+    import two_d
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for eps in (1.0, 10.0):
+        for design, spread in (("adaptive", adaptive), ("fixed", 1.0)):
+            for run in range(runs):
+                rows.append({"design": design, "eps": eps, "run": run,
+                             **{f"{p}_q50": spread * rng.normal() for p in two_d.PARAMS},
+                             **{f"{p}_true": 0.0 for p in two_d.PARAMS}})
+    table = two_d.table(pd.DataFrame(rows))
+    monkeypatch.setattr(claims, "_two_d", lambda ctx: table)
+    built = ledger.build("full", only=("two-d-adaptive",))
+    assert built["claims"][0]["verdict"] == expect
