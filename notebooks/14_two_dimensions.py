@@ -71,13 +71,10 @@ from dpbook.figures import (
 from dpbook.model.families.normal import Normal
 from dpbook.model.prior import LocationScalePrior
 from dpbook.multivariate.mvnormal import MultivariateNormal, NIWPrior, niw_from_ranges
-from dpbook.multivariate.policy import BoxPolicy
 from dpbook.multivariate.release import box_scale, component_eps, release_box
 from dpbook.multivariate.sbc import sbc, uniformity
-from dpbook.online.algorithm1 import run_online
-from dpbook.online.methods import standard_box
+from dpbook.online.streams import run_stream
 from dpbook.posterior import exact_posterior
-from dpbook.privacy.population import Population
 from dpbook.smc import SMC
 
 assert mode in ("quick", "full"), f"mode must be 'quick' or 'full', got {mode!r}"
@@ -325,10 +322,9 @@ if SIZES["real_rows"]:
 real_model = MultivariateNormal(2, prior=niw_from_ranges([(15, 60), (15, 60)]))
 EPS_REAL = 2.0
 t0 = time.perf_counter()
-noise_ss, algo_ss = np.random.SeedSequence(seed).spawn(2)
-real = run_online(Population(ages, EPS_REAL, np.random.default_rng(noise_ss)),
-                  BoxPolicy(*standard_box(EPS_REAL, real_model)), len(ages),
-                  n_particles=SIZES["real_particles"], seed=algo_ss, family=real_model)
+# what `dpbook stream --columns` runs (the population holds the ages; the SMC sees releases)
+real, _ = run_stream(ages, EPS_REAL, method="smc", family=real_model,
+                     n_particles=SIZES["real_particles"], seed=seed)
 timings["the real pair"] = time.perf_counter() - t0
 post = real.smc
 q = post.quantile((0.05, 0.5, 0.95))
