@@ -35,7 +35,7 @@ PARAMS = ("mu1", "mu2", "sigma1", "sigma2", "rho12")
 PRIOR_RANGE = (-100.0, 100.0)
 EPS = (1.0, 2.0, 5.0, 10.0)
 SIZES = {"quick": dict(n=100, particles=200, runs=10),
-         "full": dict(n=300, particles=500, runs=50)}
+         "full": dict(n=300, particles=400, runs=40)}
 BOOT = 2000
 LEVEL = 0.95
 
