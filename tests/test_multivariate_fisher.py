@@ -172,18 +172,26 @@ def test_best_box_at_rho_zero():
 
 
 def test_best_box_logdet_keeps_both_components():
-    a, b = best_box(1.0, score="logdet", rho=0.5, ratio=3.0)
-    assert np.all(b - a > 0.05)
-    assert _sc(a * [1, 3], b * [1, 3], 1.0, (0, 0, 1, 3, 0.5), "logdet") >= _sc(
-        a * [1.1, 3], b * [1.1, 3], 1.0, (0, 0, 1, 3, 0.5), "logdet")
+    th = (0, 0, 1, 3, 0.5)
+    a, b = best_box(5.0, score="logdet", rho=0.5, ratio=3.0)
+    assert np.all(b - a > 0.5)
+    s = _sc(a * [1, 3], b * [1, 3], 5.0, th, "logdet")
+    for f in ([1.05, 1], [0.95, 1], [1, 1.05], [1, 0.95]):
+        assert s >= _sc(a * f * [1, 3], b * f * [1, 3], 5.0, th, "logdet")
 
 
 def test_best_split():
     th, l, r = [0, 0, 1, 1, 0], [-0.31, -0.31], [0.31, 0.31]
     e1, best, l1 = best_split(l, r, th, 5.0)
     assert abs(e1 - 2.5) < 0.05 and best == pytest.approx(l1, rel=1e-6)  # symmetric
-    e1, best, l1 = best_split([-1.0, -0.2], [1.0, 0.2], [0, 0, 1, 2, 0.5], 2.0)
-    assert best >= l1
+    # an unequal box: the split's score is the quadrature's, and a local maximum
+    th, l, r, eps = [0, 0, 1, 3, 0.5], [-1.33, -1.81], [1.33, 1.81], 5.0
+    e1, best, l1 = best_split(l, r, th, eps, "logdet")
+
+    def sc(e):
+        return box_score(fisher_quad(th, l, r, eps, eps_split=(e, eps - e), n=32), "logdet")
+    assert best == pytest.approx(sc(e1), abs=1e-6)
+    assert best > sc(e1 - 0.05) and best > sc(e1 + 0.05) and best > l1 + 0.1
 
 
 @pytest.mark.parametrize("call, words", [

@@ -367,9 +367,13 @@ def best_box(eps, score="trace-mu", rho=0.0, ratio=1.0, mechanism="laplace",
     Jacobian, F(theta') = D F(theta) D, D = diag(1/c on mu and sigma, 1 on rho), so the
     order of 'trace-mu' and 'logdet' is the same for every (mu, c).  A per-component
     scale is not a symmetry of the L1 release (W couples the widths); it is for a fixed
-    ``eps_split`` (then b_j = (r_j - l_j)/e_j scales with its component), but the box
-    still depends on rho, and on ratio through the score's weights.  Hence the
-    arguments rho and ratio.
+    ``eps_split`` (then b_j = (r_j - l_j)/e_j scales with its component, and the order
+    of 'logdet' is the same for every sigma; 'trace-mu' weighs F_mu_j as 1/sigma_j^2).
+    The box also depends on rho.  Hence the arguments rho and ratio.  Measured
+    (logdet, quadrature): the standard box moved per component to sigma2/sigma1 = 3
+    loses 1.34 (eps = 1) and 1.26 (eps = 5) in log det F against the L1 box searched
+    there (det ratio 3.8, 3.5); at rho = 0.5 it loses 0.003.  The same moved box with
+    the fixed split (eps/2, eps/2) beats that searched L1 box by 0.69 and 0.78.
 
     Search: bounded Nelder-Mead on the log half-widths (``symmetric``: a = -b, the form
     of the optimum by the symmetry x -> -x of N(0, Sigma)) or on (centre, log half-width)
@@ -413,8 +417,12 @@ def best_box(eps, score="trace-mu", rho=0.0, ratio=1.0, mechanism="laplace",
 
 def best_split(l, r, theta, eps, score="trace-mu", n=16):
     """(e1, sc at e1, sc of the L1 release): the split (e1, eps - e1) of a box's budget
-    between its components that maximises sc(F) (composition: b_j = (r_j - l_j)/e_j),
-    against the L1 release, which is the split e_j = eps w_j / W."""
+    between its components that maximises sc(F) (composition, Laplace noise:
+    b_j = (r_j - l_j)/e_j), against the L1 release, which is the split e_j = eps w_j / W.
+
+    sc can peak at a corner (see :func:`best_box`), so a grid of shares e1/eps in
+    [1e-4, 1 - 1e-4] (and the L1 share) first, then Brent's method between the best
+    point's neighbours."""
     th, l, r, eps, b = _setup(theta, l, r, eps, "laplace", None)
     if score not in SCORES:
         raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
@@ -423,6 +431,12 @@ def best_split(l, r, theta, eps, score="trace-mu", n=16):
         e = np.array([f, 1 - f]) * eps
         return -_sc(th, l, r, (r - l) / e, score, "laplace", n)
 
-    res = optimize.minimize_scalar(neg, bounds=(1e-3, 1 - 1e-3), method="bounded",
-                                   options={"xatol": 1e-5})
-    return float(res.x * eps), float(-res.fun), -neg((r[0] - l[0]) / (r - l).sum())
+    f_l1 = (r[0] - l[0]) / (r - l).sum()
+    grid = np.unique(np.r_[special.expit(np.linspace(-9.2, 9.2, 33)), f_l1])
+    vals = np.array([neg(f) for f in grid])
+    k = int(np.argmin(vals))
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+    res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded",
+                                   options={"xatol": 1e-6})
+    f, v = (res.x, res.fun) if res.fun < vals[k] else (grid[k], vals[k])
+    return float(f * eps), float(-v), float(-vals[grid == f_l1][0])
