@@ -268,15 +268,25 @@ def _density(th, l, r, b, y1, y2, n, mechanism):
 
     v, wv = _gl(0.0, 1.0, n)
     wv = 3 * v * v * wv  # u = U v^3: x2 -> -inf as u -> 0 is a singular end in u
-    u_lo, u_hi = special.ndtr((l[1] - mu2) / s2), special.ndtr((mu2 - r[1]) / s2)
-    a_lo = h(mu2 + s2 * special.ndtri(u_lo * v ** 3)) @ (u_lo * wv)
-    a_hi = h(mu2 - s2 * special.ndtri(u_hi * v ** 3)) @ (u_hi * wv)
+    phi2 = lambda x: np.exp(-0.5 * ((x - mu2) / s2) ** 2) / (np.sqrt(2 * np.pi) * s2)  # noqa: E731
+
+    def tail(end, side):
+        """int phi2 h over the x2 beyond ``end`` (side -1: below, 1: above): the part
+        beyond the mean in u = Phi(-side z2), the rest (if any) in x2."""
+        t = -side * (end - mu2) / s2
+        U = special.ndtr(min(t, 0.0))
+        out = h(mu2 - side * s2 * special.ndtri(U * v ** 3)) @ (U * wv)
+        if t > 0:  # end beyond the mean: ndtri near 1 would bunch the nodes
+            x, w = _gl(min(mu2, end), max(mu2, end), n)
+            out = out + h(x) @ (w * phi2(x))
+        return out
+
+    a_lo, a_hi = tail(l[1], -1), tail(r[1], 1)
     c = np.clip(y2, l[1], r[1])
     xa, wa = _gl(l[1], c, n)
     xb, wb = _gl(c, r[1], n)
     x2, wx = np.concatenate([xa, xb], 1), np.concatenate([wa, wb], 1)  # (n2, 2n)
-    wx = wx * np.exp(-0.5 * ((x2 - mu2) / s2) ** 2) / (np.sqrt(2 * np.pi) * s2) \
-        * _noise(y2[:, None] - x2, b[1], mechanism)
+    wx = wx * phi2(x2) * _noise(y2[:, None] - x2, b[1], mechanism)
     mid = (h(x2) * wx).sum(-1)
     return (a_lo[:, None] * _noise(y2 - l[1], b[1], mechanism)
             + a_hi[:, None] * _noise(y2 - r[1], b[1], mechanism) + mid)
@@ -290,7 +300,7 @@ def _quad_block(th, l, r, b, mechanism, n, idx):
     ok = p > 1e-300  # nodes where p underflows carry no weight
     scores = []
     for k in idx:
-        h = 1e-5 * (th[2 + k % 2] if k < 4 else 1.0)
+        h = 1e-5 * th[2 + k % 2] if k < 4 else min(1e-5, (1 - abs(th[4])) / 2)
         up, dn = th.copy(), th.copy()
         up[k] += h
         dn[k] -= h
