@@ -282,12 +282,18 @@ def _density(th, l, r, b, y1, y2, n, mechanism):
         return out
 
     a_lo, a_hi = tail(l[1], -1), tail(r[1], 1)
-    c = np.clip(y2, l[1], r[1])
-    xa, wa = _gl(l[1], c, n)
-    xb, wb = _gl(c, r[1], n)
-    x2, wx = np.concatenate([xa, xb], 1), np.concatenate([wa, wb], 1)  # (n2, 2n)
+    # x2 in (l2, r2), split at y2 (the kink of g_b2) and where E[X1 | x2] = y1 (the kink
+    # of g_b1, smoothed only over tau: sharp when |rho| is near 1)
+    c = np.broadcast_to(np.clip(y2, l[1], r[1]), (y1.size, y2.size))
+    k = np.broadcast_to(np.clip(mu2 + (y1[:, None] - mu1) * s2 / (rho * s1), l[1], r[1])
+                        if rho else l[1], c.shape)
+    ends = (l[1], np.minimum(c, k), np.maximum(c, k), r[1])
+    parts = [_gl(np.broadcast_to(ends[j], c.shape), ends[j + 1], n) for j in range(3)]
+    x2 = np.concatenate([q[0] for q in parts], -1)  # (n1, n2, 3n)
+    wx = np.concatenate([q[1] for q in parts], -1)
     wx = wx * phi2(x2) * _noise(y2[:, None] - x2, b[1], mechanism)
-    mid = (h(x2) * wx).sum(-1)
+    mid = (_clipped_density(y1[:, None, None], mu1 + rho * s1 * (x2 - mu2) / s2, tau,
+                            l[0], r[0], b[0], mechanism) * wx).sum(-1)
     return (a_lo[:, None] * _noise(y2 - l[1], b[1], mechanism)
             + a_hi[:, None] * _noise(y2 - r[1], b[1], mechanism) + mid)
 
@@ -300,7 +306,8 @@ def _quad_block(th, l, r, b, mechanism, n, idx):
     ok = p > 1e-300  # nodes where p underflows carry no weight
     scores = []
     for k in idx:
-        h = 1e-5 * th[2 + k % 2] if k < 4 else min(1e-5, (1 - abs(th[4])) / 2)
+        # steps on the scale of each coordinate (1 - |rho|: tau = sigma1 sqrt(1 - rho^2))
+        h = 1e-5 * (th[2 + k % 2] if k < 4 else 1 - abs(th[4]))
         up, dn = th.copy(), th.copy()
         up[k] += h
         dn[k] -= h
