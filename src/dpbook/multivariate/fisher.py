@@ -327,8 +327,13 @@ def fisher_quad(theta, l, r, eps, mechanism="laplace", eps_split=None, n=48,
     clip(X) is a mixture of a density on the box, four edge densities and four corner
     atoms; p(y | theta) is that mixture convolved with the product noise, computed by a
     closed form in x1 given x2 and Gauss-Legendre (``n`` nodes a piece) in x2 and in y,
-    the score grad log p by central differences in theta (step 1e-5 sigma).  With
-    ``return_mass`` also the integral of p (1 up to the quadrature error).
+    the score grad log p by central differences in theta (step 1e-5 sigma, 1e-5 (1 -
+    |rho|)).  With ``return_mass`` also the integral of p (1 up to quadrature error).
+    Measured against n = 128: at n = 48, entries within 1e-6 of sqrt(F_ii F_jj) (boxes
+    0.1 to 20 sigma wide, eps 0.2 to 200, |rho| <= 0.99), else within 1e-9 of the
+    largest entry (a box 5 sigma off, a width of 2e-4: the differences' rounding, for
+    parameters the release says almost nothing about); F_rhorho within 1.4e-4 at
+    rho = 0.9999.  ~0.5 s.
     """
     th, l, r, eps, b = _setup(theta, l, r, eps, mechanism, eps_split)
     if l.size != 2:
