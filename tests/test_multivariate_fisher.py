@@ -58,6 +58,22 @@ def test_quadrature_has_unit_mass_and_converges():
     assert np.max(np.abs(F1 - F2) / np.sqrt(np.outer(np.diag(F2), np.diag(F2)))) < QUAD_TOL
 
 
+@pytest.mark.parametrize("case, rho, n, tol", [(1, None, 32, QUAD_TOL), (0, 0.9999, 48, 2e-5)])
+def test_quadrature_is_symmetric_in_the_components(case, rho, n, tol):
+    # it integrates x1 in closed form and x2 by nodes: swapping the components must
+    # permute F (at rho = 0.9999 an x2 rule without splits where E[X1 | x2] = l1, r1,
+    # y1 was 0.18 apart; it is 4e-6 apart now, and 1.5e-4 from n = 96 in F_rhorho)
+    th, l, r, eps, _ = CASES[case]
+    th = np.array(th)
+    if rho is not None:
+        th[4] = rho
+    perm = [1, 0, 3, 2, 4]
+    F = fisher_quad(th, l, r, eps, n=n)
+    G = fisher_quad(th[perm], l[::-1], r[::-1], eps, n=n)
+    scale = np.sqrt(np.outer(np.diag(F), np.diag(F)))
+    assert np.max(np.abs(G[np.ix_(perm, perm)] - F) / scale) < tol
+
+
 def _mc_vs_quad(th, l, r, eps, opts, Fq=None):
     """max |F_mc - F_quad| / (4 se + quadrature error): <= 1 means they agree."""
     Fq = fisher_quad(th, l, r, eps, n=32, **opts) if Fq is None else Fq

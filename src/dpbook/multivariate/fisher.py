@@ -252,50 +252,68 @@ def _y_rule(l, r, b, n, mechanism):
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+def _gl_between(ends, n):
+    """Gauss-Legendre, ``n`` nodes on each interval between consecutive ``ends`` (sorted
+    along the last axis): nodes and weights (..., (m - 1) n)."""
+    parts = [_gl(ends[..., j], ends[..., j + 1], n) for j in range(ends.shape[-1] - 1)]
+    return np.concatenate([q[0] for q in parts], -1), np.concatenate([q[1] for q in parts], -1)
+
+
 def _density(th, l, r, b, y1, y2, n, mechanism):
     """p(y1_i, y2_j | theta) on a grid: the x2-integral of
     phi(x2) g_b2(y2 - clip(x2)) h(y1 | x2), h the density of clip(X1) + b1 V1 given X2
-    (:func:`_clipped_density`).  x2 < l2 and x2 > r2 clip to one point: their integrals
-    are over u = Phi(z2) (Gauss-Legendre in u); x2 in (l2, r2) is split at y2 (the
-    Laplace kink)."""
+    (:func:`_clipped_density`).  Below l2 and above r2 g_b2 is constant; the x2 axis is
+    split where the integrand has a kink or a step: at l2, r2, y2 (g_b2's kink), mu2,
+    and where E[X1 | x2] = l1, r1, y1 (smoothed only over tau = sigma1 sqrt(1 - rho^2),
+    sharp when |rho| is near 1).  Beyond the outermost split the normal tail is
+    integrated in u = Phi(z2), graded as u = U v^3 (x2 -> -inf is a singular end in u).
+    """
     mu1, mu2, s1, s2, rho = th
     tau = s1 * np.sqrt(1 - rho * rho)
+    n1 = y1.size
 
-    def h(x2):
-        return _clipped_density(y1.reshape((-1,) + (1,) * np.ndim(x2)),
-                                mu1 + rho * s1 * (x2 - mu2) / s2, tau, l[0], r[0], b[0],
+    def phi2(x):
+        return np.exp(-0.5 * ((x - mu2) / s2) ** 2) / (np.sqrt(2 * np.pi) * s2)
+
+    def h(x2, y):  # y broadcast against x2
+        return _clipped_density(y, mu1 + rho * s1 * (x2 - mu2) / s2, tau, l[0], r[0], b[0],
                                 mechanism)
 
+    # splits where E[X1 | x2] = l1, r1, y1 (within 10 sigma2) when |rho| >= 0.9: h's
+    # features are tau s2 / (|rho| s1) <= 0.48 s2 wide there (unsplit, the rule is good
+    # to 1e-9 at rho = 0.99 but not 0.999); below, no split (it would run off to
+    # infinity as rho -> 0)
+    steep = abs(rho) >= 0.9
+    at = np.clip(mu2 + (np.r_[l[0], r[0]][None, :] - mu1) * s2 / (rho * s1), mu2 - 10 * s2,
+                 mu2 + 10 * s2) if steep else np.empty((1, 0))
+    ky = np.clip(mu2 + (y1[:, None] - mu1) * s2 / (rho * s1), mu2 - 10 * s2,
+                 mu2 + 10 * s2) if steep else np.empty((n1, 0))
+    inner = np.column_stack([np.broadcast_to(at, (n1, at.shape[1])), ky])
+    splits = np.column_stack([np.full(n1, mu2), inner])
     v, wv = _gl(0.0, 1.0, n)
-    wv = 3 * v * v * wv  # u = U v^3: x2 -> -inf as u -> 0 is a singular end in u
-    phi2 = lambda x: np.exp(-0.5 * ((x - mu2) / s2) ** 2) / (np.sqrt(2 * np.pi) * s2)  # noqa: E731
-
-    def tail(end, side):
-        """int phi2 h over the x2 beyond ``end`` (side -1: below, 1: above): the part
-        beyond the mean in u = Phi(-side z2), the rest (if any) in x2."""
-        t = -side * (end - mu2) / s2
-        U = special.ndtr(min(t, 0.0))
-        out = h(mu2 - side * s2 * special.ndtri(U * v ** 3)) @ (U * wv)
-        if t > 0:  # end beyond the mean: ndtri near 1 would bunch the nodes
-            x, w = _gl(min(mu2, end), max(mu2, end), n)
-            out = out + h(x) @ (w * phi2(x))
-        return out
-
-    a_lo, a_hi = tail(l[1], -1), tail(r[1], 1)
-    # x2 in (l2, r2), split at y2 (the kink of g_b2) and where E[X1 | x2] = y1 (the kink
-    # of g_b1, smoothed only over tau: sharp when |rho| is near 1)
-    c = np.broadcast_to(np.clip(y2, l[1], r[1]), (y1.size, y2.size))
-    k = np.broadcast_to(np.clip(mu2 + (y1[:, None] - mu1) * s2 / (rho * s1), l[1], r[1])
-                        if rho else l[1], c.shape)
-    ends = (l[1], np.minimum(c, k), np.maximum(c, k), r[1])
-    parts = [_gl(np.broadcast_to(ends[j], c.shape), ends[j + 1], n) for j in range(3)]
-    x2 = np.concatenate([q[0] for q in parts], -1)  # (n1, n2, 3n)
-    wx = np.concatenate([q[1] for q in parts], -1)
+    a = []
+    for end, side in ((l[1], -1.0), (r[1], 1.0)):
+        # beyond ``end``: the splits on that side; the outermost (the mean among them)
+        # starts the tail in u
+        clipped = np.minimum(splits, end) if side < 0 else np.maximum(splits, end)
+        e = np.sort(np.column_stack([clipped, np.full(n1, end)]), 1)
+        far = e[:, 0] if side < 0 else e[:, -1]
+        U = special.ndtr(-side * (far - mu2) / s2)[:, None]  # <= 1/2: far is past mu2
+        xu = mu2 - side * s2 * special.ndtri(U * v ** 3)
+        out = (h(xu, y1[:, None]) * (U * 3 * v * v * wv)).sum(-1)
+        x, w = _gl_between(e, n)
+        a.append(out + (h(x, y1[:, None]) * w * phi2(x)).sum(-1))
+    # inside [l2, r2]: per (y1, y2)
+    c = np.broadcast_to(y2, (n1, y2.size))
+    m = inner.shape[1]
+    e = np.sort(np.clip(np.concatenate(
+        [np.broadcast_to(inner[:, None, :], (n1, y2.size, m)), c[..., None],
+         np.full((n1, y2.size, 2), [l[1], r[1]])], -1), l[1], r[1]), -1)
+    x2, wx = _gl_between(e, n)  # (n1, n2, (m + 2) n)
     wx = wx * phi2(x2) * _noise(y2[:, None] - x2, b[1], mechanism)
-    mid = (_clipped_density(y1[:, None, None], mu1 + rho * s1 * (x2 - mu2) / s2, tau,
-                            l[0], r[0], b[0], mechanism) * wx).sum(-1)
-    return (a_lo[:, None] * _noise(y2 - l[1], b[1], mechanism)
-            + a_hi[:, None] * _noise(y2 - r[1], b[1], mechanism) + mid)
+    mid = (h(x2, y1[:, None, None]) * wx).sum(-1)
+    return (a[0][:, None] * _noise(y2 - l[1], b[1], mechanism)
+            + a[1][:, None] * _noise(y2 - r[1], b[1], mechanism) + mid)
 
 
 def _quad_block(th, l, r, b, mechanism, n, idx):
