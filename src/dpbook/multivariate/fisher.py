@@ -264,8 +264,8 @@ def _density(th, l, r, b, y1, y2, n, mechanism):
     phi(x2) g_b2(y2 - clip(x2)) h(y1 | x2), h the density of clip(X1) + b1 V1 given X2
     (:func:`_clipped_density`).  Below l2 and above r2 g_b2 is constant; the x2 axis is
     split where the integrand has a kink or a step: at l2, r2, y2 (g_b2's kink), mu2,
-    and where E[X1 | x2] = l1, r1, y1 (smoothed only over tau = sigma1 sqrt(1 - rho^2),
-    sharp when |rho| is near 1).  Beyond the outermost split the normal tail is
+    and for |rho| >= 0.9 where E[X1 | x2] = l1, r1, y1 (smoothed only over
+    tau = sigma1 sqrt(1 - rho^2)).  Beyond the outermost split the normal tail is
     integrated in u = Phi(z2), graded as u = U v^3 (x2 -> -inf is a singular end in u).
     """
     mu1, mu2, s1, s2, rho = th
