@@ -219,6 +219,8 @@ def test_best_split():
     (lambda: fisher_quad(BASE, [0, 0], [1, 1], 1.0, mechanism="cauchy"), "mechanism"),
     (lambda: best_box(1.0, score="max"), "score"),
     (lambda: best_box(1.0, rho=-1.0), "rho"),
+    (lambda: best_box(1.0, ratio=0.0), "ratio"),
+    (lambda: fisher_quad(BASE, [0, 0], [1, 1], 1.0, eps_split=(-0.5, 1.5)), "eps_split"),
     (lambda: fisher_quad(BASE[:4], [0, 0], [1, 1], 1.0), "theta"),
 ])
 def test_bad_input_names_the_problem(call, words):

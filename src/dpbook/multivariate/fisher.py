@@ -18,7 +18,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-from dpbook.validation import as_generator, check_eps, check_finite, check_mc_size
+from dpbook.validation import (
+    as_generator,
+    check_eps,
+    check_finite,
+    check_mc_size,
+    check_positive,
+)
 
 MECHANISMS = ("laplace", "gaussian")
 SCORES = ("trace-mu", "trace", "logdet")
@@ -90,7 +96,7 @@ def _scales(l, r, eps, mechanism="laplace", eps_split=None):
     if eps_split is None:
         sens = w.sum() if mechanism == "laplace" else np.sqrt((w * w).sum())
         return np.full(w.shape, sens / eps)
-    e = np.array([check_eps(v) for v in np.atleast_1d(eps_split)])
+    e = np.array([check_positive("eps_split's entries", v) for v in np.atleast_1d(eps_split)])
     if e.shape != w.shape or not np.isclose(e.sum(), eps, rtol=1e-12, atol=0):
         raise ValueError(f"eps_split must be {w.size} positive numbers summing to eps = "
                          f"{eps!r}, got {eps_split!r}")
@@ -429,7 +435,7 @@ def best_box(eps, score="trace-mu", rho=0.0, ratio=1.0, mechanism="laplace",
     _check_mechanism(mechanism)
     if score not in SCORES:
         raise ValueError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
-    th = check_theta([0.0, 0.0, 1.0, ratio, rho], 2)
+    th = check_theta([0.0, 0.0, 1.0, check_positive("ratio", ratio), rho], 2)
     sd = th[2:4]
     lo, hi = np.log(MIN_HALF_WIDTH), np.log(20.0)
 
