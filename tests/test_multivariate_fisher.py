@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpbook.multivariate.fisher as mf
+import dpbook.multivariate.box_fisher as mf
 from dpbook.likelihood.fisher_quadrature import fisher_exact
-from dpbook.multivariate.fisher import (
+from dpbook.multivariate.box_fisher import (
     best_box,
     best_split,
     box_score,

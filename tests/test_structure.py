@@ -137,7 +137,7 @@ LAYERS = (
     {"dpbook.backends", "dpbook.likelihood", "dpbook.diagnostics"},  # what the algorithms
     # evaluate, and the check of their answers against it
     {"dpbook.smc", "dpbook.mhaar", "dpbook.fisher", "dpbook.posterior",
-     "dpbook.multivariate.fisher"},  # the algorithms
+     "dpbook.multivariate.box_fisher"},  # the algorithms
     {"dpbook.online"},  # Algorithm 1, its online posteriors by name (the long streams'
     # marginal SMC and online gradient among them), the streams
     {"dpbook.experiment", "dpbook.calibration", "dpbook.multivariate.sbc"},  # runners

@@ -52,6 +52,54 @@ def _mean_scatter(x):
     return xbar, scatter
 
 
+def params_dim(n_par):
+    """d from the length 2d + d(d-1)/2 of theta."""
+    for d in range(1, 64):
+        if 2 * d + d * (d - 1) // 2 == n_par:
+            return d
+    raise ValueError(f"theta must have 2d + d(d-1)/2 entries (5 for d = 2), got {n_par}")
+
+
+def correlation(rho, d):
+    """Correlation matrices (..., d, d) from rho (..., d(d-1)/2) in row order."""
+    R = np.broadcast_to(np.eye(d), rho.shape[:-1] + (d, d)).copy()
+    i, j = np.triu_indices(d, 1)
+    R[..., i, j] = rho
+    R[..., j, i] = rho
+    return R
+
+
+def mvn_score(x, theta, d=None):
+    """grad_theta log N(x; mu, Sigma) in the (mu, sigma, rho) coordinates, shape
+    (..., 2d + d(d-1)/2); x (..., d) broadcast against theta (..., n_par).
+
+    With z = (x - mu)/sigma, R the correlation matrix, P = R^{-1}, u = P z:
+    d/dmu_j = u_j/sigma_j, d/dsigma_j = (z_j u_j - 1)/sigma_j,
+    d/drho_ij = u_i u_j - P_ij (tr(P dR) and z^T P dR P z with dR = E_ij + E_ji).
+    This is grad log p_theta(x) of Fisher's identity in Algorithm 4.
+    """
+    x = np.asarray(x, float)
+    th = np.asarray(theta, float)
+    d = x.shape[-1] if d is None else d
+    if params_dim(th.shape[-1]) != d:
+        raise ValueError(f"theta's length {th.shape[-1]} does not fit x's d = {d}")
+    mu, sd, rho = th[..., :d], th[..., d:2 * d], th[..., 2 * d:]
+    z = (x - mu) / sd
+    if d == 2:  # the closed form of R^{-1} (the case that runs in the SMC)
+        r = rho[..., 0]
+        q = 1.0 / (1.0 - r * r)
+        u = np.stack([(z[..., 0] - r * z[..., 1]) * q, (z[..., 1] - r * z[..., 0]) * q], -1)
+        cross = (u[..., 0] * u[..., 1] + r * q)[..., None]
+    else:
+        P = np.linalg.inv(correlation(rho, d))
+        u = (P @ z[..., None])[..., 0]
+        i, j = np.triu_indices(d, 1)
+        cross = u[..., i] * u[..., j] - P[..., i, j]
+    parts = (u / sd, (z * u - 1.0) / sd, cross)
+    lead = np.broadcast_shapes(*(q.shape[:-1] for q in parts))
+    return np.concatenate([np.broadcast_to(q, lead + q.shape[-1:]) for q in parts], -1)
+
+
 @dataclass(frozen=True)
 class NIWPrior:
     """mu | Sigma ~ N(m0, Sigma / kappa0), Sigma ~ IW(nu0, Psi0)."""
@@ -172,6 +220,12 @@ class MultivariateNormal(Family):
         for i in range(self.d):  # x_i = mu_i + sum_j L_ij z_j, elementwise (no batched matmul)
             x[..., i] = mu[..., i] + sum(chol[..., i, j] * z[..., j] for j in range(i + 1))
         return x
+
+    def score(self, x, *theta):
+        """grad_theta log p_theta(x) (:func:`mvn_score`), the last axis the parameters."""
+        th = np.stack(np.broadcast_arrays(*theta), axis=-1)
+        s = mvn_score(x, th, self.d)
+        return tuple(s[..., k] for k in range(s.shape[-1]))
 
     def affine(self, theta):
         """x = mu + L z, z ~ N(0, I_d): each particle's mu (N, d) and the Cholesky factor L

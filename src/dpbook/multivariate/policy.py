@@ -11,7 +11,7 @@ from dpbook.privacy.policies import Policy
 class BoxPolicy(Policy):
     """Thompson sampling and eq. (11) per component: theta ~ the posterior (Step 1 of
     Section 5.1), then l_j = mu_j + a_j sigma_j, r_j = mu_j + b_j sigma_j, (a, b) the
-    standard box (:func:`dpbook.multivariate.fisher.best_box`).  This moves and scales
+    standard box (:func:`dpbook.multivariate.box_fisher.best_box`).  This moves and scales
     each component as Theorem 3 does one; it is exact for a shift and a common scale,
     and an approximation otherwise (chapter 14 measures what it loses)."""
 

@@ -7,7 +7,7 @@ normal, ``mechanism='gaussian'``), with one scale b_j = W/eps, W = sum_j (r_j - 
 (L2: sqrt(sum_j (r_j - l_j)^2)/eps), or with ``eps_split=(e_1, .., e_d)`` (composition,
 sum e_j = eps) b_j = (r_j - l_j)/e_j.  The L1 release is the split e_j = eps w_j / W.
 
-* :func:`mvn_score`: grad_theta log N(x; mu, Sigma), any d;
+* :func:`dpbook.multivariate.mvnormal.mvn_score`: grad_theta log N(x; mu, Sigma), any d;
 * :func:`fisher_mc`: eq. (8) with Algorithm 4, any d;
 * :func:`fisher_quad`: a deterministic reference for d = 2;
 * :func:`box_score`, :func:`best_box`, :func:`best_split`: Section 5's sc(.) and eq. (13).
@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
+from dpbook.multivariate.mvnormal import correlation, mvn_score, params_dim
+from dpbook.multivariate.release import check_box
 from dpbook.validation import (
     as_generator,
     check_eps,
@@ -32,54 +34,23 @@ MIN_HALF_WIDTH = 1e-4  # the search's smallest half-width (standard units)
 
 
 # ------------------------------------------------------------------ checks and pieces
-def _dim(n_par):
-    """d from the length 2d + d(d-1)/2 of theta."""
-    for d in range(1, 64):
-        if 2 * d + d * (d - 1) // 2 == n_par:
-            return d
-    raise ValueError(f"theta must have 2d + d(d-1)/2 entries (5 for d = 2), got {n_par}")
-
-
-def _corr(rho, d):
-    """Correlation matrices (..., d, d) from rho (..., d(d-1)/2) in row order."""
-    R = np.broadcast_to(np.eye(d), rho.shape[:-1] + (d, d)).copy()
-    i, j = np.triu_indices(d, 1)
-    R[..., i, j] = rho
-    R[..., j, i] = rho
-    return R
-
-
 def check_theta(theta, d=None):
     """theta as a float array (..., 2d + d(d-1)/2); ValueError for sigma <= 0 or a
     correlation matrix that is not positive definite (|rho| >= 1 for d = 2)."""
     th = check_finite("theta", theta)
     if th.ndim == 0:
         raise ValueError("theta must be a vector (mu, sigma, rho)")
-    dd = _dim(th.shape[-1])
+    dd = params_dim(th.shape[-1])
     if d is not None and dd != d:
         raise ValueError(f"theta has the length of d = {dd}, the box has d = {d}")
     if np.any(th[..., dd:2 * dd] <= 0):
         raise ValueError("theta's sigma_j must be positive")
     rho = th[..., 2 * dd:]
     if np.any(np.abs(rho) >= 1) or (dd > 2 and np.any(
-            np.linalg.eigvalsh(_corr(rho, dd))[..., 0] <= 0)):
+            np.linalg.eigvalsh(correlation(rho, dd))[..., 0] <= 0)):
         raise ValueError("theta's correlations must give a positive definite matrix "
                          "(|rho| < 1)")
     return th
-
-
-def check_box(l, r, d=None):
-    """A box [l, r]: two vectors of length d with l_j < r_j, as float arrays."""
-    l, r = check_finite("l", l), check_finite("r", r)
-    if l.ndim != 1 or l.shape != r.shape or (d is not None and l.size != d):
-        raise ValueError(f"a box needs l and r of length {d or 'd'}, got shapes "
-                         f"{l.shape} and {r.shape}")
-    bad = np.flatnonzero(~(l < r))
-    if bad.size:
-        j = int(bad[0])
-        raise ValueError(f"the box is empty in component {j + 1}: l must be below r, "
-                         f"got [{l[j]!r}, {r[j]!r}]")
-    return l, r
 
 
 def _check_mechanism(mechanism):
@@ -117,41 +88,9 @@ def _setup(theta, l, r, eps, mechanism, eps_split):
     return th, l, r, eps, b
 
 
-# ------------------------------------------------------------------ the score
-def mvn_score(x, theta, d=None):
-    """grad_theta log N(x; mu, Sigma) in the (mu, sigma, rho) coordinates, shape
-    (..., 2d + d(d-1)/2); x (..., d) broadcast against theta (..., n_par).
-
-    With z = (x - mu)/sigma, R the correlation matrix, P = R^{-1}, u = P z:
-    d/dmu_j = u_j/sigma_j, d/dsigma_j = (z_j u_j - 1)/sigma_j,
-    d/drho_ij = u_i u_j - P_ij (tr(P dR) and z^T P dR P z with dR = E_ij + E_ji).
-    This is grad log p_theta(x) of Fisher's identity in Algorithm 4.
-    """
-    x = np.asarray(x, float)
-    th = np.asarray(theta, float)
-    d = x.shape[-1] if d is None else d
-    if _dim(th.shape[-1]) != d:
-        raise ValueError(f"theta's length {th.shape[-1]} does not fit x's d = {d}")
-    mu, sd, rho = th[..., :d], th[..., d:2 * d], th[..., 2 * d:]
-    z = (x - mu) / sd
-    if d == 2:  # the closed form of R^{-1} (the case that runs in the SMC)
-        r = rho[..., 0]
-        q = 1.0 / (1.0 - r * r)
-        u = np.stack([(z[..., 0] - r * z[..., 1]) * q, (z[..., 1] - r * z[..., 0]) * q], -1)
-        cross = (u[..., 0] * u[..., 1] + r * q)[..., None]
-    else:
-        P = np.linalg.inv(_corr(rho, d))
-        u = (P @ z[..., None])[..., 0]
-        i, j = np.triu_indices(d, 1)
-        cross = u[..., i] * u[..., j] - P[..., i, j]
-    parts = (u / sd, (z * u - 1.0) / sd, cross)
-    lead = np.broadcast_shapes(*(q.shape[:-1] for q in parts))
-    return np.concatenate([np.broadcast_to(q, lead + q.shape[-1:]) for q in parts], -1)
-
-
 def _mvn_draw(rng, th, d, size):
     mu, sd = th[:d], th[d:2 * d]
-    L = np.linalg.cholesky(_corr(th[2 * d:], d))
+    L = np.linalg.cholesky(correlation(th[2 * d:], d))
     return mu + sd * (rng.standard_normal((size, d)) @ L.T)
 
 
