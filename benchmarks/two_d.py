@@ -2,8 +2,9 @@
 
 X_t ~ N_2(mu, Sigma) with theta = THETA, the latent SMC with the NIW prior of the
 public range PRIOR_RANGE per component; the adaptive box (Thompson sampling, the
-standard box moved and scaled per component) against the fixed box [mu_j - 10 sigma_j,
-mu_j + 10 sigma_j] on the same data seeds, at eps 1, 2, 5 and 10; and, on other data
+standard box of the score log det F moved and scaled per component), the same with the
+score trace-mu, and the fixed box [mu_j - 10 sigma_j, mu_j + 10 sigma_j], on the same
+data seeds, at eps 1, 2, 5 and 10; and, on other data
 of the same population, two independent one-dimensional runs (the normal model with the
 same range's prior, adaptive) that split eps in half, one per component.  Every
 configuration is an experiment store under results/ (``ensure_results``): a rerun
@@ -35,13 +36,14 @@ PARAMS = ("mu1", "mu2", "sigma1", "sigma2", "rho12")
 PRIOR_RANGE = (-100.0, 100.0)
 EPS = (1.0, 2.0, 5.0, 10.0)
 SIZES = {"quick": dict(n=100, particles=200, runs=10),
-         "full": dict(n=300, particles=400, runs=40)}
+         "full": dict(n=300, particles=400, runs=30)}
+DESIGNS = ("adaptive", "trace-mu", "fixed", "split")
 BOOT = 2000
 LEVEL = 0.95
 
 
-def model():
-    return MultivariateNormal(2, prior=niw_from_ranges([PRIOR_RANGE] * 2))
+def model(score="logdet"):
+    return MultivariateNormal(2, prior=niw_from_ranges([PRIOR_RANGE] * 2), box_score=score)
 
 
 def store(name, mode, seed, root=ROOT):
@@ -59,6 +61,9 @@ def measure(mode="quick", seed=0, root=ROOT, workers=None, scheduler=None):
     two, _ = ensure_results(store("2d", mode, seed, root), family=model(), theta=THETA,
                             eps=list(EPS), methods=["smc-adaptive", "smc-fixed"], **kw)
     two["design"] = two["method"].str.replace("smc-", "", regex=False)
+    trace, _ = ensure_results(store("2d-tracemu", mode, seed, root), family=model("trace-mu"),
+                              theta=THETA, eps=list(EPS), methods=["smc-adaptive"], **kw)
+    two = pd.concat([two, trace.assign(design="trace-mu")], ignore_index=True)
     one = prior_from_range(Normal(), *PRIOR_RANGE)
     parts = []
     for j in (0, 1):
@@ -92,13 +97,13 @@ def _boot_diff(a, b, paired, rng, boot=BOOT, level=LEVEL):
 
 def table(rows, seed=0):
     """Per (eps, parameter): RMSE and bias of each design's posterior median, and RMSE
-    differences with
+    differences (adaptive is log det's) with
     their bootstrap intervals: adaptive - fixed (paired), adaptive - split (unpaired;
     the split runs do not estimate rho)."""
     rng = np.random.default_rng(seed)
     out = []
     for eps, g in rows.groupby("eps"):
-        err = {d: g[g.design == d].sort_values("run") for d in ("adaptive", "fixed", "split")}
+        err = {d: g[g.design == d].sort_values("run") for d in DESIGNS}
         for p in PARAMS:
             # the posterior median: sigma's posterior has infinite variance under clipping
             e = {d: (v[f"{p}_q50"] - v[f"{p}_true"]).to_numpy() for d, v in err.items()
@@ -108,6 +113,9 @@ def table(rows, seed=0):
                 row[f"{d} RMSE"], row[f"{d} bias"] = _rmse(v), float(np.mean(v))
             row["adaptive - fixed"], row["af lo"], row["af hi"] = _boot_diff(
                 e["adaptive"], e["fixed"], True, rng)
+            if "trace-mu" in e:
+                row["adaptive - trace-mu"], row["at lo"], row["at hi"] = _boot_diff(
+                    e["adaptive"], e["trace-mu"], True, rng)
             if "split" in e:
                 row["adaptive - split"], row["as lo"], row["as hi"] = _boot_diff(
                     e["adaptive"], e["split"], False, rng)

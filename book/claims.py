@@ -1348,7 +1348,8 @@ def _two_d(ctx):
     sys.path.insert(0, str(ctx.root / "benchmarks"))
     import two_d
 
-    paths = [two_d.store(n, ctx.mode, 0, ctx.root) for n in ("2d", "split-c1", "split-c2")]
+    paths = [two_d.store(n, ctx.mode, 0, ctx.root)
+             for n in ("2d", "2d-tracemu", "split-c1", "split-c2")]
     if not all((p / "manifest.json").exists() for p in paths):
         raise NotInBuild("chapter 14's stores")
     for p in paths:

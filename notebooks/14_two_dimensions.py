@@ -43,7 +43,8 @@
 #   does, and the move of $\theta$ given the latent values is an exact conjugate NIW draw.
 # * **The policy.**  Thompson sampling as in Section 5.1: draw $\theta$ from the particles,
 #   then place the standard box, moved and scaled per component
-#   ({class}`dpbook.multivariate.policy.BoxPolicy`).
+#   ({class}`dpbook.multivariate.policy.BoxPolicy`); the standard box maximises a score of
+#   the release's $5 \times 5$ Fisher matrix (by default $\log\det F$, below).
 
 # %% tags=["parameters"]
 mode = "quick"  # "quick": small sizes (about a minute); "full": the sizes in the text (under 10 minutes)
@@ -70,6 +71,7 @@ from dpbook.figures import (
 )
 from dpbook.model.families.normal import Normal
 from dpbook.model.prior import LocationScalePrior
+from dpbook.multivariate.box_fisher import best_box, best_split, box_score, fisher_mc, fisher_quad
 from dpbook.multivariate.mvnormal import MultivariateNormal, NIWPrior, niw_from_ranges
 from dpbook.multivariate.release import box_scale, component_eps, release_box
 from dpbook.multivariate.sbc import sbc, uniformity
@@ -84,9 +86,9 @@ import bench_mvn  # noqa: E402
 import two_d  # noqa: E402
 
 SIZES = {"quick": dict(sbc_reps=100, exact_runs=8, real_rows=300, real_particles=300,
-                       cost_n=200),
+                       cost_n=200, fisher_eps=(5.0,), shares=9),
          "full": dict(sbc_reps=1000, exact_runs=8, real_rows=None, real_particles=1000,
-                      cost_n=500)}[mode]
+                      cost_n=500, fisher_eps=(1.0, 5.0), shares=17)}[mode]
 timings = {}
 
 # %% [markdown]
@@ -131,6 +133,154 @@ print(f"box {lo} to {hi}, eps = {EPS_DEMO}: noise scale W/eps = {b:g}; the large
 print(f"composition: eps_j = {component_eps(lo, hi, EPS_DEMO)}, summing to "
       f"{component_eps(lo, hi, EPS_DEMO).sum():g}")
 glue_number("two-d-corner", corner)
+
+# %% [markdown]
+# ## The information in one release
+#
+# Section 5 chooses the interval that maximises the Fisher information of the next
+# release (eq. 7).  With five parameters the information is a $5 \times 5$ matrix $F$,
+# and Section 5 says to order such matrices by "an overall score function"; dpbook
+# offers three ({func}`dpbook.multivariate.box_fisher.box_score`): the trace over the
+# means, $F_{\mu_1\mu_1} + F_{\mu_2\mu_2}$ (the paper's one-dimensional score on $\mu$,
+# summed), the trace of the whole matrix, and $\log\det F$ (D-optimality, all five
+# parameters at once).
+#
+# **Two ways to compute it.**  Algorithm 4 generalises directly
+# ({func}`~dpbook.multivariate.box_fisher.fisher_mc`): draw releases $y$, estimate each
+# score by Fisher's identity with importance draws of $x$, average the outer products.
+# A deterministic reference ({func}`~dpbook.multivariate.box_fisher.fisher_quad`) writes
+# the clipped value as a mixture of an interior density on the box, four edge densities
+# (one component at a bound, the other free) and four corner masses, convolves it with
+# the noise, and integrates by quadrature.  They must agree within the Monte Carlo
+# error:
+
+# %% tags=["hide-input"] caption="The diagonal of the Fisher matrix of one release by quadrature and by Monte Carlo (Algorithm 4, M = 2000, K = 10^4), with its standard error, at three boxes (μ = 0, σ = (1, σ₂), ε = 5); z: the difference in standard errors." name="tbl-14-fisher"
+t0 = time.perf_counter()
+cases = {"square, ρ = 0": ((0, 0, 1, 1, 0.0), (-1, -1), (1, 1)),
+         "wide, ρ = 0.5": ((0, 0, 1, 1, 0.5), (-2, -0.5), (2, 1.5)),
+         "σ₂ = 3, ρ = -0.7": ((0, 0, 1, 3, -0.7), (-0.5, -3), (1, 3))}
+names = ["μ₁", "μ₂", "σ₁", "σ₂", "ρ"]
+rows = []
+for k, (label, (theta, lo_, hi_)) in enumerate(cases.items()):
+    Fq = fisher_quad(theta, lo_, hi_, 5.0)
+    Fm, se = fisher_mc(theta, lo_, hi_, 5.0, np.random.default_rng([seed, k]), M=2000, K=10_000)
+    for i, p in enumerate(names):
+        rows.append({"box": label, "entry": f"F[{p},{p}]", "quadrature": Fq[i, i],
+                     "Monte Carlo": Fm[i, i], "se": se[i, i],
+                     "z": (Fm[i, i] - Fq[i, i]) / se[i, i]})
+fisher_table = pd.DataFrame(rows).set_index(["box", "entry"])
+timings["Fisher: Monte Carlo against quadrature"] = time.perf_counter() - t0
+glue_number("two-d-fisher-z", fisher_table.z.abs().max())
+show_table(fisher_table, digits=4)
+
+# %% [markdown]
+# The largest difference is {glue:text}`two-d-fisher-z:.1f` standard errors (the
+# standard errors leave out Algorithm 4's $O(1/K)$ upward bias, about 1% at
+# $K = 10^4$).
+#
+# **Theorem 3 in two dimensions.**  A shift of $\mu$ and a common scale $c$ of both
+# components are exact symmetries of the release: the box moves and scales, $W/\epsilon$
+# scales with it, and $F$ transforms with the Jacobian,
+# $F(\theta') = D F(\theta) D$, $D = \mathrm{diag}(1/c, \ldots, 1/c, 1)$ (1 for $\rho$).  A
+# scale of one component alone is not: the noise of component 1 depends on the width
+# of component 2 through $W$.  It is a symmetry again when the budget is split between
+# the components in fixed shares (two one-dimensional releases at $\epsilon_1$,
+# $\epsilon_2$), as in one dimension.  The table computes each by quadrature:
+
+# %% tags=["hide-input"] caption="Theorem 3 in two dimensions: the largest relative difference between F at the moved and scaled box and D F D at the standard one (quadrature; ε = 5, ρ = 0.4, box [-1, 1] × [-0.6, 1.4])." name="tbl-14-theorem-3"
+base_theta, bl, br = np.array([0, 0, 1, 1, 0.4]), np.array([-1.0, -0.6]), np.array([1.0, 1.4])
+F0 = {None: fisher_quad(base_theta, bl, br, 5.0),
+      "split": fisher_quad(base_theta, bl, br, 5.0, eps_split=(2.5, 2.5))}
+rows = []
+for label, m, c, split in (("shift (3, -2), common scale 2", (3, -2), (2, 2), None),
+                           ("scale component 2 alone by 3 (L1 release)", (0, 0), (1, 3), None),
+                           ("scale component 2 alone by 3 (ε split 2.5 + 2.5)", (0, 0), (1, 3),
+                            "split")):
+    m, c = np.array(m, float), np.array(c, float)
+    theta = np.r_[m, c, 0.4]
+    F = fisher_quad(theta, m + c * bl, m + c * br, 5.0,
+                    eps_split=None if split is None else (2.5, 2.5))
+    D = np.diag(np.r_[1 / c, 1 / c, 1.0])
+    ref = D @ F0[split] @ D
+    rows.append({"transformation": label,
+                 "max |F − DFD| / max |DFD|": np.abs(F - ref).max() / np.abs(ref).max()})
+show_table(pd.DataFrame(rows).set_index("transformation"), digits=2)
+
+# %% [markdown]
+# So the box policy can compute the standard box once, at $\mu = 0$, $\sigma = (1, 1)$,
+# $\rho = 0$ ({func}`dpbook.online.methods.standard_box`), and move it with each Thompson
+# draw exactly for a shift and a common scale; for unequal scales and for $\rho \neq 0$
+# the moved box is an approximation.  What the approximation costs, and what the
+# scores choose:
+
+# %% tags=["hide-input"] caption="The standard box of each score (half-widths of the symmetric box, in units of each σ_j) and, for log det F, the box searched at σ₂/σ₁ = 3 and at ρ = 0.5 against the standard box moved there: log det F lost by moving it (quadrature)." name="tbl-14-boxes"
+t0 = time.perf_counter()
+rows = []
+for eps in SIZES["fisher_eps"]:
+    for score in ("trace-mu", "trace", "logdet"):
+        a, b = best_box(eps, score)
+        rows.append({"ε": eps, "score": score, "where": "standard (ρ = 0, σ₂/σ₁ = 1)",
+                     "half-width 1": b[0], "half-width 2": b[1], "log det F lost": np.nan})
+    a0, b0 = best_box(eps, "logdet")
+    for where, rho, ratio in (("ρ = 0.5", 0.5, 1.0), ("σ₂/σ₁ = 3", 0.0, 3.0)):
+        a, b = best_box(eps, "logdet", rho=rho, ratio=ratio)
+        theta, sd = np.array([0, 0, 1, ratio, rho]), np.array([1.0, ratio])
+        searched = box_score(fisher_quad(theta, a * sd, b * sd, eps), "logdet")
+        moved = box_score(fisher_quad(theta, a0 * sd, b0 * sd, eps), "logdet")
+        rows.append({"ε": eps, "score": "logdet", "where": where, "half-width 1": b[0],
+                     "half-width 2": b[1], "log det F lost": searched - moved})
+boxes = pd.DataFrame(rows).set_index(["ε", "score", "where"])
+timings["Fisher: the boxes"] = time.perf_counter() - t0
+lost = boxes["log det F lost"]
+glue_number("two-d-lost-ratio", lost.xs("σ₂/σ₁ = 3", level="where").max())
+glue_number("two-d-lost-rho", lost.xs("ρ = 0.5", level="where").max())
+show_table(boxes, digits=3)
+
+# %% [markdown]
+# Moving the standard box to $\rho = 0.5$ loses at most {glue:text}`two-d-lost-rho:.3f`
+# in $\log\det F$: the best box hardly depends on the correlation.  Moving it to
+# unequal scales loses up to {glue:text}`two-d-lost-ratio:.2f` (a factor
+# $e^{1.3} \approx 3.6$ in $\det F$ when the loss is 1.3): there the $L_1$ noise, shared by
+# the components, is set by the wider one.  The trace over the means chooses very
+# different boxes: at small $\epsilon$ its best box gives one component all the width
+# and the other none (a release of pure noise), because the one-dimensional
+# $F_{\mu\mu}$ grows like $\epsilon^2$, so concentrating the budget pays; it ignores
+# $\sigma$ and $\rho$.  The default is therefore $\log\det F$, and the experiment
+# below runs both.
+#
+# **The split of $\epsilon$.**  The $L_1$ release splits the budget in proportion to the
+# widths.  For a given box another split can carry more information: the figure moves
+# the share of component 1 for the box the standard box becomes at $\sigma_2/\sigma_1 =
+# 3$, $\rho = 0.5$, $\epsilon = 5$ ({func}`~dpbook.multivariate.box_fisher.best_split`).
+
+# %% tags=["hide-input"] fig_caption="log det F of one release against the share of ε given to component 1, for the standard log-det box moved to σ₂/σ₁ = 3, ρ = 0.5, ε = 5: the L1 release's share (dashed) and the best share (dotted)." fig_alt="A concave curve of log det F against the share of epsilon, with a dashed vertical line at the L1 share and a dotted one at the maximum, slightly to its right."
+t0 = time.perf_counter()
+a0, b0 = best_box(5.0, "logdet")
+sd = np.array([1.0, 3.0])
+theta, sl, sr = np.array([0, 0, 1, 3, 0.5]), a0 * sd, b0 * sd
+shares = np.linspace(0.1, 0.9, SIZES["shares"])
+curve = [box_score(fisher_quad(theta, sl, sr, 5.0, eps_split=(5 * f, 5 * (1 - f)), n=16),
+                   "logdet") for f in shares]
+e1, best_val, l1_val = best_split(sl, sr, theta, 5.0, "logdet")
+l1_share = (sr[0] - sl[0]) / (sr - sl).sum()
+fig, ax = sns.mpl.pyplot.subplots(figsize=(5, 2.6))
+ax.plot(shares, curve, marker="o", ms=3)
+ax.axvline(l1_share, ls="--", color="0.4")
+ax.axvline(e1 / 5, ls=":", color="0.2")
+ax.set(xlabel="share of ε for component 1", ylabel="log det F")
+save(fig, "split", f"best share {e1 / 5:.3f} (log det {best_val:.3f}); L1 share "
+     f"{l1_share:.3f} (log det {l1_val:.3f})")
+timings["Fisher: the split"] = time.perf_counter() - t0
+glue_number("two-d-split-gain", best_val - l1_val)
+glue_number("two-d-split-share", e1 / 5)
+glue_number("two-d-l1-share", l1_share)
+
+# %% [markdown]
+# The best share is {glue:text}`two-d-split-share:.2f` against the $L_1$ release's
+# {glue:text}`two-d-l1-share:.2f`, a gain of {glue:text}`two-d-split-gain:.2f` in
+# $\log\det F$.  dpbook releases with the $L_1$ scale; a split is the
+# composition of two one-dimensional releases, which the "split" design of the
+# experiment below runs with equal shares.
 
 # %% [markdown]
 # ## The sampler is right
@@ -225,12 +375,11 @@ glue_number("two-d-sbc-reps", SIZES["sbc_reps"])
 # is the NIW of the range $[-100, 100]$ per column (as vague as Section 6's).  Three
 # designs run on populations of this law at each $\epsilon$:
 #
-# * **adaptive**: the box policy, with the standard box of the normal at $\epsilon/2$ per
-#   component ({func}`dpbook.online.methods.standard_box`: for a box of equal standardised
-#   widths each component's noise is exactly the one-dimensional release's at
-#   $\epsilon/2$);
+# * **adaptive**: the box policy with the standard box of $\log\det F$
+#   ({func}`dpbook.online.methods.standard_box`);
+# * **trace-mu**: the same with the standard box of the trace over the means;
 # * **fixed**: the box $[\mu_j - 10\sigma_j, \mu_j + 10\sigma_j]$, Section 6's interval
-#   per component, on the same data as the adaptive runs (paired);
+#   per component; these three on the same data (paired);
 # * **split**: two independent one-dimensional runs of the paper's method, one per
 #   column, each at $\epsilon/2$ (so the pair is $\epsilon$-DP by composition), with the
 #   one-dimensional prior of the same range.  It does not estimate $\rho$.
@@ -241,7 +390,7 @@ glue_number("two-d-sbc-reps", SIZES["sbc_reps"])
 # clipping); the intervals are 95% bootstrap intervals of the difference of RMSEs,
 # paired for adaptive against fixed.
 
-# %% tags=["hide-input"] caption="Error of the posterior median over repeated runs: RMSE of each design, and RMSE(adaptive) − RMSE(fixed) (paired) and RMSE(adaptive) − RMSE(split) with their bootstrap 95% intervals." name="tbl-14-experiment"
+# %% tags=["hide-input"] caption="Error of the posterior median over repeated runs: RMSE of each design, and RMSE(adaptive) − RMSE(fixed), RMSE(adaptive) − RMSE(trace-mu) (both paired) and RMSE(adaptive) − RMSE(split), with their bootstrap 95% intervals." name="tbl-14-experiment"
 t0 = time.perf_counter()
 rows = two_d.measure(mode, seed, scheduler=scheduler)
 timings["the experiment (this execution)"] = time.perf_counter() - t0
@@ -257,16 +406,17 @@ def interval(d, lo, hi):
 
 
 shown = pd.DataFrame({
-    "adaptive": table["adaptive RMSE"], "fixed": table["fixed RMSE"],
-    "split": table["split RMSE"],
+    "adaptive": table["adaptive RMSE"], "trace-mu": table["trace-mu RMSE"],
+    "fixed": table["fixed RMSE"], "split": table["split RMSE"],
     "adaptive − fixed": interval("adaptive - fixed", "af lo", "af hi"),
+    "adaptive − trace-mu": interval("adaptive - trace-mu", "at lo", "at hi"),
     "adaptive − split": interval("adaptive - split", "as lo", "as hi").where(
         table["split RMSE"].notna(), "–")})
 shown.index = shown.index.set_names(["ε", "parameter"])
 show_table(shown)
 
-# %% tags=["hide-input"] fig_caption="RMSE of the posterior median against ε, one panel per parameter, for the adaptive box, the fixed box and two one-dimensional runs at ε/2 (no ρ)." fig_alt="Five log-log panels of RMSE against epsilon; the adaptive and split lines lie below the fixed line, and close to each other."
-long = table[["adaptive RMSE", "fixed RMSE", "split RMSE"]].rename(
+# %% tags=["hide-input"] fig_caption="RMSE of the posterior median against ε, one panel per parameter, for the adaptive box (log det F), the adaptive box of the trace over the means, the fixed box and two one-dimensional runs at ε/2 (no ρ)." fig_alt="Five log-log panels of RMSE against epsilon; the adaptive and split lines lie below the fixed line, and close to each other."
+long = table[["adaptive RMSE", "trace-mu RMSE", "fixed RMSE", "split RMSE"]].rename(
     columns=lambda c: c.split()[0]).reset_index().melt(
     id_vars=["eps", "param"], var_name="design", value_name="RMSE").dropna()
 g = sns.relplot(long, kind="line", x="eps", y="RMSE", hue="design", col="param",
@@ -280,6 +430,10 @@ loses = [f"{p} at ε = {e:g}" for (e, p), lo in table["af lo"].items() if lo > 0
 wins = [f"{p} at ε = {e:g}" for (e, p), hi in table["af hi"].items() if hi < 0]
 split_better = [f"{p} at ε = {e:g}" for (e, p), lo in table["as lo"].items() if lo > 0]
 joint_better = [f"{p} at ε = {e:g}" for (e, p), hi in table["as hi"].items() if hi < 0]
+trace_better = [f"{p} at ε = {e:g}" for (e, p), lo in table["at lo"].items() if lo > 0]
+logdet_better = [f"{p} at ε = {e:g}" for (e, p), hi in table["at hi"].items() if hi < 0]
+glue_phrase("two-d-trace-better", ", ".join(trace_better) or "none")
+glue_phrase("two-d-logdet-better", ", ".join(logdet_better) or "none")
 glue_phrase("two-d-wins", f"{len(wins)} of {len(table)}")
 glue_phrase("two-d-loses", ", ".join(loses) or "none")
 glue_phrase("two-d-split-better", ", ".join(split_better) or "none")
@@ -290,7 +444,9 @@ glue_phrase("two-d-joint-better", ", ".join(joint_better) or "none")
 # {glue:md}`two-d-wins` (parameter, ε) cells; it is above it in: {glue:md}`two-d-loses`.
 # Against two one-dimensional runs at $\epsilon/2$, the joint release is better beyond
 # the interval for: {glue:md}`two-d-joint-better`; the split runs are better for:
-# {glue:md}`two-d-split-better`.
+# {glue:md}`two-d-split-better`.  Against the box of the trace over the means, the
+# $\log\det F$ box is better beyond the interval for: {glue:md}`two-d-logdet-better`;
+# worse for: {glue:md}`two-d-trace-better`.
 #
 # **What a practitioner should do.**  For a box of equal standardised widths and
 # $\rho = 0$ the two designs release the same thing: each component carries noise of

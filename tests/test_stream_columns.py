@@ -172,18 +172,19 @@ def test_gaussian_noise_and_deployment(pair, capsys, extra):
     assert abs(mu1["median"] - 10) < 2 * (mu1["q95"] - mu1["q05"])
 
 
-def test_standard_box_is_the_one_dimensional_release():
-    """A square box of the standard (a, b) releases each component with the noise scale
-    of the one-dimensional release at eps / d (Laplace) or eps / sqrt(d) (Gaussian)."""
-    from dpbook.fisher.truncation import best_interval
+def test_standard_box_is_the_searched_box_of_the_family_s_score():
+    """The box policy's standard box is best_box's for the family's score; a square box
+    releases each component with the noise scale of the one-dimensional release at
+    eps / d (Laplace) or eps / sqrt(d) (Gaussian)."""
+    from dpbook.multivariate.box_fisher import best_box
     from dpbook.multivariate.mvnormal import MultivariateNormal
     from dpbook.multivariate.release import box_scale
     from dpbook.online.methods import standard_box
 
+    a, b = standard_box(5.0, MultivariateNormal(2, box_score="trace-mu"))
+    ref = best_box(5.0, "trace-mu")
+    assert np.array_equal(a, ref[0]) and np.array_equal(b, ref[1])
     for mech, level in (("laplace", 5 / 2), ("gaussian", 5 / np.sqrt(2))):
-        a, b = standard_box(5.0, MultivariateNormal(2), mech)
-        best = best_interval(level, None, mech)
-        assert np.all(a == best["a"]) and np.all(b == best["b"])
         assert box_scale(a, b, 5.0, mech) == pytest.approx((b[0] - a[0]) / level)
 
 

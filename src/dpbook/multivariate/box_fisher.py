@@ -15,6 +15,8 @@ sum e_j = eps) b_j = (r_j - l_j)/e_j.  The L1 release is the split e_j = eps w_j
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import optimize, special
 
@@ -179,9 +181,14 @@ def _noise(u, b, mechanism):
     return np.exp(-0.5 * (u / b) ** 2) / (np.sqrt(2 * np.pi) * b)
 
 
+@functools.lru_cache(maxsize=16)
+def _leggauss(n):
+    return np.polynomial.legendre.leggauss(n)
+
+
 def _gl(lo, hi, n):
     """Gauss-Legendre nodes and weights on [lo, hi] (broadcast over lo, hi)."""
-    t, w = np.polynomial.legendre.leggauss(n)
+    t, w = _leggauss(n)
     lo, hi = np.asarray(lo, float)[..., None], np.asarray(hi, float)[..., None]
     return lo + (hi - lo) * (t + 1) / 2, (hi - lo) * w / 2
 
@@ -393,7 +400,7 @@ def best_box(eps, score="trace-mu", rho=0.0, ratio=1.0, mechanism="laplace",
     for st in starts:
         st = st if symmetric else [0.0, 0.0] + st
         res = optimize.minimize(neg, st, method="Nelder-Mead", bounds=bounds,
-                                options={"xatol": 1e-3, "fatol": 1e-10, "maxfev": 600})
+                                options={"xatol": 1e-2, "fatol": 1e-8, "maxfev": 600})
         if best is None or res.fun < best.fun:
             best = res
     l, r = box(best.x)

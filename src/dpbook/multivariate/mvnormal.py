@@ -148,13 +148,22 @@ class MultivariateNormal(Family):
     ``prior``: an :class:`NIWPrior` (default: from the range [-10, 10] per component,
     :func:`niw_from_ranges`) or, with ``diagonal=True``, a
     :class:`~dpbook.model.prior.LocationScalePrior` shared by the components (default
-    Section 6's)."""
+    Section 6's).  ``box_score``: the score sc(.) whose best standard box the adaptive
+    policy moves (:func:`dpbook.online.methods.standard_box`)."""
 
     name = ""  # not a --family of the one-dimensional commands
+    # the box policy's score sc(.) of the Fisher matrix (Section 5), recorded with a store
+    options = {"box_score": (str, "logdet", "the box policy's score: trace-mu, trace or "
+                                            "logdet (dpbook.multivariate.box_fisher)")}
+    SCORES = ("trace-mu", "trace", "logdet")
 
-    def __init__(self, d=2, prior=None, diagonal=False):
+    def __init__(self, d=2, prior=None, diagonal=False, box_score="logdet"):
         if d != int(d) or d < 2:
             raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
+        if box_score not in self.SCORES:
+            raise ValueError(f"unknown box score {box_score!r}; choose one of "
+                             f"{', '.join(self.SCORES)}")
+        self.box_score = box_score
         self.d, self.diagonal = int(d), bool(diagonal)
         self.pairs = () if diagonal else tuple(itertools.combinations(range(self.d), 2))
         self.params = (tuple(f"mu{j + 1}" for j in range(self.d))

@@ -18,6 +18,7 @@ posterior to draw from and places its own base interval at its estimate: one tas
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,19 +127,23 @@ def adaptive_policy(family, eps, mechanism="laplace", method="exact", theta=None
                                               score=score, **grid_kw))
 
 
-def standard_box(eps, family, mechanism="laplace"):
-    """The standard box (a, b) of a vector family (dpbook.multivariate), per component:
-    eq. (13)'s best interval of the normal at eps_1 = eps / Delta(unit square box) (eps/d
-    for Laplace noise).  For a box of equal standardised widths the noise of each
-    component is then that of the one-dimensional release at eps_1, so at rho = 0 and
-    equal scales this is the best box under the score on mu (chapter 14 compares it
-    with boxes searched for other theta)."""
-    from dpbook.fisher.truncation import best_interval
+@functools.lru_cache(maxsize=64)
+def _standard_box(eps, score, mechanism):
+    from dpbook.multivariate.box_fisher import best_box
 
-    d = family.event_shape[0]
-    unit = get_mechanism(mechanism).sensitivity(np.zeros(d), np.ones(d))
-    best = best_interval(eps / unit, None, mechanism)
-    return np.full(d, best["a"]), np.full(d, best["b"])
+    return best_box(eps, score, mechanism=mechanism)
+
+
+def standard_box(eps, family, mechanism="laplace"):
+    """The standard box (a, b) of a vector family (dpbook.multivariate): eq. (13) in two
+    dimensions, the box maximising the family's ``box_score`` of the release's Fisher
+    matrix at mu = 0, sigma = (1, 1), rho = 0 (:func:`dpbook.multivariate.box_fisher.
+    best_box`), which the box policy moves and scales per component (exact for a shift
+    and a common scale; chapter 14 measures what it loses elsewhere)."""
+    if family.event_shape != (2,):
+        raise ValueError("the box policy's search is written for d = 2")
+    mech = get_mechanism(mechanism).name
+    return tuple(v.copy() for v in _standard_box(float(eps), family.box_score, mech))
 
 
 def stream_policy(policy, method, posterior, eps, family=None, mechanism="laplace"):
