@@ -196,6 +196,13 @@ class SMC(ParticlePosterior):
     3. propagation x_t ~ P_theta;
     4. weighting w_t proportional to g_b(y_t - T(x_t)), b = (r_t - l_t)/eps (eq. 5).
 
+    A family with ``event_shape`` (d,) (:mod:`dpbook.multivariate`) has vector latent
+    values released through boxes: T clips each component, g_b is the product of the
+    components' noise densities with b = Delta / eps (Delta the box's sensitivity,
+    :func:`dpbook.multivariate.release.box_scale`), and the same four steps run on
+    (N, t, d) paths (Section 3: "the truncation approach can be applied to each
+    component").
+
     Parameters
     ----------
     eps : privacy parameter.
