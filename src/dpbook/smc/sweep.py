@@ -21,20 +21,6 @@ def _logg(kind, v, invb, lnorm):
     return lnorm - 0.5 * z * z
 
 
-@njit(cache=True, inline="always")
-def _decide(i, a, k, xk, lp, x_old, ll_old, x_new, ll_new, e):
-    """Particle i's x_k: the proposal xk (log-likelihood lp) if lp - ll > -e[i, k], else
-    its ancestor a's; 1 if accepted."""
-    lc = ll_old[a, k]
-    if lp - lc > -e[i, k]:
-        x_new[i, k] = xk
-        ll_new[i, k] = lp
-        return 1
-    x_new[i, k] = x_old[a, k]
-    ll_new[i, k] = lc
-    return 0
-
-
 @njit(cache=True)
 def _mh_row(kind, i, a, x_old, ll_old, x_new, ll_new, xp, e, y, l, r, invb, lnorm):
     """The MH moves of particle i, started from its ancestor a's path (see _mh_sweep)."""
@@ -42,7 +28,14 @@ def _mh_row(kind, i, a, x_old, ll_old, x_new, ll_new, xp, e, y, l, r, invb, lnor
     for k in range(xp.shape[1]):
         xk = xp[i, k]
         lp = _logg(kind, y[k] - min(max(xk, l[k]), r[k]), invb[k], lnorm[k])
-        n_acc += _decide(i, a, k, xk, lp, x_old, ll_old, x_new, ll_new, e)
+        lc = ll_old[a, k]
+        if lp - lc > -e[i, k]:
+            x_new[i, k] = xk
+            ll_new[i, k] = lp
+            n_acc += 1
+        else:
+            x_new[i, k] = x_old[a, k]
+            ll_new[i, k] = lc
     return n_acc
 
 
@@ -91,7 +84,14 @@ def _mh_row_vec(kind, i, a, x_old, ll_old, x_new, ll_new, mu, L, z, e, y, l, r, 
             xk[j] = mu[i, j] + acc
             lp += _logg(kind, y[k, j] - min(max(xk[j], l[k, j]), r[k, j]), invb[k],
                         lnorm[k])
-        n_acc += _decide(i, a, k, xk, lp, x_old, ll_old, x_new, ll_new, e)
+        lc = ll_old[a, k]
+        if lp - lc > -e[i, k]:
+            x_new[i, k] = xk
+            ll_new[i, k] = lp
+            n_acc += 1
+        else:
+            x_new[i, k] = x_old[a, k]
+            ll_new[i, k] = lc
     return n_acc
 
 
