@@ -162,12 +162,13 @@ except (OSError, ValueError, KeyError):
 #     adds noise once, on the same people at the same ε.
 # 12. {ref}`ch-batches`: one published interval for a batch of devices, as a deployment
 #     needs, and what larger batches cost.
-# 13. {ref}`ch-two-dimensions`: two numbers per person, the extension the paper names as
-#     its first open question: a box release, the same SMC, and when a joint release
-#     beats two one-dimensional ones.
 #
 # {ref}`ch-claims` is the ledger: each statement of the paper, the numbers this build
 # computes for it, the rule that decides it and the verdict.
+#
+# Beyond the paper, {ref}`ch-two-dimensions` takes two numbers per person, the extension
+# the paper names as its first open question: a box release, the same SMC, and when a
+# joint release beats two one-dimensional ones.
 #
 # Where this book departs from the paper or from the authors' code, and why, is
 # recorded in {ref}`reproduction-notes`.

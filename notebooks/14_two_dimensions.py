@@ -47,7 +47,7 @@
 #   the release's $5 \times 5$ Fisher matrix (by default $\log\det F$, below).
 
 # %% tags=["parameters"]
-mode = "quick"  # "quick": small sizes (about a minute); "full": the sizes in the text (under 10 minutes)
+mode = "quick"  # "quick": small sizes (about a minute); "full": the text's sizes (about 7 minutes)
 seed = 0  # root seed of the populations, the noise and the algorithms
 scheduler = None  # a Dask scheduler's address (tcp://host:8786) to run the experiment on
 
