@@ -130,16 +130,18 @@ rng = np.random.default_rng(seed)
 pairs = rng.uniform(-10, 10, (2000, 2, 2))
 clipped = np.clip(pairs, lo, hi)
 worst = max(np.max(log_density(grid, c) - log_density(grid, d)) for c, d in clipped[:200])
-print(f"box {lo} to {hi}, eps = {EPS_DEMO}: noise scale W/eps = {b:g}; the largest "
-      f"log-ratio over the grid is {corner:.12f} for opposite corners and {worst:.4f} "
-      f"over 200 random pairs")
-print(f"composition: eps_j = {component_eps(lo, hi, EPS_DEMO)}, summing to "
-      f"{component_eps(lo, hi, EPS_DEMO).sum():g}")
 square = (np.zeros(2), np.ones(2))
-print("a square box of width 1: Laplace noise scale (L1) "
-      f"{box_scale(*square, EPS_DEMO):.4f}, Gaussian (L2) "
-      f"{box_scale(*square, EPS_DEMO, 'gaussian'):.4f}, ratio "
-      f"{box_scale(*square, EPS_DEMO) / box_scale(*square, EPS_DEMO, 'gaussian'):.4f}")
+for line in (
+        f"box {lo} to {hi}, eps = {EPS_DEMO}: noise scale W/eps = {b:g}; the largest "
+        f"log-ratio over the grid is {corner:.12f} for opposite corners and {worst:.4f} "
+        f"over 200 random pairs",
+        f"composition: eps_j = {component_eps(lo, hi, EPS_DEMO)}, summing to "
+        f"{component_eps(lo, hi, EPS_DEMO).sum():g}",
+        "a square box of width 1: Laplace noise scale (L1) "
+        f"{box_scale(*square, EPS_DEMO):.4f}, Gaussian (L2) "
+        f"{box_scale(*square, EPS_DEMO, 'gaussian'):.4f}, ratio "
+        f"{box_scale(*square, EPS_DEMO) / box_scale(*square, EPS_DEMO, 'gaussian'):.4f}"):
+    print(textwrap.fill(line, 79))
 glue_number("two-d-corner", corner)
 
 # %% [markdown]
