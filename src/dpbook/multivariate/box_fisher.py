@@ -20,8 +20,14 @@ import functools
 import numpy as np
 from scipy import optimize, special
 
-from dpbook.multivariate.mvnormal import correlation, mvn_score, params_dim
-from dpbook.multivariate.release import check_box
+from dpbook.model.mechanisms import check_mechanism, clip
+from dpbook.multivariate.mvnormal import (
+    MultivariateNormal,
+    correlation,
+    mvn_score,
+    params_dim,
+)
+from dpbook.multivariate.release import box_scale, check_box
 from dpbook.validation import (
     as_generator,
     check_eps,
@@ -30,8 +36,8 @@ from dpbook.validation import (
     check_positive,
 )
 
-MECHANISMS = ("laplace", "gaussian")
-SCORES = ("trace-mu", "trace", "logdet")
+MECHANISMS = ("laplace", "gaussian")  # the noise densities the quadrature writes out
+SCORES = MultivariateNormal.SCORES
 MIN_HALF_WIDTH = 1e-4  # the search's smallest half-width (standard units)
 
 
@@ -56,9 +62,10 @@ def check_theta(theta, d=None):
 
 
 def _check_mechanism(mechanism):
+    mechanism = check_mechanism(mechanism)
     if mechanism not in MECHANISMS:
-        raise ValueError(f"unknown mechanism {mechanism!r}; choose one of "
-                         f"{', '.join(MECHANISMS)}")
+        raise ValueError(f"the box release's information is written for the mechanisms "
+                         f"{', '.join(MECHANISMS)}, not {mechanism!r}")
     return mechanism
 
 
@@ -67,8 +74,7 @@ def _scales(l, r, eps, mechanism="laplace", eps_split=None):
     (r_j - l_j)/e_j for a split (composition of d one-dimensional releases)."""
     w = r - l
     if eps_split is None:
-        sens = w.sum() if mechanism == "laplace" else np.sqrt((w * w).sum())
-        return np.full(w.shape, sens / eps)
+        return np.full(w.shape, box_scale(l, r, eps, mechanism))
     e = np.array([check_positive("eps_split's entries", v) for v in np.atleast_1d(eps_split)])
     if e.shape != w.shape or not np.isclose(e.sum(), eps, rtol=1e-12, atol=0):
         raise ValueError(f"eps_split must be {w.size} positive numbers summing to eps = "
@@ -76,8 +82,7 @@ def _scales(l, r, eps, mechanism="laplace", eps_split=None):
     return w / e
 
 
-def _clip(x, l, r):
-    return np.clip(x, l, r)
+_clip = clip  # a name of this module's own (a negative control replaces it)
 
 
 def _setup(theta, l, r, eps, mechanism, eps_split):
@@ -88,12 +93,6 @@ def _setup(theta, l, r, eps, mechanism, eps_split):
     eps = check_eps(eps)
     b = _scales(l, r, eps, _check_mechanism(mechanism), eps_split)
     return th, l, r, eps, b
-
-
-def _mvn_draw(rng, th, d, size):
-    mu, sd = th[:d], th[d:2 * d]
-    L = np.linalg.cholesky(correlation(th[2 * d:], d))
-    return mu + sd * (rng.standard_normal((size, d)) @ L.T)
 
 
 # ------------------------------------------------------------------ Monte Carlo
@@ -115,10 +114,11 @@ def fisher_mc(theta, l, r, eps, rng, M=2000, K=10000, mechanism="laplace",
     M, K = check_mc_size("M", M), check_mc_size("K", K)
     rng = as_generator(rng)
     d = l.size
-    x = _mvn_draw(rng, th, d, M)
+    model = MultivariateNormal(d)
+    x = model.sample(rng, *th, size=M)
     v = rng.laplace(size=(M, d)) if mechanism == "laplace" else rng.standard_normal((M, d))
     y = _clip(x, l, r) + b * v
-    xs = _mvn_draw(rng, th, d, K)
+    xs = model.sample(rng, *th, size=K)
     g = mvn_score(xs, th)  # (K, P)
     c = _clip(xs, l, r) / b
     P = g.shape[1]
